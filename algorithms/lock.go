@@ -1,0 +1,160 @@
+// Package algorithms holds the lock algorithms locklab puts under test. Each
+// file opens with the protocol and its known weakness, and reads like the
+// protocol on a whiteboard. Lock code is ordinary sequential Go: it talks to
+// Redis through unmodified go-redis clients and asks Env, never the time
+// package, for the time, for sleeps and for randomness, so the same code runs
+// inside the simulation and against real servers (see RealEnv).
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Env is everything a lock algorithm may ask of the world around it.
+type Env interface {
+	// Now is the client's own wall clock, which may jump and drift.
+	Now() time.Time
+	// Sleep waits d as measured by the client's own oscillator.
+	Sleep(d time.Duration)
+	// Rand is the only source of randomness (tokens, retry jitter).
+	Rand() *rand.Rand
+	// Context is passed to go-redis calls; it carries no deadline.
+	Context() context.Context
+	// Parallel runs fns concurrently (Redlock asks its N nodes at once) and
+	// returns when all have returned.
+	Parallel(fns ...func(Env))
+}
+
+// Lease is what a client believes after a successful acquire: that it holds
+// Resource, proven by Token, until Validity on its own clock. Fence, when not
+// zero, is a fencing token the protected resource can check (Kleppmann).
+type Lease struct {
+	Resource string
+	Token    string
+	Fence    int64
+	Start    time.Time // client clock when the acquire began
+	Validity time.Time // client clock after which it must stop acting as holder
+	Nodes    []string  // the nodes that granted the lock (Redlock)
+}
+
+// Valid reports whether, by the client's own clock, the lease still holds.
+func (l *Lease) Valid(now time.Time) bool { return now.Before(l.Validity) }
+
+// ErrNotAcquired means the wait policy ran out without getting the lock.
+var ErrNotAcquired = errors.New("lock not acquired")
+
+// Lock is one lock algorithm bound to one client's connections.
+type Lock interface {
+	// Acquire tries to take the lock, retrying under the lock's wait policy.
+	Acquire(env Env) (*Lease, error)
+	// Release gives the lock up. Releasing a lease that has expired is not
+	// an error for the caller to handle: the algorithm does what it does.
+	Release(env Env, l *Lease) error
+}
+
+// WaitPolicy says how Acquire waits for a busy lock: it retries every Delay
+// plus a random part of up to Jitter, for at most Attempts tries (0 means
+// until it succeeds).
+type WaitPolicy struct {
+	Attempts int
+	Delay    time.Duration
+	Jitter   time.Duration
+}
+
+// retry runs try under the policy until it returns a lease or an error other
+// than ErrNotAcquired.
+func (p WaitPolicy) retry(env Env, try func() (*Lease, error)) (*Lease, error) {
+	for i := 0; p.Attempts == 0 || i < p.Attempts; i++ {
+		if i > 0 {
+			d := p.Delay
+			if p.Jitter > 0 {
+				d += time.Duration(env.Rand().Int64N(int64(p.Jitter)))
+			}
+			env.Sleep(d)
+		}
+		l, err := try()
+		if !errors.Is(err, ErrNotAcquired) {
+			return l, err
+		}
+	}
+	return nil, ErrNotAcquired
+}
+
+// Params configures an algorithm; Factory builds one client's Lock.
+type Params struct {
+	Key  string
+	TTL  time.Duration
+	Wait WaitPolicy
+	// Extra holds algorithm-specific settings (for example "drift_factor").
+	Extra map[string]string
+}
+
+// Conns are the connections one client has: one go-redis client per Redis
+// node, in node order. Other backends add their own fields.
+type Conns struct {
+	Redis []*redis.Client
+	// Backend carries a non-Redis client (the ZooKeeper session), if any.
+	Backend any
+}
+
+// Factory builds a client's lock from its connections.
+type Factory func(p Params, c Conns) (Lock, error)
+
+// Info describes a registered algorithm.
+type Info struct {
+	Name    string
+	Summary string
+	// Backend is "redis" or "zookeeper".
+	Backend string
+	// MinNodes is the number of Redis nodes the algorithm needs (1, or N for Redlock).
+	MinNodes int
+	New      Factory
+}
+
+var registry = map[string]Info{}
+
+// Register adds an algorithm; call it from an init function.
+func Register(i Info) {
+	if _, dup := registry[i.Name]; dup {
+		panic("algorithms: duplicate " + i.Name)
+	}
+	registry[i.Name] = i
+}
+
+// Lookup finds an algorithm by name.
+func Lookup(name string) (Info, error) {
+	i, ok := registry[name]
+	if !ok {
+		return Info{}, fmt.Errorf("unknown algorithm %q (known: %v)", name, Names())
+	}
+	return i, nil
+}
+
+// Names lists the registered algorithms in sorted order.
+func Names() []string {
+	var out []string
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// token draws a random value that identifies one acquisition.
+func token(env Env) string {
+	return fmt.Sprintf("%016x", env.Rand().Uint64())
+}
+
+func needNodes(c Conns, n int, name string) error {
+	if len(c.Redis) < n {
+		return fmt.Errorf("%s needs %d redis node(s), got %d", name, n, len(c.Redis))
+	}
+	return nil
+}

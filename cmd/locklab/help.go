@@ -1,0 +1,52 @@
+package main
+
+const scenarioHelp = `Scenario files (YAML)
+
+A scenario is one file. Durations are Go duration text (250ms, 10s, -2s);
+ranges are "min..max" (50ms..150ms) or a single duration.
+
+  id: my-scenario                 # required, a short name
+  title: One line shown by 'locklab list'
+  algorithm: set-nx-px-lua        # required; see the list below
+  ttl: 10s                        # required, the lock's time to live
+  key: lock                       # default lock
+  wait: {delay: 100ms, jitter: 50ms, attempts: 0}   # retry policy while busy
+  params: {drift_factor: "0.01"}  # algorithm-specific settings
+  nodes: [A]                      # Redis nodes; or {name: A, offset: 0s, ppm: 0}
+  clients:
+    count: 3                      # clients are named c1..cN
+    cycles: 3                     # lock cycles per client
+    work: 50ms..150ms             # critical section length
+    think: 10ms..50ms             # pause between cycles
+    start: 0s..10ms               # start time
+    timeout: 50ms                 # go-redis read timeout (client's clock)
+    library_retries: false        # keep go-redis default retries
+    check_validity: false         # skip the write once the lease expired
+    each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0}}
+  resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
+  network: {latency: 500us, jitter: 500us}
+  duration: 30s                   # simulated run length
+  liveness_bound: 21s             # default 2*ttl+1s
+  faults:                         # each fault has a kind and a time:
+    - kind: pause                 #   at: 1.5s (true time), or
+      target: c1                  #   after: {client: c1, op: SET, dir: reply, nth: 1}
+      duration: 15s               #   (fires when that message arrives)
+      after: {client: c1, op: READ}
+  expect: {mutual_exclusion: violated, resource: violated, liveness: ok}
+  narrative: {what: ..., why: ..., fix: ..., sources: [...]}
+  twin: other-scenario-id
+  seed: 1                         # default seed
+
+Fault kinds and their fields:
+  pause       target (client), duration
+  crash       target (client)
+  drop        dir (request|reply), client, node, op, count, probability, duration
+  delay       the same pattern fields, and duration (the delay added)
+  clock-jump  target (client or node), jump (negative jumps backward)
+  drift       target (client or node), ppm (rate offset, parts per million)
+  node-crash  target (node), restart_after, persistence (none|everysec|always)
+  partition   groups: [[c1, A], [B, C]], one_way, duration
+  heal        (undoes every partition)
+
+Errors name the file, the line and the field, and exit with status 2.
+`

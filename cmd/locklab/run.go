@@ -1,0 +1,309 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
+)
+
+const listUsage = `Usage: locklab list [--json]
+
+Lists the built-in scenarios: id, algorithm and a one-line title. Every id can
+be run with 'locklab run ID'.
+
+Flags:
+  --json   print a JSON array of {id, algorithm, title, twin, expected}
+`
+
+func runList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("list", listUsage, stdout)
+	asJSON := fs.Bool("json", false, "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("list takes no arguments, got %q", pos[0])
+	}
+	all, err := scenarios.Catalogue()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		type row struct {
+			ID        string          `json:"id"`
+			Algorithm string          `json:"algorithm"`
+			Title     string          `json:"title"`
+			Twin      string          `json:"twin,omitempty"`
+			Expected  scenarios.Expect `json:"expected"`
+		}
+		var rows []row
+		for _, s := range all {
+			rows = append(rows, row{s.ID, s.Algorithm, s.Title, s.Twin, s.Expect})
+		}
+		return writeJSON(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tALGORITHM\tTITLE")
+	for _, s := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.ID, s.Algorithm, s.Title)
+	}
+	return tw.Flush()
+}
+
+const runUsage = `Usage: locklab run SCENARIO [--seed N] [--json] [--trace]
+
+Runs a scenario — a built-in id from 'locklab list' or a path to a scenario
+file (see 'locklab help scenario') — checks mutual exclusion, resource safety
+and liveness, and compares the verdict with the scenario's expectation.
+
+Flags:
+  --seed N   seed of the run (default: the scenario's own seed); the same seed
+             gives a byte-identical trace
+  --json     print one JSON object (scenario, seed, verdict, expected,
+             matches_expectation, witness, trace_sha256, faults, metrics, replay)
+  --trace    also print the full event trace (human output only)
+
+Exit status: 0 when the verdict matches the expectation, 1 when it does not,
+2 on bad input (unknown scenario, invalid file, bad flag).
+`
+
+// runOutput is the JSON shape of 'locklab run --json'.
+type runOutput struct {
+	Scenario           string                 `json:"scenario"`
+	Title              string                 `json:"title"`
+	Algorithm          string                 `json:"algorithm"`
+	Seed               uint64                 `json:"seed"`
+	Verdict            checker.Verdict        `json:"verdict"`
+	Expected           map[string]string      `json:"expected"`
+	MatchesExpectation bool                   `json:"matches_expectation"`
+	Witness            witnessOutput          `json:"witness"`
+	TraceSHA256        string                 `json:"trace_sha256"`
+	TraceEvents        int                    `json:"trace_events"`
+	Faults             []faultOutput          `json:"faults"`
+	Metrics            map[string]interface{} `json:"metrics"`
+	SimulatedSeconds   float64                `json:"simulated_seconds"`
+	Replay             string                 `json:"replay"`
+}
+
+type witnessOutput struct {
+	MutualExclusion *checker.Overlap         `json:"mutual_exclusion,omitempty"`
+	Resource        *checker.ResourceWitness `json:"resource,omitempty"`
+	Liveness        *checker.Unavailable     `json:"liveness,omitempty"`
+	Text            []string                 `json:"text"`
+}
+
+type faultOutput struct {
+	At    float64      `json:"at_s"`
+	Until float64      `json:"until_s,omitempty"`
+	Text  string       `json:"text"`
+	Fault faults.Fault `json:"fault"`
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", runUsage, stdout)
+	seedText := fs.String("seed", "", "")
+	asJSON := fs.Bool("json", false, "")
+	trace := fs.Bool("trace", false, "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("run needs exactly one scenario (an id from 'locklab list' or a .yaml file), got %d arguments", len(pos))
+	}
+	sc, err := scenarios.Load(pos[0])
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	seed := sc.Seed
+	if *seedText != "" {
+		seed, err = strconv.ParseUint(*seedText, 10, 64)
+		if err != nil {
+			return usagef("--seed: expected a non-negative integer, got %q", *seedText)
+		}
+	}
+	res, err := scenarios.Run(sc, seed, scenarios.Options{KeepTrace: *trace})
+	if err != nil {
+		return err
+	}
+	out := buildRunOutput(res, pos[0])
+	if *asJSON {
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printRun(stdout, res, out, *trace)
+	}
+	if !out.MatchesExpectation {
+		return &exitError{1}
+	}
+	return nil
+}
+
+func expectedMap(e scenarios.Expect) map[string]string {
+	m := map[string]string{}
+	if e.MutualExclusion != "" {
+		m["mutual_exclusion"] = string(e.MutualExclusion)
+	}
+	if e.Resource != "" {
+		m["resource"] = string(e.Resource)
+	}
+	if e.Liveness != "" {
+		m["liveness"] = string(e.Liveness)
+	}
+	return m
+}
+
+func buildRunOutput(res *scenarios.Result, arg string) runOutput {
+	sc := res.Scenario
+	w := res.Report.Witness
+	out := runOutput{
+		Scenario:           sc.ID,
+		Title:              sc.Title,
+		Algorithm:          sc.Algorithm,
+		Seed:               res.Seed,
+		Verdict:            res.Report.Verdict,
+		Expected:           expectedMap(sc.Expect),
+		MatchesExpectation: res.Matches(),
+		Witness:            witnessOutput{MutualExclusion: w.MutualExclusion, Resource: w.Resource, Liveness: w.Liveness, Text: witnessText(res.Report)},
+		TraceSHA256:        res.TraceSHA256,
+		TraceEvents:        res.TraceLines,
+		Faults:             []faultOutput{},
+		SimulatedSeconds:   res.End.Seconds(),
+		Replay:             fmt.Sprintf("locklab run %s --seed %d", arg, res.Seed),
+	}
+	for _, a := range res.Applied {
+		fo := faultOutput{At: a.At.Seconds(), Text: a.Text, Fault: a.Fault}
+		if a.Until > 0 {
+			fo.Until = a.Until.Seconds()
+		}
+		out.Faults = append(out.Faults, fo)
+	}
+	m := res.Report.Metrics
+	out.Metrics = map[string]interface{}{
+		"acquisitions":          m.Acquisitions,
+		"writes_accepted":       m.Writes,
+		"writes_rejected":       m.RejectedWrites,
+		"final_stock":           m.FinalValue,
+		"longest_unavailable_s": m.Unavailable.Seconds(),
+		"messages":              res.Messages,
+		"messages_lost":         res.Dropped,
+	}
+	for _, bm := range res.Metrics {
+		out.Metrics[bm.Name] = bm.Value
+	}
+	return out
+}
+
+func witnessText(r *checker.Report) []string {
+	var out []string
+	if o := r.Witness.MutualExclusion; o != nil {
+		out = append(out, "mutual exclusion: "+o.String())
+	}
+	if rw := r.Witness.Resource; rw != nil {
+		out = append(out, "resource: "+rw.String())
+	}
+	if u := r.Witness.Liveness; u != nil {
+		out = append(out, "liveness: "+u.String())
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
+	sc := res.Scenario
+	fmt.Fprintf(w, "%s — %s\n", sc.ID, sc.Title)
+	info, _ := algorithms.Lookup(sc.Algorithm)
+	fmt.Fprintf(w, "algorithm %s (%s) · %d clients · nodes %s · seed %d · %.3fs simulated\n\n",
+		sc.Algorithm, info.Summary, sc.Clients.Count, strings.Join(sc.NodeNames(), ","), res.Seed, res.End.Seconds())
+
+	fmt.Fprintln(w, "Faults applied:")
+	if len(res.Applied) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	for _, a := range res.Applied {
+		until := ""
+		if a.Until > 0 {
+			until = fmt.Sprintf(" (until %s)", checker.Sec(a.Until))
+		}
+		fmt.Fprintf(w, "  %9s  %s%s\n", checker.Sec(a.At), a.Text, until)
+	}
+	fmt.Fprintln(w)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Verdict:\tgot\texpected\t")
+	row := func(name string, got checker.Status, want checker.Status) {
+		exp, mark := "-", ""
+		if want != "" {
+			exp = string(want)
+			mark = "✓"
+			if got != want {
+				mark = "✗ MISMATCH"
+			}
+		}
+		g := string(got)
+		if got == checker.Violated {
+			g = "VIOLATED"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, g, exp, mark)
+	}
+	v, e := res.Report.Verdict, sc.Expect
+	row("mutual exclusion", v.MutualExclusion, e.MutualExclusion)
+	row("resource", v.Resource, e.Resource)
+	row("liveness", v.Liveness, e.Liveness)
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	if len(out.Witness.Text) > 0 {
+		fmt.Fprintln(w, "Witness:")
+		for _, t := range out.Witness.Text {
+			fmt.Fprintf(w, "  %s\n", t)
+		}
+		fmt.Fprintln(w)
+	}
+	m := res.Report.Metrics
+	fmt.Fprintf(w, "Metrics: %d acquisitions, %d writes accepted, %d rejected, final stock %d, longest unavailable %.3fs, %d messages (%d lost)",
+		m.Acquisitions, m.Writes, m.RejectedWrites, m.FinalValue, m.Unavailable.Seconds(), res.Messages, res.Dropped)
+	for _, bm := range res.Metrics {
+		fmt.Fprintf(w, ", %s %d", strings.ReplaceAll(bm.Name, "_", " "), bm.Value)
+	}
+	fmt.Fprintln(w)
+	if sc.Narrative.Fix != "" {
+		fmt.Fprintf(w, "\nWhy: %s\nFix: %s\n", sc.Narrative.Why, sc.Narrative.Fix)
+	}
+	if sc.Twin != "" {
+		fmt.Fprintf(w, "Twin: locklab run %s\n", sc.Twin)
+	}
+	fmt.Fprintf(w, "\nTrace: %d events, sha256 %s\nReplay: %s\n", res.TraceLines, res.TraceSHA256, out.Replay)
+	if trace {
+		fmt.Fprintln(w, "\nTrace (true time in seconds):")
+		for _, e := range res.Trace {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	if out.MatchesExpectation {
+		fmt.Fprintln(w, "\nResult: the run matches the scenario's expectation.")
+	} else {
+		fmt.Fprintln(w, "\nResult: the run does NOT match the scenario's expectation.")
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var _ = flag.ErrHelp

@@ -1,0 +1,372 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim"
+)
+
+// Options tunes a run.
+type Options struct {
+	// KeepTrace keeps every trace line in the result (reports need them);
+	// the digest is computed either way.
+	KeepTrace bool
+	// PlainLua turns off the native fast path for lock scripts, so every
+	// EVAL runs in miniredis's Lua (for equivalence tests).
+	PlainLua bool
+	// CheckTimeout bounds the porcupine search (default 5s).
+	CheckTimeout time.Duration
+}
+
+// Host describes one simulated host of a run, for reports.
+type Host struct {
+	Name   string            `json:"name"`
+	Role   string            `json:"role"` // "client", "redis", "resource", or a backend's role
+	Clock  []sim.ClockChange `json:"clock_changes,omitempty"`
+	Offset time.Duration     `json:"offset_ns,omitempty"`
+	PPM    int64             `json:"ppm,omitempty"`
+}
+
+// Metric is a named figure a backend reports (for example watch
+// notifications in ZooKeeper).
+type Metric struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
+}
+
+// Result is everything a run produced.
+type Result struct {
+	Scenario *Scenario       `json:"-"`
+	Seed     uint64          `json:"seed"`
+	Report   *checker.Report `json:"-"`
+	History  checker.History `json:"history"`
+	Applied  []faults.Applied
+	Hosts    []Host
+	Metrics  []Metric
+	// TraceSHA256 is the digest of the full event trace.
+	TraceSHA256 string
+	TraceLines  int
+	Trace       []sim.TraceEntry
+	Messages    int
+	Dropped     int
+	End         time.Duration
+}
+
+// Matches reports whether every property the scenario asserts came out as
+// expected.
+func (r *Result) Matches() bool {
+	e, v := r.Scenario.Expect, r.Report.Verdict
+	return (e.MutualExclusion == "" || e.MutualExclusion == v.MutualExclusion) &&
+		(e.Resource == "" || e.Resource == v.Resource) &&
+		(e.Liveness == "" || e.Liveness == v.Liveness)
+}
+
+// Backend builds non-Redis infrastructure (a ZooKeeper ensemble) inside a
+// world and connects clients to it.
+type Backend interface {
+	// Connect returns the client-side handle placed in algorithms.Conns.Backend.
+	Connect(host *sim.Host) any
+	// Hosts lists the backend's own hosts (for faults and reports).
+	Hosts() []*sim.Host
+	// Metrics reports backend figures after the run.
+	Metrics() []Metric
+}
+
+// BackendFactory builds a backend for a scenario.
+type BackendFactory func(w *sim.World, sc *Scenario) (Backend, error)
+
+var backends = map[string]BackendFactory{}
+
+// RegisterBackend makes a backend available to algorithms whose Info.Backend
+// is name. Call it from an init function.
+func RegisterBackend(name string, f BackendFactory) { backends[name] = f }
+
+// Env adapts a simulated process to the algorithms.Env interface.
+func Env(p *sim.Process) algorithms.Env { return procEnv{p} }
+
+type procEnv struct{ p *sim.Process }
+
+func (e procEnv) Now() time.Time           { return e.p.Now() }
+func (e procEnv) Sleep(d time.Duration)    { e.p.Sleep(d) }
+func (e procEnv) Rand() *rand.Rand         { return e.p.Rand() }
+func (e procEnv) Context() context.Context { return e.p.Context() }
+func (e procEnv) Parallel(fns ...func(algorithms.Env)) {
+	wrapped := make([]func(*sim.Process), len(fns))
+	for i, fn := range fns {
+		wrapped[i] = func(c *sim.Process) { fn(procEnv{c}) }
+	}
+	e.p.Parallel("req", wrapped...)
+}
+
+func draw(rng *rand.Rand, r Range) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	return r.Min + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
+}
+
+// Run executes the scenario with the given seed and checks the history.
+func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
+	info, err := algorithms.Lookup(sc.Algorithm)
+	if err != nil {
+		return nil, err
+	}
+	w := sim.New(seed)
+	w.Trace.Keep = opt.KeepTrace
+	if sc.Network.Latency > 0 {
+		w.Net.Latency = sc.Network.Latency.D()
+	}
+	if sc.Network.Jitter > 0 {
+		w.Net.Jitter = sc.Network.Jitter.D()
+	}
+	res := &Result{Scenario: sc, Seed: seed}
+	targets := faults.Targets{Clients: map[string]*sim.Host{}, Nodes: map[string]*sim.RedisNode{}, Hosts: map[string]*sim.Host{}}
+
+	var nodes []*sim.RedisNode
+	for _, spec := range sc.Nodes {
+		n := w.NewRedisNode(spec.Name, sim.NewClock(spec.Offset.D(), spec.PPM))
+		if !opt.PlainLua {
+			n.ScriptFastPath = sim.NativeScripts
+		}
+		nodes = append(nodes, n)
+		targets.Nodes[spec.Name] = n
+		targets.Hosts[spec.Name] = n.Host
+		res.Hosts = append(res.Hosts, Host{Name: spec.Name, Role: "redis", Offset: spec.Offset.D(), PPM: spec.PPM})
+	}
+	if err := wireReplication(w, sc, targets.Nodes); err != nil {
+		return nil, err
+	}
+	rule := sim.FenceRule(sc.Resource.Fencing)
+	inv := w.NewInventory(ResourceHost, sc.Resource.Initial, rule)
+	targets.Hosts[ResourceHost] = inv.Host
+
+	var backend Backend
+	if info.Backend != "redis" {
+		f, ok := backends[info.Backend]
+		if !ok {
+			return nil, fmt.Errorf("algorithm %s needs backend %q, which is not built in", sc.Algorithm, info.Backend)
+		}
+		if backend, err = f(w, sc); err != nil {
+			return nil, err
+		}
+		for _, h := range backend.Hosts() {
+			targets.Hosts[h.Name] = h
+			res.Hosts = append(res.Hosts, Host{Name: h.Name, Role: info.Backend})
+		}
+	}
+	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})
+
+	rec := newRecorder(w)
+	params := sc.params()
+	for _, name := range sc.ClientNames() {
+		over := sc.Clients.Each[name]
+		var offset time.Duration
+		var ppm int64
+		if over.Offset != nil {
+			offset = over.Offset.D()
+		}
+		if over.PPM != nil {
+			ppm = *over.PPM
+		}
+		host := w.NewHost(name, sim.NewClock(offset, ppm))
+		targets.Clients[name] = host
+		targets.Hosts[name] = host
+		res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
+		conns := algorithms.Conns{}
+		for _, n := range nodes {
+			conns.Redis = append(conns.Redis, n.NewClient(host, sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}))
+		}
+		if backend != nil {
+			conns.Backend = backend.Connect(host)
+		}
+		lock, err := info.New(params, conns)
+		if err != nil {
+			return nil, fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
+		}
+		wl := workload{sc: sc, name: name, lock: lock, inv: inv, rec: rec, over: over}
+		start := draw(w.Rand(), sc.Clients.Start)
+		if over.Start != nil {
+			start = draw(w.Rand(), *over.Start)
+		}
+		p := host.Spawn(name, start, wl.run)
+		p.OnExit(func() {
+			if p.Crashed() {
+				rec.crash(name)
+			}
+		})
+	}
+	faults.Arm(w, targets, sc.Faults, &res.Applied)
+
+	if err := w.Run(sc.Duration.D()); err != nil {
+		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
+	}
+	res.End = w.Now()
+	res.History = rec.finish(res.End, inv)
+	timeout := opt.CheckTimeout
+	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), Timeout: timeout})
+	res.TraceSHA256 = w.Trace.SHA256()
+	res.TraceLines = w.Trace.Len()
+	res.Trace = w.Trace.Entries
+	res.Messages, res.Dropped = w.Net.Sent, w.Net.Dropped
+	for i := range res.Hosts {
+		if h := targets.Hosts[res.Hosts[i].Name]; h != nil {
+			res.Hosts[i].Clock = h.Clock.Jumps()
+		}
+	}
+	if backend != nil {
+		res.Metrics = backend.Metrics()
+	}
+	return res, nil
+}
+
+// workload is one client's life: lock cycles around a read-modify-write of
+// the protected resource.
+type workload struct {
+	sc   *Scenario
+	name string
+	lock algorithms.Lock
+	inv  *sim.Inventory
+	rec  *recorder
+	over Client
+}
+
+func (wl *workload) run(p *sim.Process) {
+	env := Env(p)
+	cycles := wl.sc.Clients.Cycles
+	if wl.over.Cycles != nil {
+		cycles = *wl.over.Cycles
+	}
+	work := wl.sc.Clients.Work
+	if wl.over.Work != nil {
+		work = *wl.over.Work
+	}
+	w := p.World()
+	for c := 0; c < cycles; c++ {
+		wl.rec.want(wl.name)
+		var lease *algorithms.Lease
+		for lease == nil {
+			call := w.Now()
+			l, err := wl.lock.Acquire(env)
+			if err != nil {
+				w.Tracef(wl.name, "acquire failed: %v", err)
+				p.Sleep(wl.sc.Wait.Delay.D() + draw(w.Rand(), Range{0, wl.sc.Wait.Jitter.D()}))
+				continue
+			}
+			lease = l
+			wl.rec.acquired(wl.name, p.Host, call, l)
+			w.Tracef(wl.name, "holds %s (token %s, fence %d, valid until %s on its clock)", l.Resource, l.Token, l.Fence, l.Validity.Sub(sim.Epoch))
+		}
+		if v, err := wl.inv.Read(p); err == nil {
+			p.Sleep(draw(w.Rand(), work))
+			if wl.sc.Clients.CheckValidity && !lease.Valid(p.Now()) {
+				w.Tracef(wl.name, "lease expired on its own clock: skips the write")
+			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
+				w.Tracef(wl.name, "write rejected by the resource")
+			}
+		}
+		wl.rec.stop(wl.name, "release")
+		if err := wl.lock.Release(env, lease); err != nil {
+			w.Tracef(wl.name, "release failed: %v", err)
+		}
+		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
+	}
+}
+
+// recorder builds the history as the run goes.
+type recorder struct {
+	w         *sim.World
+	intervals []*openInterval
+	holding   map[string]*openInterval
+	wants     []checker.Want
+	wanting   map[string]int // index into wants
+}
+
+type openInterval struct {
+	checker.Interval
+	host     *sim.Host
+	validity time.Duration // local reading (since Epoch) at which the lease ends
+	ended    bool
+}
+
+func newRecorder(w *sim.World) *recorder {
+	return &recorder{w: w, holding: map[string]*openInterval{}, wanting: map[string]int{}}
+}
+
+func (r *recorder) want(client string) {
+	r.wants = append(r.wants, checker.Want{Client: client, From: r.w.Now(), To: -1})
+	r.wanting[client] = len(r.wants) - 1
+}
+
+func (r *recorder) endWant(client, outcome string, at time.Duration) {
+	if i, ok := r.wanting[client]; ok {
+		r.wants[i].To = at
+		r.wants[i].Outcome = outcome
+		delete(r.wanting, client)
+	}
+}
+
+func (r *recorder) acquired(client string, host *sim.Host, call time.Duration, l *algorithms.Lease) {
+	now := r.w.Now()
+	r.endWant(client, "acquired", now)
+	iv := &openInterval{
+		Interval: checker.Interval{Client: client, AcquireCall: call, Start: now, Token: l.Token, Fence: l.Fence},
+		host:     host,
+		validity: l.Validity.Sub(sim.Epoch),
+	}
+	r.intervals = append(r.intervals, iv)
+	r.holding[client] = iv
+}
+
+func (r *recorder) stop(client, reason string) {
+	if iv, ok := r.holding[client]; ok {
+		iv.End, iv.EndReason, iv.ended = r.w.Now(), reason, true
+		delete(r.holding, client)
+	}
+}
+
+func (r *recorder) crash(client string) {
+	r.stop(client, "crash")
+	r.endWant(client, "crash", r.w.Now())
+}
+
+// finish closes what is still open at the end of the run and cuts every
+// interval at the lease's validity deadline, converted from the client's
+// clock to true time (the clock may have jumped or drifted meanwhile).
+func (r *recorder) finish(end time.Duration, inv *sim.Inventory) checker.History {
+	h := checker.History{End: end, Initial: inv.Initial, Accesses: inv.Log}
+	for _, iv := range r.intervals {
+		if !iv.ended {
+			iv.End, iv.EndReason = end, "end of run"
+		}
+		if t, ok := iv.host.Clock.FirstReaches(iv.validity, iv.Start, iv.End); ok && t < iv.End {
+			iv.End, iv.EndReason = t, "validity"
+		} else if iv.host.Clock.Local(iv.Start) >= iv.validity {
+			iv.End, iv.EndReason = iv.Start, "validity"
+		}
+		h.Intervals = append(h.Intervals, iv.Interval)
+	}
+	for _, wt := range r.wants {
+		if wt.To < 0 {
+			wt.To, wt.Outcome = end, "end of run"
+		}
+		h.Wants = append(h.Wants, wt)
+	}
+	return h
+}
+
+// wireReplication is filled in by the replication support; with no replicas
+// it does nothing.
+func wireReplication(w *sim.World, sc *Scenario, nodes map[string]*sim.RedisNode) error {
+	for _, n := range sc.Nodes {
+		if n.Replica != "" {
+			return fmt.Errorf("nodes: replica_of is not supported yet")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"time"
+)
+
+// Host is a simulated machine: a name on the network, a local clock, and the
+// processes running on it. Pauses (a stop-the-world GC, SIGSTOP, a VM
+// migration) and crashes act on a whole host, as they do on a real OS process.
+type Host struct {
+	Name  string
+	Clock *Clock
+
+	w       *World
+	procs   []*Process
+	paused  bool
+	crashed bool
+	pending []*Process // processes whose wake-up arrived during a pause
+}
+
+// NewHost adds a machine to the world.
+func (w *World) NewHost(name string, clock *Clock) *Host {
+	if clock == nil {
+		clock = NewClock(0, 0)
+	}
+	return &Host{Name: name, Clock: clock, w: w}
+}
+
+// Paused reports whether the host is paused now.
+func (h *Host) Paused() bool { return h.paused }
+
+// Crashed reports whether the host has crashed.
+func (h *Host) Crashed() bool { return h.crashed }
+
+// Pause stops every process on the host from running until Resume. A wake-up
+// that falls inside the pause (a reply, a timer) is held back and delivered on
+// Resume, which is how a paused process "wakes up and carries on" as in
+// Kleppmann's GC-pause example.
+func (h *Host) Pause() {
+	if h.crashed || h.paused {
+		return
+	}
+	h.paused = true
+	h.w.Tracef(h.Name, "pause")
+}
+
+// Resume ends a pause.
+func (h *Host) Resume() {
+	if !h.paused {
+		return
+	}
+	h.paused = false
+	h.w.Tracef(h.Name, "resume")
+	pending := h.pending
+	h.pending = nil
+	for _, p := range pending {
+		id := p.parkID
+		h.w.At(h.w.now, func() { h.w.wakeup(p, id) })
+	}
+}
+
+// Crash kills every process on the host at once.
+func (h *Host) Crash() {
+	if h.crashed {
+		return
+	}
+	h.crashed = true
+	h.w.Tracef(h.Name, "crash")
+	for _, p := range h.procs {
+		if !p.done {
+			p.crashed = true
+			h.w.kill(p)
+		}
+	}
+}
+
+// Process is one simulated thread of control on a host. Algorithm code runs
+// inside a process as ordinary sequential Go; every blocking call it makes
+// (network I/O, Sleep) parks the process and returns the baton to the world.
+type Process struct {
+	Name string
+	Host *Host
+
+	w          *World
+	wake       chan struct{}
+	parked     bool
+	parkID     uint64
+	done       bool
+	killed     bool
+	exiting    bool
+	crashed    bool
+	background bool
+	onExit     []func()
+}
+
+// Spawn starts fn as a new process on host h at true time start.
+func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Process {
+	w := h.w
+	p := &Process{Name: name, Host: h, w: w, wake: make(chan struct{}), parked: true}
+	h.procs = append(h.procs, p)
+	w.procs = append(w.procs, p)
+	go p.main(fn)
+	id := p.parkID
+	w.At(start, func() { w.wakeup(p, id) })
+	return p
+}
+
+// Background marks the process as one that does not keep the world running
+// (a heartbeat or a watchdog): Run stops once only background processes remain.
+func (p *Process) Background() *Process { p.background = true; return p }
+
+func (p *Process) main(fn func(p *Process)) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.w.Fail(fmt.Errorf("process %s panicked: %v\n%s", p.Name, r, debug.Stack()))
+		}
+		p.done = true
+		p.parked = false
+		for _, f := range p.onExit {
+			f()
+		}
+		p.w.yield <- struct{}{}
+	}()
+	<-p.wake
+	if p.killed {
+		return
+	}
+	fn(p)
+}
+
+// OnExit registers fn to run when the process ends, however it ends.
+func (p *Process) OnExit(fn func()) { p.onExit = append(p.onExit, fn) }
+
+// Done reports whether the process has ended.
+func (p *Process) Done() bool { return p.done }
+
+// Crashed reports whether the process ended because its host crashed.
+func (p *Process) Crashed() bool { return p.crashed }
+
+// World returns the process's world.
+func (p *Process) World() *World { return p.w }
+
+// Now is the process's local wall-clock reading (its host's clock).
+func (p *Process) Now() time.Time { return p.Host.Clock.Time(p.w.now) }
+
+// TrueNow is true time; only the kernel, workloads and checkers may look at it.
+func (p *Process) TrueNow() time.Duration { return p.w.now }
+
+// Rand is the world's random source (the process holds the baton).
+func (p *Process) Rand() *rand.Rand { return p.w.rng }
+
+// Sleep blocks the process for d as measured by its host's oscillator (a
+// monotonic sleep: wall-clock jumps do not shorten it, rate drift does).
+func (p *Process) Sleep(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	id := p.prepark()
+	p.w.After(p.Host.Clock.TrueDuration(p.w.now, d), func() { p.w.wakeup(p, id) })
+	p.park()
+}
+
+// Context returns a context for go-redis calls. It carries no deadline: time
+// inside a simulation is the kernel's, never the context package's.
+func (p *Process) Context() context.Context { return context.Background() }
+
+// Go starts fn as a child process on the same host, at the current instant.
+func (p *Process) Go(name string, fn func(c *Process)) *Process {
+	return p.Host.Spawn(name, p.w.now, fn)
+}
+
+// Parallel runs fns as child processes on the same host and waits for all of
+// them. Redlock uses it to ask N nodes at once.
+func (p *Process) Parallel(name string, fns ...func(c *Process)) {
+	remaining := len(fns)
+	if remaining == 0 {
+		return
+	}
+	id := p.prepark()
+	for i, fn := range fns {
+		fn := fn
+		p.Go(fmt.Sprintf("%s/%s%d", p.Name, name, i), func(c *Process) {
+			c.OnExit(func() {
+				remaining--
+				if remaining == 0 {
+					p.w.At(p.w.now, func() { p.w.wakeup(p, id) })
+				}
+			})
+			fn(c)
+		})
+	}
+	p.park()
+}
+
+// prepark opens a new wait: wake-ups carrying an older id are ignored.
+func (p *Process) prepark() uint64 {
+	p.parkID++
+	return p.parkID
+}
+
+// park hands the baton back to the scheduler until a wake-up with the current
+// id. A killed process unwinds with runtime.Goexit; if code deferred during
+// that unwinding blocks again, it returns at once so the unwinding completes.
+func (p *Process) park() {
+	if p.exiting {
+		return
+	}
+	p.parked = true
+	p.w.yield <- struct{}{}
+	<-p.wake
+	if p.killed {
+		p.exiting = true
+		runtime.Goexit()
+	}
+}
+
+// Killed reports whether the process is unwinding after a kill.
+func (p *Process) Killed() bool { return p.killed }
+
+// wakeup runs on the scheduler goroutine: it hands the baton to p and waits
+// until p parks or ends.
+func (w *World) wakeup(p *Process, id uint64) {
+	if p.done || !p.parked || p.parkID != id {
+		return
+	}
+	if p.Host.paused {
+		p.Host.pending = append(p.Host.pending, p)
+		return
+	}
+	p.parked = false
+	prev := w.current
+	w.current = p
+	p.wake <- struct{}{}
+	<-w.yield
+	w.current = prev
+}
+
+// kill ends a parked process: it wakes up inside park and exits.
+func (w *World) kill(p *Process) {
+	if p.done {
+		return
+	}
+	p.killed = true
+	prev := w.current
+	w.current = p
+	p.wake <- struct{}{}
+	<-w.yield
+	w.current = prev
+}
+
+// Current is the process holding the baton, or nil inside a plain event.
+func (w *World) Current() *Process { return w.current }

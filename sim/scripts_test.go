@@ -1,0 +1,436 @@
+package sim
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2/server"
+	"pgregory.net/rapid"
+)
+
+// scriptWorld is one Redis node driven command by command, with two client
+// connections and a clock the test moves by hand.
+type scriptWorld struct {
+	w       *World
+	n       *RedisNode
+	clock   *Clock
+	peers   []*server.Peer
+	handled map[string]int // native answers, by "EVAL name" / "EVALSHA name"
+}
+
+func newScriptWorld(native bool) *scriptWorld {
+	w := New(1)
+	clock := NewClock(0, 0)
+	n := w.NewRedisNode("A", clock)
+	sw := &scriptWorld{w: w, n: n, clock: clock, peers: []*server.Peer{n.NewPeer(), n.NewPeer()}, handled: map[string]int{}}
+	if native {
+		n.ScriptFastPath = func(n *RedisNode, peer *server.Peer, args []string) ([]byte, bool) {
+			r, ok := NativeScripts(n, peer, args)
+			if ok {
+				sw.handled[callName(args)]++
+			}
+			return r, ok
+		}
+	}
+	return sw
+}
+
+func callName(args []string) string {
+	op := strings.ToUpper(args[0])
+	if len(args) < 2 {
+		return op
+	}
+	if s := nativeBySHA[args[1]]; s != nil && op == "EVALSHA" {
+		return op + " " + s.name
+	}
+	if s := nativeBySrc[args[1]]; s != nil && op == "EVAL" {
+		return op + " " + s.name
+	}
+	return op + " ?"
+}
+
+// snapshot is everything a script could have changed: every key of
+// databases 0 and 1 with its type, value and TTL, and which scripts are
+// cached.
+func (sw *scriptWorld) snapshot() string {
+	mr := sw.n.Miniredis()
+	var b strings.Builder
+	b.WriteString(mr.Dump())
+	for db := 0; db < 2; db++ {
+		d := mr.DB(db)
+		for _, k := range d.Keys() {
+			fmt.Fprintf(&b, "db%d %q %s ttl=%v", db, k, d.Type(k), d.TTL(k))
+			switch d.Type(k) {
+			case "string":
+				v, _ := d.Get(k)
+				fmt.Fprintf(&b, " %q", v)
+			case "hash":
+				fields, _ := d.HKeys(k)
+				for _, f := range fields {
+					fmt.Fprintf(&b, " %q=%q", f, d.HGet(k, f))
+				}
+			}
+			b.WriteByte('\n')
+		}
+	}
+	peer := sw.n.NewPeer()
+	for _, s := range nativeList {
+		fmt.Fprintf(&b, "script %s cached: %q\n", s.name, sw.n.Dispatch(peer, []string{"SCRIPT", "EXISTS", s.sha}))
+	}
+	return b.String()
+}
+
+// scriptPair runs every command on a node with the fast path and on one
+// without, and insists on byte-identical replies.
+type scriptPair struct {
+	lua, native *scriptWorld
+}
+
+func newScriptPair() *scriptPair {
+	return &scriptPair{lua: newScriptWorld(false), native: newScriptWorld(true)}
+}
+
+func (p *scriptPair) Close() {
+	p.lua.w.Close()
+	p.native.w.Close()
+}
+
+type fatalf interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func (p *scriptPair) exec(t fatalf, peer int, args ...string) (reply string, handled bool) {
+	t.Helper()
+	before := p.native.handled[callName(args)]
+	want := p.lua.n.Exec(p.lua.peers[peer], args)
+	got := p.native.n.Exec(p.native.peers[peer], args)
+	if !bytes.Equal(want, got) {
+		t.Fatalf("%s\n  lua:    %q\n  native: %q", commandSummary(args), want, got)
+	}
+	return string(got), p.native.handled[callName(args)] > before
+}
+
+func (p *scriptPair) advance(d time.Duration) {
+	for _, sw := range []*scriptWorld{p.lua, p.native} {
+		sw.clock.Jump(sw.w.Now(), d)
+	}
+}
+
+func (p *scriptPair) checkSame(t fatalf) {
+	t.Helper()
+	if a, b := p.lua.snapshot(), p.native.snapshot(); a != b {
+		t.Fatalf("datasets differ\nlua:\n%s\nnative:\n%s", a, b)
+	}
+}
+
+// otherScript is not native: it must always reach miniredis's Lua.
+const otherScript = `return redis.call("get", KEYS[1])`
+
+// TestNativeScriptsEquivalent is the proof behind the fast path: under any
+// interleaving of lock scripts with plain writes, wrong types, malformed
+// arguments, transactions, script flushes and clock jumps, a node with
+// NativeScripts replies byte for byte as one running miniredis's Lua, and
+// ends with the same dataset and script cache.
+func TestNativeScriptsEquivalent(t *testing.T) {
+	keys := []string{"k1", "k2"}
+	owners := []string{"a", "b"}
+	ttls := []string{"100", "1000", "1000", "30000", "30000", "0", "-5", "abc", "", "1.5", "9223372036854775807"}
+	values := []string{"a", "b", "1", "2", "0", "-1", "x", ""}
+	total := map[string]int{}
+
+	rapid.Check(t, func(t *rapid.T) {
+		p := newScriptPair()
+		defer p.Close()
+		peer := func() int { return rapid.IntRange(0, 1).Draw(t, "peer") }
+		key := func() string { return rapid.SampledFrom(keys).Draw(t, "key") }
+		owner := func() string { return rapid.SampledFrom(owners).Draw(t, "owner") }
+		ttl := func() string { return rapid.SampledFrom(ttls).Draw(t, "ttl") }
+		value := func() string { return rapid.SampledFrom(values).Draw(t, "value") }
+
+		// script draws a script (a native one, or one that is not) and
+		// arguments shaped as an algorithm sends them, with the odd
+		// malformed call.
+		pick := func() int { return rapid.IntRange(0, len(nativeList)).Draw(t, "script") }
+		argsFor := func(i int) (src, sha string, rest []string) {
+			if i == len(nativeList) {
+				return otherScript, sha1Hex(otherScript), []string{"1", key()}
+			}
+			s := nativeList[i]
+			src, sha = s.src, s.sha
+			if rapid.IntRange(0, 4).Draw(t, "malformed") > 0 {
+				rest = []string{"1", key()}
+				switch {
+				case s.argc == 1:
+					rest = append(rest, owner())
+				case s.src == ScriptCompareAndPExpire:
+					rest = append(rest, owner(), ttl())
+				default:
+					rest = append(rest, ttl(), owner())
+				}
+				return
+			}
+			rest = []string{rapid.SampledFrom([]string{"0", "1", "2", "-1", "x", "01"}).Draw(t, "numkeys")}
+			for range rapid.IntRange(0, 2).Draw(t, "nkeys") {
+				rest = append(rest, key())
+			}
+			for range rapid.IntRange(0, 3).Draw(t, "nargs") {
+				rest = append(rest, rapid.SampledFrom(append(append([]string{}, owners...), ttls...)).Draw(t, "arg"))
+			}
+			return
+		}
+		script := func() (src, sha string, rest []string) { return argsFor(pick()) }
+		run := func(args ...string) { p.exec(t, peer(), args...) }
+
+		t.Repeat(map[string]func(*rapid.T){
+			"set": func(t *rapid.T) { run("SET", key(), value()) },
+			"set-px": func(t *rapid.T) {
+				run("SET", key(), owner(), "PX", rapid.SampledFrom([]string{"50", "1000", "30000"}).Draw(t, "px"))
+			},
+			"hset": func(t *rapid.T) { run("HSET", key(), owner(), value()) },
+			"hincrby": func(t *rapid.T) {
+				run("HINCRBY", key(), owner(), rapid.SampledFrom([]string{"1", "-1", "2"}).Draw(t, "by"))
+			},
+			"del":     func(t *rapid.T) { run("DEL", key()) },
+			"pexpire": func(t *rapid.T) { run("PEXPIRE", key(), ttl()) },
+			"advance": func(t *rapid.T) {
+				ms := rapid.SampledFrom([]int{1, 10, 99, 100, 500, 1000, 5000, 30000, -50, -1000}).Draw(t, "ms")
+				p.advance(time.Duration(ms) * time.Millisecond)
+			},
+			"script-flush": func(t *rapid.T) { run("SCRIPT", "FLUSH") },
+			"script-load": func(t *rapid.T) {
+				src, _, _ := script()
+				run("SCRIPT", "LOAD", src)
+			},
+			"multi":   func(t *rapid.T) { run("MULTI") },
+			"exec":    func(t *rapid.T) { run("EXEC") },
+			"discard": func(t *rapid.T) { run("DISCARD") },
+			"watch":   func(t *rapid.T) { run("WATCH", key()) },
+			"select":  func(t *rapid.T) { run("SELECT", rapid.SampledFrom([]string{"0", "0", "1"}).Draw(t, "db")) },
+			"eval": func(t *rapid.T) {
+				src, _, rest := script()
+				run(append([]string{"EVAL", src}, rest...)...)
+			},
+			"eval-again": func(t *rapid.T) {
+				src, _, rest := script()
+				run(append([]string{"EVAL", src}, rest...)...)
+			},
+			"eval-then-evalsha": func(t *rapid.T) {
+				i := pick()
+				src, sha, rest := argsFor(i)
+				run(append([]string{"EVAL", src}, rest...)...)
+				_, _, rest = argsFor(i)
+				run(append([]string{"EVALSHA", sha}, rest...)...)
+			},
+			// Sessions are what algorithms do: acquire, then renew and
+			// release the same lock as the same owner.
+			"reentrant-session": func(t *rapid.T) {
+				k, o := key(), owner()
+				for range rapid.IntRange(1, 3).Draw(t, "acquires") {
+					run("EVAL", ScriptReentrantAcquire, "1", k, ttl(), o)
+				}
+				for range rapid.IntRange(0, 4).Draw(t, "then") {
+					src := rapid.SampledFrom([]string{ScriptReentrantRelease, ScriptReentrantRenew}).Draw(t, "op")
+					if rapid.Bool().Draw(t, "evalsha") {
+						run("EVALSHA", sha1Hex(src), "1", k, ttl(), o)
+					} else {
+						run("EVAL", src, "1", k, ttl(), o)
+					}
+				}
+			},
+			"token-session": func(t *rapid.T) {
+				k, o := key(), owner()
+				run("SET", k, o, "NX", "PX", ttl())
+				for range rapid.IntRange(0, 3).Draw(t, "then") {
+					src := rapid.SampledFrom([]string{ScriptCompareAndPExpire, ScriptCompareAndDelete}).Draw(t, "op")
+					args := []string{"EVAL", src, "1", k, owner()}
+					if src == ScriptCompareAndPExpire {
+						args = append(args, ttl())
+					}
+					run(args...)
+				}
+			},
+			"evalsha": func(t *rapid.T) {
+				_, sha, rest := script()
+				switch rapid.IntRange(0, 5).Draw(t, "sha") {
+				case 0:
+					sha = strings.ToUpper(sha)
+				case 1:
+					sha = "0123456789abcdef0123456789abcdef01234567"
+				}
+				run(append([]string{"EVALSHA", sha}, rest...)...)
+			},
+		})
+		p.checkSame(t)
+		for k, v := range p.native.handled {
+			total[k] += v
+		}
+	})
+
+	// The proof means little if the fast path could pass it by never
+	// answering: every script must have been run natively, by both routes.
+	for _, s := range nativeList {
+		for _, op := range []string{"EVAL", "EVALSHA"} {
+			if total[op+" "+s.name] == 0 {
+				t.Errorf("%s %s never handled natively (handled: %v)", op, s.name, total)
+			}
+		}
+	}
+	t.Logf("handled natively: %v", total)
+}
+
+// step is one command of a table case. For EVAL/EVALSHA, native says
+// whether the fast path must answer it (true) or leave it to Lua (false).
+type step struct {
+	args   []string
+	want   string // exact reply; "-" means any error; "" means not checked
+	native bool
+}
+
+func cmd(args ...string) step { return step{args: args} }
+
+func expect(want string, args ...string) step { return step{args: args, want: want} }
+
+// fast is a script call the fast path answers; slow one it leaves to Lua.
+func fast(want, src string, rest ...string) step {
+	return step{args: append([]string{"EVAL", src}, rest...), want: want, native: true}
+}
+
+func slow(want, src string, rest ...string) step {
+	return step{args: append([]string{"EVAL", src}, rest...), want: want}
+}
+
+func sha(src string, native bool, want string, rest ...string) step {
+	return step{args: append([]string{"EVALSHA", sha1Hex(src)}, rest...), want: want, native: native}
+}
+
+func sha1Hex(src string) string {
+	sum := sha1.Sum([]byte(src))
+	return hex.EncodeToString(sum[:])
+}
+
+func TestNativeScripts(t *testing.T) {
+	const (
+		cad     = ScriptCompareAndDelete
+		extend  = ScriptCompareAndPExpire
+		acquire = ScriptReentrantAcquire
+		release = ScriptReentrantRelease
+		renew   = ScriptReentrantRenew
+		null    = "$-1\r\n"
+		zero    = ":0\r\n"
+		one     = ":1\r\n"
+	)
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"cad/owner", []step{cmd("SET", "lock", "a", "PX", "1000"), fast(one, cad, "1", "lock", "a"), expect(zero, "EXISTS", "lock")}},
+		{"cad/other", []step{cmd("SET", "lock", "b"), fast(zero, cad, "1", "lock", "a"), expect("$1\r\nb\r\n", "GET", "lock")}},
+		{"cad/free", []step{fast(zero, cad, "1", "lock", "a")}},
+		{"cad/empty-token", []step{cmd("SET", "lock", ""), fast(one, cad, "1", "lock", "")}},
+		{"cad/hash", []step{cmd("HSET", "lock", "a", "1"), slow("-", cad, "1", "lock", "a")}},
+		{"cad/no-token", []step{cmd("SET", "lock", "a"), slow(zero, cad, "1", "lock")}},
+		{"cad/no-key", []step{slow("-", cad, "0", "a")}},
+
+		{"cap/owner", []step{cmd("SET", "lock", "a", "PX", "1000"), fast(one, extend, "1", "lock", "a", "5000"), expect(":5000\r\n", "PTTL", "lock")}},
+		{"cap/other", []step{cmd("SET", "lock", "b", "PX", "1000"), fast(zero, extend, "1", "lock", "a", "5000"), expect(":1000\r\n", "PTTL", "lock")}},
+		{"cap/free", []step{fast(zero, extend, "1", "lock", "a", "5000")}},
+		{"cap/bad-ttl", []step{cmd("SET", "lock", "a", "PX", "1000"), slow("-", extend, "1", "lock", "a", "5s"), expect(":1000\r\n", "PTTL", "lock")}},
+		{"cap/bad-ttl-other", []step{cmd("SET", "lock", "b"), fast(zero, extend, "1", "lock", "a", "5s")}},
+		{"cap/zero-ttl", []step{cmd("SET", "lock", "a"), fast(one, extend, "1", "lock", "a", "0"), expect(zero, "EXISTS", "lock")}},
+
+		{"acquire/free", []step{fast(null, acquire, "1", "lock", "30000", "o1"), expect("$1\r\n1\r\n", "HGET", "lock", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
+		{"acquire/reenter", []step{cmd("HSET", "lock", "o1", "1"), cmd("PEXPIRE", "lock", "10"), fast(null, acquire, "1", "lock", "30000", "o1"), expect("$1\r\n2\r\n", "HGET", "lock", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
+		{"acquire/busy", []step{cmd("HSET", "lock", "o2", "1"), cmd("PEXPIRE", "lock", "1000"), fast(":1000\r\n", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/busy-no-ttl", []step{cmd("HSET", "lock", "o2", "1"), fast(":-1\r\n", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/string", []step{cmd("SET", "lock", "x"), slow("-", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/count-not-int", []step{cmd("HSET", "lock", "o1", "x"), slow("-", acquire, "1", "lock", "30000", "o1"), expect("$1\r\nx\r\n", "HGET", "lock", "o1")}},
+		// Lua writes the count, then fails on the ttl: the hash stays, without TTL.
+		{"acquire/bad-ttl", []step{slow("-", acquire, "1", "lock", "soon", "o1"), expect(":-1\r\n", "PTTL", "lock")}},
+		{"acquire/zero-ttl", []step{fast(null, acquire, "1", "lock", "0", "o1"), expect(zero, "EXISTS", "lock")}},
+		{"acquire/expired", []step{cmd("HSET", "lock", "o2", "1"), cmd("PEXPIRE", "lock", "1"), fast(":1\r\n", acquire, "1", "lock", "30000", "o1")}},
+
+		{"release/free", []step{fast(null, release, "1", "lock", "30000", "o1")}},
+		{"release/other", []step{cmd("HSET", "lock", "o2", "1"), fast(null, release, "1", "lock", "30000", "o1")}},
+		{"release/reentered", []step{cmd("HSET", "lock", "o1", "2"), fast(zero, release, "1", "lock", "30000", "o1"), expect("$1\r\n1\r\n", "HGET", "lock", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
+		{"release/last", []step{cmd("HSET", "lock", "o1", "1"), fast(one, release, "1", "lock", "30000", "o1"), expect(zero, "EXISTS", "lock")}},
+		{"release/zero-count", []step{cmd("HSET", "lock", "o1", "0"), fast(one, release, "1", "lock", "30000", "o1"), expect(zero, "EXISTS", "lock")}},
+		{"release/bad-ttl-last", []step{cmd("HSET", "lock", "o1", "1"), slow(one, release, "1", "lock", "soon", "o1")}},
+		{"release/bad-ttl-reentered", []step{cmd("HSET", "lock", "o1", "2"), slow("-", release, "1", "lock", "soon", "o1"), expect("$1\r\n1\r\n", "HGET", "lock", "o1")}},
+		{"release/count-not-int", []step{cmd("HSET", "lock", "o1", "x"), slow("-", release, "1", "lock", "30000", "o1")}},
+		{"release/string", []step{cmd("SET", "lock", "x"), slow("-", release, "1", "lock", "30000", "o1")}},
+
+		{"renew/held", []step{cmd("HSET", "lock", "o1", "1"), fast(one, renew, "1", "lock", "30000", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
+		{"renew/other", []step{cmd("HSET", "lock", "o2", "1"), fast(zero, renew, "1", "lock", "30000", "o1")}},
+		{"renew/free", []step{fast(zero, renew, "1", "lock", "30000", "o1")}},
+		{"renew/bad-ttl", []step{cmd("HSET", "lock", "o1", "1"), slow("-", renew, "1", "lock", "soon", "o1")}},
+		{"renew/string", []step{cmd("SET", "lock", "x"), slow("-", renew, "1", "lock", "30000", "o1")}},
+
+		{"evalsha/not-loaded", []step{sha(cad, false, "-", "1", "lock", "a")}},
+		{"evalsha/after-eval", []step{fast(zero, cad, "1", "lock", "a"), sha(cad, true, zero, "1", "lock", "a")}},
+		{"evalsha/after-flush", []step{fast(zero, cad, "1", "lock", "a"), expect("+OK\r\n", "SCRIPT", "FLUSH"), sha(cad, false, "-", "1", "lock", "a")}},
+		{"evalsha/after-load", []step{cmd("SCRIPT", "LOAD", renew), sha(renew, true, zero, "1", "lock", "30000", "o1")}},
+		{"evalsha/failed-eval-not-cached", []step{cmd("SET", "lock", "x"), slow("-", renew, "1", "lock", "30000", "o1"), sha(renew, false, "-", "1", "lock", "30000", "o1")}},
+		{"multi/queued", []step{cmd("SET", "lock", "a"), expect("+OK\r\n", "MULTI"), slow("+QUEUED\r\n", cad, "1", "lock", "a"), expect("*1\r\n:1\r\n", "EXEC")}},
+		{"select", []step{cmd("SELECT", "1"), cmd("SET", "lock", "a"), fast(one, cad, "1", "lock", "a")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newScriptPair()
+			defer p.Close()
+			for i, s := range c.steps {
+				got, handled := p.exec(t, 0, s.args...)
+				switch {
+				case s.want == "-" && !strings.HasPrefix(got, "-"):
+					t.Fatalf("step %d %s: got %q, want an error", i, commandSummary(s.args), got)
+				case s.want != "" && s.want != "-" && got != s.want:
+					t.Fatalf("step %d %s: got %q, want %q", i, commandSummary(s.args), got, s.want)
+				}
+				if op := strings.ToUpper(s.args[0]); (op == "EVAL" || op == "EVALSHA") && handled != s.native {
+					t.Fatalf("step %d %s: handled natively = %v, want %v (reply %q)", i, commandSummary(s.args), handled, s.native, got)
+				}
+			}
+			p.checkSame(t)
+		})
+	}
+}
+
+// TestNativeScriptNames checks that traces name the scripts.
+func TestNativeScriptNames(t *testing.T) {
+	if got := ScriptName(ScriptReentrantRelease); got != "<reentrant-release>" {
+		t.Fatalf("ScriptName = %q", got)
+	}
+}
+
+func BenchmarkCompareAndDelete(b *testing.B) {
+	for _, native := range []bool{true, false} {
+		name := "lua"
+		if native {
+			name = "native"
+		}
+		b.Run(name, func(b *testing.B) {
+			w := New(1)
+			defer w.Close()
+			n := w.NewRedisNode("A", nil)
+			if native {
+				n.ScriptFastPath = NativeScripts
+			}
+			peer := n.NewPeer()
+			mr := n.Miniredis()
+			args := []string{"EVAL", ScriptCompareAndDelete, "1", "lock", "token"}
+			b.ReportAllocs()
+			for b.Loop() {
+				// Set directly (not a command) so the time is the EVAL's.
+				mr.Set("lock", "token")
+				if r := n.Exec(peer, args); string(r) != ":1\r\n" {
+					b.Fatalf("reply %q", r)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"time"
+)
+
+// Trace is the run's event log. Every line goes into a SHA-256 digest; the
+// lines themselves are kept only when Keep is set (reports want them, a
+// thousand exploration runs do not).
+type Trace struct {
+	Keep    bool
+	Entries []TraceEntry
+	h       hash.Hash
+	n       int
+	buf     []byte
+}
+
+// TraceEntry is one line of the trace.
+type TraceEntry struct {
+	At    time.Duration `json:"at_ns"`
+	Actor string        `json:"actor"`
+	Text  string        `json:"text"`
+}
+
+func (e TraceEntry) String() string {
+	return fmt.Sprintf("%12.6f %-10s %s", e.At.Seconds(), e.Actor, e.Text)
+}
+
+// NewTrace returns an empty trace that keeps its lines.
+func NewTrace() *Trace { return &Trace{Keep: true, h: sha256.New()} }
+
+func (t *Trace) add(at time.Duration, actor, text string) {
+	t.n++
+	t.buf = t.buf[:0]
+	t.buf = fmt.Appendf(t.buf, "%d %s %s\n", int64(at), actor, text)
+	t.h.Write(t.buf)
+	if t.Keep {
+		t.Entries = append(t.Entries, TraceEntry{At: at, Actor: actor, Text: text})
+	}
+}
+
+// Len is the number of lines traced so far.
+func (t *Trace) Len() int { return t.n }
+
+// SHA256 is the hex digest of every line traced so far.
+func (t *Trace) SHA256() string {
+	return hex.EncodeToString(t.h.Sum(nil))
+}

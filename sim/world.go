@@ -1,0 +1,191 @@
+// Package sim is locklab's deterministic simulation kernel.
+//
+// A World owns virtual true time, one event queue ordered by (time, sequence
+// number), one seeded random source, and the simulated processes. Processes
+// are goroutines, but exactly one of them runs at any moment: a process runs
+// until it blocks on the simulated network or on a simulated sleep, then hands
+// the baton back to the scheduler, which pops the next event. Nothing in a run
+// reads the wall clock, touches a real socket or iterates a map, so a seed
+// determines the run byte for byte; the trace (see Trace) is the proof.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Epoch is true time zero. Every local clock reads Epoch plus its own offset
+// at the start of a run; it is fixed so that traces never depend on the day.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Event is a callback scheduled at a true time. Cancel it to make it a no-op.
+type Event struct {
+	At        time.Duration
+	seq       uint64
+	fn        func()
+	cancelled bool
+	index     int
+}
+
+// Cancel stops a pending event from running. It is safe to cancel an event
+// that already ran.
+func (e *Event) Cancel() {
+	if e != nil {
+		e.cancelled = true
+	}
+}
+
+type eventQueue []*Event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].At != q[j].At {
+		return q[i].At < q[j].At
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+func (q *eventQueue) Push(x any) {
+	e := x.(*Event)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+func (q *eventQueue) Pop() any {
+	old := *q
+	n := len(old)
+	e := old[n-1]
+	old[n-1] = nil
+	*q = old[:n-1]
+	return e
+}
+
+// World is one simulated universe. Create it with New, build nodes and
+// processes, then call Run. A World is not safe for use by several real
+// goroutines except through the baton discipline of its processes.
+type World struct {
+	Seed  uint64
+	Trace *Trace
+	Net   *Network
+
+	now     time.Duration
+	queue   eventQueue
+	seq     uint64
+	rng     *rand.Rand
+	procs   []*Process
+	yield   chan struct{}
+	current *Process
+	failure error
+	stopped bool
+	closers []func()
+}
+
+// New returns an empty world whose every random choice derives from seed.
+func New(seed uint64) *World {
+	w := &World{
+		Seed:  seed,
+		Trace: NewTrace(),
+		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		yield: make(chan struct{}),
+	}
+	w.Net = newNetwork(w)
+	return w
+}
+
+// Now is the current true time, measured from Epoch.
+func (w *World) Now() time.Duration { return w.now }
+
+// Rand is the world's only random source. Draw from it only while holding the
+// baton (inside an event or a running process), never from a stray goroutine.
+func (w *World) Rand() *rand.Rand { return w.rng }
+
+// At schedules fn at true time t (or now, if t is in the past).
+func (w *World) At(t time.Duration, fn func()) *Event {
+	if t < w.now {
+		t = w.now
+	}
+	w.seq++
+	e := &Event{At: t, seq: w.seq, fn: fn}
+	heap.Push(&w.queue, e)
+	return e
+}
+
+// After schedules fn d after the current true time.
+func (w *World) After(d time.Duration, fn func()) *Event { return w.At(w.now+d, fn) }
+
+// Tracef appends one line to the run's trace, stamped with true time.
+func (w *World) Tracef(actor, format string, args ...any) {
+	w.Trace.add(w.now, actor, fmt.Sprintf(format, args...))
+}
+
+// Fail aborts the run with err; Run returns it. Used for kernel invariants
+// and for panics inside simulated processes.
+func (w *World) Fail(err error) {
+	if w.failure == nil {
+		w.failure = err
+	}
+}
+
+// OnClose registers cleanup run by Close (for example stopping miniredis).
+func (w *World) OnClose(fn func()) { w.closers = append(w.closers, fn) }
+
+// Run executes events in (time, sequence) order until the queue is empty, every
+// process has finished, or true time would pass limit. It then kills any
+// process still alive, so no goroutine of the run outlives it.
+func (w *World) Run(limit time.Duration) error {
+	defer w.shutdown()
+	for w.queue.Len() > 0 && w.failure == nil && !w.stopped {
+		e := heap.Pop(&w.queue).(*Event)
+		if e.cancelled {
+			continue
+		}
+		if e.At > limit {
+			w.now = limit
+			break
+		}
+		w.now = e.At
+		e.fn()
+		if w.allProcessesDone() {
+			break
+		}
+	}
+	return w.failure
+}
+
+// Stop ends the run after the current event.
+func (w *World) Stop() { w.stopped = true }
+
+func (w *World) allProcessesDone() bool {
+	if len(w.procs) == 0 {
+		return false
+	}
+	for _, p := range w.procs {
+		if !p.done && !p.background {
+			return false
+		}
+	}
+	return true
+}
+
+// shutdown kills the processes still parked, one at a time, and waits for
+// each goroutine to unwind, then runs the registered closers.
+func (w *World) shutdown() {
+	for _, p := range w.procs {
+		if !p.done {
+			w.kill(p)
+		}
+	}
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+	w.closers = nil
+}
+
+// Close releases resources held outside the simulation (miniredis servers).
+// Run calls it itself; calling it again is harmless.
+func (w *World) Close() { w.shutdown() }
