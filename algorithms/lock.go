@@ -42,10 +42,42 @@ type Lease struct {
 	Start    time.Time // client clock when the acquire began
 	Validity time.Time // client clock after which it must stop acting as holder
 	Nodes    []string  // the nodes that granted the lock (Redlock)
+
+	lost      bool
+	lostHooks []func()
 }
 
-// Valid reports whether, by the client's own clock, the lease still holds.
-func (l *Lease) Valid(now time.Time) bool { return now.Before(l.Validity) }
+// Valid reports whether, by the client's own clock and by what the client
+// has learned, the lease still holds.
+func (l *Lease) Valid(now time.Time) bool { return !l.lost && now.Before(l.Validity) }
+
+// MarkLost records that the client learned it no longer holds the lock (a
+// ZooKeeper session went SUSPENDED or LOST, a renewal failed). From this
+// instant the client stops acting as holder; hooks run once.
+func (l *Lease) MarkLost() {
+	if l.lost {
+		return
+	}
+	l.lost = true
+	hooks := l.lostHooks
+	l.lostHooks = nil
+	for _, h := range hooks {
+		h()
+	}
+}
+
+// Lost reports whether MarkLost was called.
+func (l *Lease) Lost() bool { return l.lost }
+
+// WhenLost registers fn to run when the lease is marked lost (at once if it
+// already is). The workload uses it to end the client's holding interval.
+func (l *Lease) WhenLost(fn func()) {
+	if l.lost {
+		fn()
+		return
+	}
+	l.lostHooks = append(l.lostHooks, fn)
+}
 
 // ErrNotAcquired means the wait policy ran out without getting the lock.
 var ErrNotAcquired = errors.New("lock not acquired")

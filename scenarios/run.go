@@ -81,11 +81,20 @@ type Backend interface {
 // BackendFactory builds a backend for a scenario.
 type BackendFactory func(w *sim.World, sc *Scenario) (Backend, error)
 
-var backends = map[string]BackendFactory{}
+type backendEntry struct {
+	hosts func(sc *Scenario) []string
+	build BackendFactory
+}
+
+var backends = map[string]backendEntry{}
 
 // RegisterBackend makes a backend available to algorithms whose Info.Backend
-// is name. Call it from an init function.
-func RegisterBackend(name string, f BackendFactory) { backends[name] = f }
+// is name. hosts lists the host names the backend will create for a scenario
+// (so fault schedules can name them before the run). Call it from an init
+// function.
+func RegisterBackend(name string, hosts func(sc *Scenario) []string, f BackendFactory) {
+	backends[name] = backendEntry{hosts: hosts, build: f}
+}
 
 // Env adapts a simulated process to the algorithms.Env interface.
 func Env(p *sim.Process) algorithms.Env { return procEnv{p} }
@@ -148,11 +157,11 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 
 	var backend Backend
 	if info.Backend != "redis" {
-		f, ok := backends[info.Backend]
+		b, ok := backends[info.Backend]
 		if !ok {
 			return nil, fmt.Errorf("algorithm %s needs backend %q, which is not built in", sc.Algorithm, info.Backend)
 		}
-		if backend, err = f(w, sc); err != nil {
+		if backend, err = b.build(w, sc); err != nil {
 			return nil, err
 		}
 		for _, h := range backend.Hosts() {
@@ -225,6 +234,36 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	return res, nil
 }
 
+// Comparison is the outcome of running the same scenario with another
+// algorithm.
+type Comparison struct {
+	Algorithm string          `json:"algorithm"`
+	Verdict   checker.Verdict `json:"verdict"`
+	Metrics   []Metric        `json:"metrics"`
+	Result    *Result         `json:"-"`
+}
+
+// RunCompared runs sc, then the same scenario with each algorithm of
+// sc.Compare, with the same seed.
+func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison, error) {
+	res, err := Run(sc, seed, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cmp []Comparison
+	for _, alg := range sc.Compare {
+		other := sc.Clone()
+		other.Algorithm = alg
+		other.Compare = nil
+		r, err := Run(other, seed, opt)
+		if err != nil {
+			return nil, nil, fmt.Errorf("compare with %s: %w", alg, err)
+		}
+		cmp = append(cmp, Comparison{Algorithm: alg, Verdict: r.Report.Verdict, Metrics: r.Metrics, Result: r})
+	}
+	return res, cmp, nil
+}
+
 // workload is one client's life: lock cycles around a read-modify-write of
 // the protected resource.
 type workload struct {
@@ -260,11 +299,16 @@ func (wl *workload) run(p *sim.Process) {
 			}
 			lease = l
 			wl.rec.acquired(wl.name, p.Host, call, l)
+			name := wl.name
+			l.WhenLost(func() {
+				w.Tracef(name, "learns it lost the lock")
+				wl.rec.stop(name, "lost")
+			})
 			w.Tracef(wl.name, "holds %s (token %s, fence %d, valid until %s on its clock)", l.Resource, l.Token, l.Fence, l.Validity.Sub(sim.Epoch))
 		}
 		if v, err := wl.inv.Read(p); err == nil {
 			p.Sleep(draw(w.Rand(), work))
-			if wl.sc.Clients.CheckValidity && !lease.Valid(p.Now()) {
+			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(p.Now()) {
 				w.Tracef(wl.name, "lease expired on its own clock: skips the write")
 			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
 				w.Tracef(wl.name, "write rejected by the resource")

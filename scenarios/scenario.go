@@ -191,6 +191,10 @@ type Scenario struct {
 	Narrative     Narrative       `yaml:"narrative,omitempty" json:"narrative"`
 	// Twin names the fixed (or broken) counterpart scenario.
 	Twin string `yaml:"twin,omitempty" json:"twin,omitempty"`
+	// Compare lists other algorithms run on the same setup, faults and seed,
+	// whose verdicts and metrics are shown beside this one (the herd effect:
+	// watch notifications of the simple ZooKeeper lock against the queue).
+	Compare []string `yaml:"compare,omitempty" json:"compare,omitempty"`
 	// Seed is the default seed.
 	Seed uint64 `yaml:"seed,omitempty" json:"seed"`
 
@@ -222,7 +226,13 @@ const ResourceHost = "store"
 
 // Names returns what a fault schedule may refer to.
 func (s *Scenario) Names() faults.Names {
-	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Others: []string{ResourceHost}}
+	others := []string{ResourceHost}
+	if info, err := algorithms.Lookup(s.Algorithm); err == nil {
+		if b, ok := backends[info.Backend]; ok {
+			others = append(others, b.hosts(s)...)
+		}
+	}
+	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Others: others}
 }
 
 // applyDefaults fills in what a file may leave out.
@@ -343,6 +353,11 @@ func (s *Scenario) Validate() error {
 	for _, name := range sortedKeys(s.Clients.Each) {
 		if !seen[name] || !strings.HasPrefix(name, "c") {
 			return s.fieldErr("clients.each", "unknown client %q; expected one of %s", name, strings.Join(s.ClientNames(), ", "))
+		}
+	}
+	for i, a := range s.Compare {
+		if _, err := algorithms.Lookup(a); err != nil {
+			return s.fieldErr(fmt.Sprintf("compare[%d]", i), "unknown algorithm %q; expected one of %s", a, strings.Join(algorithms.Names(), ", "))
 		}
 	}
 	switch s.Resource.Fencing {

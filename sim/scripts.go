@@ -125,9 +125,6 @@ func NativeScripts(n *RedisNode, peer *server.Peer, args []string) (reply []byte
 // reflection; if its layout ever changes, the fast path turns itself off
 // (and the handled-count assertions in the tests fail) rather than guess.
 func plainConnection(peer *server.Peer) bool {
-	if true {
-		return true
-	}
 	if peer.Resp3 || peer.SwitchResp3 != nil {
 		return false
 	}

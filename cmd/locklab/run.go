@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/reports"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -40,10 +41,10 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		type row struct {
-			ID        string          `json:"id"`
-			Algorithm string          `json:"algorithm"`
-			Title     string          `json:"title"`
-			Twin      string          `json:"twin,omitempty"`
+			ID        string           `json:"id"`
+			Algorithm string           `json:"algorithm"`
+			Title     string           `json:"title"`
+			Twin      string           `json:"twin,omitempty"`
 			Expected  scenarios.Expect `json:"expected"`
 		}
 		var rows []row
@@ -60,7 +61,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-const runUsage = `Usage: locklab run SCENARIO [--seed N] [--json] [--trace]
+const runUsage = `Usage: locklab run SCENARIO [--seed N] [--json] [--trace] [--report FILE]
 
 Runs a scenario — a built-in id from 'locklab list' or a path to a scenario
 file (see 'locklab help scenario') — checks mutual exclusion, resource safety
@@ -72,6 +73,8 @@ Flags:
   --json     print one JSON object (scenario, seed, verdict, expected,
              matches_expectation, witness, trace_sha256, faults, metrics, replay)
   --trace    also print the full event trace (human output only)
+  --report FILE
+             write a self-contained HTML report of the run to FILE
 
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
 2 on bad input (unknown scenario, invalid file, bad flag).
@@ -92,6 +95,7 @@ type runOutput struct {
 	Faults             []faultOutput          `json:"faults"`
 	Metrics            map[string]interface{} `json:"metrics"`
 	SimulatedSeconds   float64                `json:"simulated_seconds"`
+	Compared           []scenarios.Comparison `json:"compared,omitempty"`
 	Replay             string                 `json:"replay"`
 }
 
@@ -114,6 +118,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	seedText := fs.String("seed", "", "")
 	asJSON := fs.Bool("json", false, "")
 	trace := fs.Bool("trace", false, "")
+	reportPath := fs.String("report", "", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -132,17 +137,26 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("--seed: expected a non-negative integer, got %q", *seedText)
 		}
 	}
-	res, err := scenarios.Run(sc, seed, scenarios.Options{KeepTrace: *trace})
+	res, cmp, err := scenarios.RunCompared(sc, seed, scenarios.Options{KeepTrace: *trace || *reportPath != ""})
 	if err != nil {
 		return err
 	}
 	out := buildRunOutput(res, pos[0])
+	out.Compared = cmp
+	if *reportPath != "" {
+		if err := reports.WriteRunFile(*reportPath, res, cmp, out.Replay); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
 		printRun(stdout, res, out, *trace)
+		if *reportPath != "" {
+			fmt.Fprintf(stdout, "Report: %s\n", *reportPath)
+		}
 	}
 	if !out.MatchesExpectation {
 		return &exitError{1}
@@ -280,6 +294,13 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 		fmt.Fprintf(w, ", %s %d", strings.ReplaceAll(bm.Name, "_", " "), bm.Value)
 	}
 	fmt.Fprintln(w)
+	for _, c := range out.Compared {
+		fmt.Fprintf(w, "Compared with %s: mutual exclusion %s, resource %s, liveness %s", c.Algorithm, c.Verdict.MutualExclusion, c.Verdict.Resource, c.Verdict.Liveness)
+		for _, m := range c.Metrics {
+			fmt.Fprintf(w, ", %s %d", strings.ReplaceAll(m.Name, "_", " "), m.Value)
+		}
+		fmt.Fprintln(w)
+	}
 	if sc.Narrative.Fix != "" {
 		fmt.Fprintf(w, "\nWhy: %s\nFix: %s\n", sc.Narrative.Why, sc.Narrative.Fix)
 	}
