@@ -32,7 +32,7 @@ func newScriptWorld(native bool) *scriptWorld {
 		n.ScriptFastPath = func(n *RedisNode, peer *server.Peer, args []string) ([]byte, bool) {
 			r, ok := NativeScripts(n, peer, args)
 			if ok {
-				sw.handled[callName(args)]++
+				sw.handled[scriptCallName(args)]++
 			}
 			return r, ok
 		}
@@ -40,7 +40,7 @@ func newScriptWorld(native bool) *scriptWorld {
 	return sw
 }
 
-func callName(args []string) string {
+func scriptCallName(args []string) string {
 	op := strings.ToUpper(args[0])
 	if len(args) < 2 {
 		return op
@@ -100,20 +100,20 @@ func (p *scriptPair) Close() {
 	p.native.w.Close()
 }
 
-type fatalf interface {
+type scriptFatalf interface {
 	Helper()
 	Fatalf(format string, args ...any)
 }
 
-func (p *scriptPair) exec(t fatalf, peer int, args ...string) (reply string, handled bool) {
+func (p *scriptPair) exec(t scriptFatalf, peer int, args ...string) (reply string, handled bool) {
 	t.Helper()
-	before := p.native.handled[callName(args)]
+	before := p.native.handled[scriptCallName(args)]
 	want := p.lua.n.Exec(p.lua.peers[peer], args)
 	got := p.native.n.Exec(p.native.peers[peer], args)
 	if !bytes.Equal(want, got) {
 		t.Fatalf("%s\n  lua:    %q\n  native: %q", commandSummary(args), want, got)
 	}
-	return string(got), p.native.handled[callName(args)] > before
+	return string(got), p.native.handled[scriptCallName(args)] > before
 }
 
 func (p *scriptPair) advance(d time.Duration) {
@@ -122,15 +122,15 @@ func (p *scriptPair) advance(d time.Duration) {
 	}
 }
 
-func (p *scriptPair) checkSame(t fatalf) {
+func (p *scriptPair) checkSame(t scriptFatalf) {
 	t.Helper()
 	if a, b := p.lua.snapshot(), p.native.snapshot(); a != b {
 		t.Fatalf("datasets differ\nlua:\n%s\nnative:\n%s", a, b)
 	}
 }
 
-// otherScript is not native: it must always reach miniredis's Lua.
-const otherScript = `return redis.call("get", KEYS[1])`
+// nonNativeScript is not native: it must always reach miniredis's Lua.
+const nonNativeScript = `return redis.call("get", KEYS[1])`
 
 // TestNativeScriptsEquivalent is the proof behind the fast path: under any
 // interleaving of lock scripts with plain writes, wrong types, malformed
@@ -159,7 +159,7 @@ func TestNativeScriptsEquivalent(t *testing.T) {
 		pick := func() int { return rapid.IntRange(0, len(nativeList)).Draw(t, "script") }
 		argsFor := func(i int) (src, sha string, rest []string) {
 			if i == len(nativeList) {
-				return otherScript, sha1Hex(otherScript), []string{"1", key()}
+				return nonNativeScript, scriptSHA1(nonNativeScript), []string{"1", key()}
 			}
 			s := nativeList[i]
 			src, sha = s.src, s.sha
@@ -237,7 +237,7 @@ func TestNativeScriptsEquivalent(t *testing.T) {
 				for range rapid.IntRange(0, 4).Draw(t, "then") {
 					src := rapid.SampledFrom([]string{ScriptReentrantRelease, ScriptReentrantRenew}).Draw(t, "op")
 					if rapid.Bool().Draw(t, "evalsha") {
-						run("EVALSHA", sha1Hex(src), "1", k, ttl(), o)
+						run("EVALSHA", scriptSHA1(src), "1", k, ttl(), o)
 					} else {
 						run("EVAL", src, "1", k, ttl(), o)
 					}
@@ -286,30 +286,31 @@ func TestNativeScriptsEquivalent(t *testing.T) {
 
 // step is one command of a table case. For EVAL/EVALSHA, native says
 // whether the fast path must answer it (true) or leave it to Lua (false).
-type step struct {
+type scriptStep struct {
 	args   []string
 	want   string // exact reply; "-" means any error; "" means not checked
 	native bool
 }
 
-func cmd(args ...string) step { return step{args: args} }
+func plainCmd(args ...string) scriptStep { return scriptStep{args: args} }
 
-func expect(want string, args ...string) step { return step{args: args, want: want} }
+func expectReply(want string, args ...string) scriptStep { return scriptStep{args: args, want: want} }
 
-// fast is a script call the fast path answers; slow one it leaves to Lua.
-func fast(want, src string, rest ...string) step {
-	return step{args: append([]string{"EVAL", src}, rest...), want: want, native: true}
+// nativeEval is a script call the fast path answers; luaEval one it leaves
+// to Lua.
+func nativeEval(want, src string, rest ...string) scriptStep {
+	return scriptStep{args: append([]string{"EVAL", src}, rest...), want: want, native: true}
 }
 
-func slow(want, src string, rest ...string) step {
-	return step{args: append([]string{"EVAL", src}, rest...), want: want}
+func luaEval(want, src string, rest ...string) scriptStep {
+	return scriptStep{args: append([]string{"EVAL", src}, rest...), want: want}
 }
 
-func sha(src string, native bool, want string, rest ...string) step {
-	return step{args: append([]string{"EVALSHA", sha1Hex(src)}, rest...), want: want, native: native}
+func evalSHA(src string, native bool, want string, rest ...string) scriptStep {
+	return scriptStep{args: append([]string{"EVALSHA", scriptSHA1(src)}, rest...), want: want, native: native}
 }
 
-func sha1Hex(src string) string {
+func scriptSHA1(src string) string {
 	sum := sha1.Sum([]byte(src))
 	return hex.EncodeToString(sum[:])
 }
@@ -327,57 +328,57 @@ func TestNativeScripts(t *testing.T) {
 	)
 	cases := []struct {
 		name  string
-		steps []step
+		steps []scriptStep
 	}{
-		{"cad/owner", []step{cmd("SET", "lock", "a", "PX", "1000"), fast(one, cad, "1", "lock", "a"), expect(zero, "EXISTS", "lock")}},
-		{"cad/other", []step{cmd("SET", "lock", "b"), fast(zero, cad, "1", "lock", "a"), expect("$1\r\nb\r\n", "GET", "lock")}},
-		{"cad/free", []step{fast(zero, cad, "1", "lock", "a")}},
-		{"cad/empty-token", []step{cmd("SET", "lock", ""), fast(one, cad, "1", "lock", "")}},
-		{"cad/hash", []step{cmd("HSET", "lock", "a", "1"), slow("-", cad, "1", "lock", "a")}},
-		{"cad/no-token", []step{cmd("SET", "lock", "a"), slow(zero, cad, "1", "lock")}},
-		{"cad/no-key", []step{slow("-", cad, "0", "a")}},
+		{"cad/owner", []scriptStep{plainCmd("SET", "lock", "a", "PX", "1000"), nativeEval(one, cad, "1", "lock", "a"), expectReply(zero, "EXISTS", "lock")}},
+		{"cad/other", []scriptStep{plainCmd("SET", "lock", "b"), nativeEval(zero, cad, "1", "lock", "a"), expectReply("$1\r\nb\r\n", "GET", "lock")}},
+		{"cad/free", []scriptStep{nativeEval(zero, cad, "1", "lock", "a")}},
+		{"cad/empty-token", []scriptStep{plainCmd("SET", "lock", ""), nativeEval(one, cad, "1", "lock", "")}},
+		{"cad/hash", []scriptStep{plainCmd("HSET", "lock", "a", "1"), luaEval("-", cad, "1", "lock", "a")}},
+		{"cad/no-token", []scriptStep{plainCmd("SET", "lock", "a"), luaEval(zero, cad, "1", "lock")}},
+		{"cad/no-key", []scriptStep{luaEval("-", cad, "0", "a")}},
 
-		{"cap/owner", []step{cmd("SET", "lock", "a", "PX", "1000"), fast(one, extend, "1", "lock", "a", "5000"), expect(":5000\r\n", "PTTL", "lock")}},
-		{"cap/other", []step{cmd("SET", "lock", "b", "PX", "1000"), fast(zero, extend, "1", "lock", "a", "5000"), expect(":1000\r\n", "PTTL", "lock")}},
-		{"cap/free", []step{fast(zero, extend, "1", "lock", "a", "5000")}},
-		{"cap/bad-ttl", []step{cmd("SET", "lock", "a", "PX", "1000"), slow("-", extend, "1", "lock", "a", "5s"), expect(":1000\r\n", "PTTL", "lock")}},
-		{"cap/bad-ttl-other", []step{cmd("SET", "lock", "b"), fast(zero, extend, "1", "lock", "a", "5s")}},
-		{"cap/zero-ttl", []step{cmd("SET", "lock", "a"), fast(one, extend, "1", "lock", "a", "0"), expect(zero, "EXISTS", "lock")}},
+		{"cap/owner", []scriptStep{plainCmd("SET", "lock", "a", "PX", "1000"), nativeEval(one, extend, "1", "lock", "a", "5000"), expectReply(":5000\r\n", "PTTL", "lock")}},
+		{"cap/other", []scriptStep{plainCmd("SET", "lock", "b", "PX", "1000"), nativeEval(zero, extend, "1", "lock", "a", "5000"), expectReply(":1000\r\n", "PTTL", "lock")}},
+		{"cap/free", []scriptStep{nativeEval(zero, extend, "1", "lock", "a", "5000")}},
+		{"cap/bad-ttl", []scriptStep{plainCmd("SET", "lock", "a", "PX", "1000"), luaEval("-", extend, "1", "lock", "a", "5s"), expectReply(":1000\r\n", "PTTL", "lock")}},
+		{"cap/bad-ttl-other", []scriptStep{plainCmd("SET", "lock", "b"), nativeEval(zero, extend, "1", "lock", "a", "5s")}},
+		{"cap/zero-ttl", []scriptStep{plainCmd("SET", "lock", "a"), nativeEval(one, extend, "1", "lock", "a", "0"), expectReply(zero, "EXISTS", "lock")}},
 
-		{"acquire/free", []step{fast(null, acquire, "1", "lock", "30000", "o1"), expect("$1\r\n1\r\n", "HGET", "lock", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
-		{"acquire/reenter", []step{cmd("HSET", "lock", "o1", "1"), cmd("PEXPIRE", "lock", "10"), fast(null, acquire, "1", "lock", "30000", "o1"), expect("$1\r\n2\r\n", "HGET", "lock", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
-		{"acquire/busy", []step{cmd("HSET", "lock", "o2", "1"), cmd("PEXPIRE", "lock", "1000"), fast(":1000\r\n", acquire, "1", "lock", "30000", "o1")}},
-		{"acquire/busy-no-ttl", []step{cmd("HSET", "lock", "o2", "1"), fast(":-1\r\n", acquire, "1", "lock", "30000", "o1")}},
-		{"acquire/string", []step{cmd("SET", "lock", "x"), slow("-", acquire, "1", "lock", "30000", "o1")}},
-		{"acquire/count-not-int", []step{cmd("HSET", "lock", "o1", "x"), slow("-", acquire, "1", "lock", "30000", "o1"), expect("$1\r\nx\r\n", "HGET", "lock", "o1")}},
+		{"acquire/free", []scriptStep{nativeEval(null, acquire, "1", "lock", "30000", "o1"), expectReply("$1\r\n1\r\n", "HGET", "lock", "o1"), expectReply(":30000\r\n", "PTTL", "lock")}},
+		{"acquire/reenter", []scriptStep{plainCmd("HSET", "lock", "o1", "1"), plainCmd("PEXPIRE", "lock", "10"), nativeEval(null, acquire, "1", "lock", "30000", "o1"), expectReply("$1\r\n2\r\n", "HGET", "lock", "o1"), expectReply(":30000\r\n", "PTTL", "lock")}},
+		{"acquire/busy", []scriptStep{plainCmd("HSET", "lock", "o2", "1"), plainCmd("PEXPIRE", "lock", "1000"), nativeEval(":1000\r\n", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/busy-no-ttl", []scriptStep{plainCmd("HSET", "lock", "o2", "1"), nativeEval(":-1\r\n", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/string", []scriptStep{plainCmd("SET", "lock", "x"), luaEval("-", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/count-not-int", []scriptStep{plainCmd("HSET", "lock", "o1", "x"), luaEval("-", acquire, "1", "lock", "30000", "o1"), expectReply("$1\r\nx\r\n", "HGET", "lock", "o1")}},
 		// Lua writes the count, then fails on the ttl: the hash stays, without TTL.
-		{"acquire/bad-ttl", []step{slow("-", acquire, "1", "lock", "soon", "o1"), expect(":-1\r\n", "PTTL", "lock")}},
-		{"acquire/zero-ttl", []step{fast(null, acquire, "1", "lock", "0", "o1"), expect(zero, "EXISTS", "lock")}},
-		{"acquire/expired", []step{cmd("HSET", "lock", "o2", "1"), cmd("PEXPIRE", "lock", "1"), fast(":1\r\n", acquire, "1", "lock", "30000", "o1")}},
+		{"acquire/bad-ttl", []scriptStep{luaEval("-", acquire, "1", "lock", "soon", "o1"), expectReply(":-1\r\n", "PTTL", "lock")}},
+		{"acquire/zero-ttl", []scriptStep{nativeEval(null, acquire, "1", "lock", "0", "o1"), expectReply(zero, "EXISTS", "lock")}},
+		{"acquire/busy-1ms-left", []scriptStep{plainCmd("HSET", "lock", "o2", "1"), plainCmd("PEXPIRE", "lock", "1"), nativeEval(":1\r\n", acquire, "1", "lock", "30000", "o1")}},
 
-		{"release/free", []step{fast(null, release, "1", "lock", "30000", "o1")}},
-		{"release/other", []step{cmd("HSET", "lock", "o2", "1"), fast(null, release, "1", "lock", "30000", "o1")}},
-		{"release/reentered", []step{cmd("HSET", "lock", "o1", "2"), fast(zero, release, "1", "lock", "30000", "o1"), expect("$1\r\n1\r\n", "HGET", "lock", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
-		{"release/last", []step{cmd("HSET", "lock", "o1", "1"), fast(one, release, "1", "lock", "30000", "o1"), expect(zero, "EXISTS", "lock")}},
-		{"release/zero-count", []step{cmd("HSET", "lock", "o1", "0"), fast(one, release, "1", "lock", "30000", "o1"), expect(zero, "EXISTS", "lock")}},
-		{"release/bad-ttl-last", []step{cmd("HSET", "lock", "o1", "1"), slow(one, release, "1", "lock", "soon", "o1")}},
-		{"release/bad-ttl-reentered", []step{cmd("HSET", "lock", "o1", "2"), slow("-", release, "1", "lock", "soon", "o1"), expect("$1\r\n1\r\n", "HGET", "lock", "o1")}},
-		{"release/count-not-int", []step{cmd("HSET", "lock", "o1", "x"), slow("-", release, "1", "lock", "30000", "o1")}},
-		{"release/string", []step{cmd("SET", "lock", "x"), slow("-", release, "1", "lock", "30000", "o1")}},
+		{"release/free", []scriptStep{nativeEval(null, release, "1", "lock", "30000", "o1")}},
+		{"release/other", []scriptStep{plainCmd("HSET", "lock", "o2", "1"), nativeEval(null, release, "1", "lock", "30000", "o1")}},
+		{"release/reentered", []scriptStep{plainCmd("HSET", "lock", "o1", "2"), nativeEval(zero, release, "1", "lock", "30000", "o1"), expectReply("$1\r\n1\r\n", "HGET", "lock", "o1"), expectReply(":30000\r\n", "PTTL", "lock")}},
+		{"release/last", []scriptStep{plainCmd("HSET", "lock", "o1", "1"), nativeEval(one, release, "1", "lock", "30000", "o1"), expectReply(zero, "EXISTS", "lock")}},
+		{"release/zero-count", []scriptStep{plainCmd("HSET", "lock", "o1", "0"), nativeEval(one, release, "1", "lock", "30000", "o1"), expectReply(zero, "EXISTS", "lock")}},
+		{"release/bad-ttl-last", []scriptStep{plainCmd("HSET", "lock", "o1", "1"), luaEval(one, release, "1", "lock", "soon", "o1")}},
+		{"release/bad-ttl-reentered", []scriptStep{plainCmd("HSET", "lock", "o1", "2"), luaEval("-", release, "1", "lock", "soon", "o1"), expectReply("$1\r\n1\r\n", "HGET", "lock", "o1")}},
+		{"release/count-not-int", []scriptStep{plainCmd("HSET", "lock", "o1", "x"), luaEval("-", release, "1", "lock", "30000", "o1")}},
+		{"release/string", []scriptStep{plainCmd("SET", "lock", "x"), luaEval("-", release, "1", "lock", "30000", "o1")}},
 
-		{"renew/held", []step{cmd("HSET", "lock", "o1", "1"), fast(one, renew, "1", "lock", "30000", "o1"), expect(":30000\r\n", "PTTL", "lock")}},
-		{"renew/other", []step{cmd("HSET", "lock", "o2", "1"), fast(zero, renew, "1", "lock", "30000", "o1")}},
-		{"renew/free", []step{fast(zero, renew, "1", "lock", "30000", "o1")}},
-		{"renew/bad-ttl", []step{cmd("HSET", "lock", "o1", "1"), slow("-", renew, "1", "lock", "soon", "o1")}},
-		{"renew/string", []step{cmd("SET", "lock", "x"), slow("-", renew, "1", "lock", "30000", "o1")}},
+		{"renew/held", []scriptStep{plainCmd("HSET", "lock", "o1", "1"), nativeEval(one, renew, "1", "lock", "30000", "o1"), expectReply(":30000\r\n", "PTTL", "lock")}},
+		{"renew/other", []scriptStep{plainCmd("HSET", "lock", "o2", "1"), nativeEval(zero, renew, "1", "lock", "30000", "o1")}},
+		{"renew/free", []scriptStep{nativeEval(zero, renew, "1", "lock", "30000", "o1")}},
+		{"renew/bad-ttl", []scriptStep{plainCmd("HSET", "lock", "o1", "1"), luaEval("-", renew, "1", "lock", "soon", "o1")}},
+		{"renew/string", []scriptStep{plainCmd("SET", "lock", "x"), luaEval("-", renew, "1", "lock", "30000", "o1")}},
 
-		{"evalsha/not-loaded", []step{sha(cad, false, "-", "1", "lock", "a")}},
-		{"evalsha/after-eval", []step{fast(zero, cad, "1", "lock", "a"), sha(cad, true, zero, "1", "lock", "a")}},
-		{"evalsha/after-flush", []step{fast(zero, cad, "1", "lock", "a"), expect("+OK\r\n", "SCRIPT", "FLUSH"), sha(cad, false, "-", "1", "lock", "a")}},
-		{"evalsha/after-load", []step{cmd("SCRIPT", "LOAD", renew), sha(renew, true, zero, "1", "lock", "30000", "o1")}},
-		{"evalsha/failed-eval-not-cached", []step{cmd("SET", "lock", "x"), slow("-", renew, "1", "lock", "30000", "o1"), sha(renew, false, "-", "1", "lock", "30000", "o1")}},
-		{"multi/queued", []step{cmd("SET", "lock", "a"), expect("+OK\r\n", "MULTI"), slow("+QUEUED\r\n", cad, "1", "lock", "a"), expect("*1\r\n:1\r\n", "EXEC")}},
-		{"select", []step{cmd("SELECT", "1"), cmd("SET", "lock", "a"), fast(one, cad, "1", "lock", "a")}},
+		{"evalsha/not-loaded", []scriptStep{evalSHA(cad, false, "-", "1", "lock", "a")}},
+		{"evalsha/after-eval", []scriptStep{nativeEval(zero, cad, "1", "lock", "a"), evalSHA(cad, true, zero, "1", "lock", "a")}},
+		{"evalsha/after-flush", []scriptStep{nativeEval(zero, cad, "1", "lock", "a"), expectReply("+OK\r\n", "SCRIPT", "FLUSH"), evalSHA(cad, false, "-", "1", "lock", "a")}},
+		{"evalsha/after-load", []scriptStep{plainCmd("SCRIPT", "LOAD", renew), evalSHA(renew, true, zero, "1", "lock", "30000", "o1")}},
+		{"evalsha/failed-eval-not-cached", []scriptStep{plainCmd("SET", "lock", "x"), luaEval("-", renew, "1", "lock", "30000", "o1"), evalSHA(renew, false, "-", "1", "lock", "30000", "o1")}},
+		{"multi/queued", []scriptStep{plainCmd("SET", "lock", "a"), expectReply("+OK\r\n", "MULTI"), luaEval("+QUEUED\r\n", cad, "1", "lock", "a"), expectReply("*1\r\n:1\r\n", "EXEC")}},
+		{"select", []scriptStep{plainCmd("SELECT", "1"), plainCmd("SET", "lock", "a"), nativeEval(one, cad, "1", "lock", "a")}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"strconv"
 	"time"
 )
 
@@ -33,14 +34,22 @@ func (e TraceEntry) String() string {
 // NewTrace returns an empty trace that keeps its lines.
 func NewTrace() *Trace { return &Trace{Keep: true, h: sha256.New()} }
 
-func (t *Trace) add(at time.Duration, actor, text string) {
+// addf formats one line straight into a reused buffer: tracing is on the
+// hot path of every simulated command.
+func (t *Trace) addf(at time.Duration, actor, format string, args ...any) {
 	t.n++
-	t.buf = t.buf[:0]
-	t.buf = fmt.Appendf(t.buf, "%d %s %s\n", int64(at), actor, text)
-	t.h.Write(t.buf)
+	b := strconv.AppendInt(t.buf[:0], int64(at), 10)
+	b = append(b, ' ')
+	b = append(b, actor...)
+	b = append(b, ' ')
+	start := len(b)
+	b = fmt.Appendf(b, format, args...)
 	if t.Keep {
-		t.Entries = append(t.Entries, TraceEntry{At: at, Actor: actor, Text: text})
+		t.Entries = append(t.Entries, TraceEntry{At: at, Actor: actor, Text: string(b[start:])})
 	}
+	b = append(b, '\n')
+	t.h.Write(b)
+	t.buf = b
 }
 
 // Len is the number of lines traced so far.

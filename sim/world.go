@@ -11,7 +11,6 @@ package sim
 
 import (
 	"container/heap"
-	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -120,7 +119,7 @@ func (w *World) After(d time.Duration, fn func()) *Event { return w.At(w.now+d, 
 
 // Tracef appends one line to the run's trace, stamped with true time.
 func (w *World) Tracef(actor, format string, args ...any) {
-	w.Trace.add(w.now, actor, fmt.Sprintf(format, args...))
+	w.Trace.addf(w.now, actor, format, args...)
 }
 
 // Fail aborts the run with err; Run returns it. Used for kernel invariants

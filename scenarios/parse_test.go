@@ -1,0 +1,103 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const validScenario = `id: mine
+algorithm: set-nx-px-lua
+ttl: 10s
+nodes: [A]
+clients: {count: 2}
+faults:
+  - kind: pause
+    target: c1
+    duration: 15s
+    after: {client: c1, op: READ}
+expect: {resource: violated}
+`
+
+func TestParseValid(t *testing.T) {
+	s, err := Parse("mine.yaml", []byte(validScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Clients.Cycles != 3 || s.Key != "lock" || s.Duration.D().Seconds() != 30 {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+}
+
+func TestParseErrorsNameFileLineAndField(t *testing.T) {
+	cases := []struct {
+		name, edit, want string
+	}{
+		{"unknown client", "target: c1", `mine.yaml:8: faults[0].target: unknown client "c9"; expected one of c1, c2`},
+		{"unknown algorithm", "algorithm: set-nx-px-lua", `mine.yaml:2: algorithm: unknown algorithm "nope"`},
+		{"bad duration", "ttl: 10s", `mine.yaml:3: expected a duration such as 250ms or 10s, got "ten"`},
+		{"unknown field", "clients: {count: 2}", `mine.yaml:5: field colour not found`},
+		{"bad fault kind", "kind: pause", `mine.yaml:7: faults[0].kind: unknown fault kind "nap"`},
+		{"bad expectation", "expect: {resource: violated}", `mine.yaml:11: expect.resource: expected ok, violated or unknown, got "broken"`},
+	}
+	repl := map[string]string{
+		"unknown client":    "target: c9",
+		"unknown algorithm": "algorithm: nope",
+		"bad duration":      "ttl: ten",
+		"unknown field":     "clients: {count: 2, colour: red}",
+		"bad fault kind":    "kind: nap",
+		"bad expectation":   "expect: {resource: broken}",
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := strings.Replace(validScenario, c.edit, repl[c.name], 1)
+			_, err := Parse("mine.yaml", []byte(data))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %T %v is not a *FieldError", err, err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q\nwant it to contain %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestParseEmptyAndNonMapping(t *testing.T) {
+	for _, data := range []string{"", "   \n", "- a\n- b\n", "just text"} {
+		if _, err := Parse("x.yaml", []byte(data)); err == nil || !strings.HasPrefix(err.Error(), "x.yaml") {
+			t.Errorf("%q: error %v, want one naming x.yaml", data, err)
+		}
+	}
+}
+
+// FuzzParse: no input makes the parser (or validation) panic, and whatever
+// parses also survives a run's setup and a marshal round trip.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(validScenario))
+	all, _ := Catalogue()
+	for _, s := range all {
+		b, _ := s.Marshal()
+		f.Add(b)
+	}
+	f.Add([]byte("id: x\nalgorithm: setnx-expire\nttl: 1s\nnodes: [A]\nclients: {count: 1, work: 5s..1s}\n"))
+	f.Add([]byte("faults: [{kind: partition, groups: [[c1], []]}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		if _, err := s.Marshal(); err != nil {
+			t.Fatalf("valid scenario does not marshal: %v", err)
+		}
+	})
+}

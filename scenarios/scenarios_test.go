@@ -1,0 +1,267 @@
+package scenarios
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden-traces.txt")
+
+func mustGet(t *testing.T, id string) *Scenario {
+	t.Helper()
+	s, err := Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustRun(t testing.TB, s *Scenario, seed uint64, opt Options) *Result {
+	t.Helper()
+	r, err := Run(s, seed, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Every catalogue scenario matches its expectation with its default seed and
+// with a few others: the catalogue's claims do not hang on one lucky seed.
+func TestCatalogueMatchesExpectation(t *testing.T) {
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 5 {
+		t.Fatalf("catalogue has %d scenarios", len(all))
+	}
+	for _, s := range all {
+		t.Run(s.ID, func(t *testing.T) {
+			for _, seed := range []uint64{s.Seed, 2, 3, 7} {
+				r := mustRun(t, s, seed, Options{})
+				if !r.Matches() {
+					t.Errorf("seed %d: verdict %+v, expected %+v; witness %+v", seed, r.Report.Verdict, s.Expect, r.Report.Witness)
+				}
+			}
+		})
+	}
+}
+
+func TestTwinsExistAndPointBack(t *testing.T) {
+	all, _ := Catalogue()
+	ids := map[string]*Scenario{}
+	for _, s := range all {
+		ids[s.ID] = s
+	}
+	for _, s := range all {
+		if s.Twin == "" {
+			continue
+		}
+		tw, ok := ids[s.Twin]
+		if !ok {
+			t.Errorf("%s: twin %q is not in the catalogue", s.ID, s.Twin)
+			continue
+		}
+		if tw.Twin != s.ID {
+			t.Errorf("%s names twin %s, which names %q back", s.ID, s.Twin, tw.Twin)
+		}
+	}
+}
+
+func TestDelWrongClientWitness(t *testing.T) {
+	r := mustRun(t, mustGet(t, "del-wrong-client"), 7, Options{KeepTrace: true})
+	o := r.Report.Witness.MutualExclusion
+	if o == nil {
+		t.Fatal("no mutual-exclusion witness")
+	}
+	pair := []string{o.First.Client, o.Second.Client}
+	slices.Sort(pair)
+	// c1 paused and woke up after its lease; the two later clients overlap.
+	if pair[0] != "c2" || pair[1] != "c3" {
+		t.Fatalf("overlapping pair %v, want c2 and c3", pair)
+	}
+	if !(o.From < o.To) || o.From < 10*time.Second {
+		t.Fatalf("overlap window [%v, %v] should start after c1's 10s TTL", o.From, o.To)
+	}
+	// The DEL that caused it is c1's, after its pause.
+	var sawDel bool
+	for _, e := range r.Trace {
+		if e.Actor == "A" && strings.HasPrefix(strings.ToUpper(e.Text), "DEL LOCK") && e.At > 10*time.Second {
+			sawDel = true
+		}
+	}
+	if !sawDel {
+		t.Fatal("trace shows no DEL at node A after the pause")
+	}
+	rw := r.Report.Witness.Resource
+	if rw == nil || rw.Kind != "lost update" {
+		t.Fatalf("resource witness %+v, want a lost update", rw)
+	}
+	if r.Report.Porcupine != "Illegal" {
+		t.Fatalf("porcupine says %s, want Illegal", r.Report.Porcupine)
+	}
+}
+
+func TestSetNXExpireCrashWitness(t *testing.T) {
+	s := mustGet(t, "setnx-expire-crash")
+	r := mustRun(t, s, s.Seed, Options{})
+	u := r.Report.Witness.Liveness
+	if u == nil {
+		t.Fatal("no liveness witness")
+	}
+	if !slices.Equal(u.Waiting, []string{"c2", "c3"}) {
+		t.Fatalf("waiting clients %v, want [c2 c3]", u.Waiting)
+	}
+	if u.From > 100*time.Millisecond || u.To != r.End {
+		t.Fatalf("unavailable [%v, %v], want from c1's crash (<100ms) to the end of the run (%v)", u.From, u.To, r.End)
+	}
+	var c1 []checker.Interval
+	for _, iv := range r.History.Intervals {
+		if iv.Client == "c1" {
+			c1 = append(c1, iv)
+		}
+	}
+	if len(c1) != 0 {
+		t.Fatalf("c1 died before learning it held the lock, yet holds %v", c1)
+	}
+	if r.Report.Metrics.Acquisitions != 0 {
+		t.Fatalf("%d acquisitions after the crash, want 0", r.Report.Metrics.Acquisitions)
+	}
+}
+
+func TestGCPauseWitness(t *testing.T) {
+	s := mustGet(t, "gc-pause-beyond-ttl")
+	r := mustRun(t, s, s.Seed, Options{})
+	rw := r.Report.Witness.Resource
+	if rw == nil || rw.Kind != "lost update" {
+		t.Fatalf("resource witness %+v, want a lost update", rw)
+	}
+	if rw.Write.Client != "c1" || rw.Overwritten.Client != "c2" {
+		t.Fatalf("lost update by %s over %s, want c1 (woken from its pause) over c2", rw.Write.Client, rw.Overwritten.Client)
+	}
+	if rw.Write.Based != 100 || rw.Write.Value != 99 || rw.Final != 99 || rw.Expected != 98 {
+		t.Fatalf("witness %+v: want c1 writing 99 from a read of 100, final 99 where a serial order gives 98", rw)
+	}
+	// c1's lease ended by its validity deadline, before c2 took the lock.
+	for _, iv := range r.History.Intervals {
+		if iv.Client == "c1" && iv.EndReason != "validity" {
+			t.Fatalf("c1's interval ended by %q, want validity", iv.EndReason)
+		}
+	}
+}
+
+// The native script path is an optimisation only: a whole run with it and
+// with miniredis's Lua gives the same trace, byte for byte.
+func TestNativeScriptsMatchPlainLua(t *testing.T) {
+	for _, id := range []string{"del-wrong-client-fixed", "gc-pause-beyond-ttl", "setnx-expire-crash-fixed"} {
+		s := mustGet(t, id)
+		fast := mustRun(t, s, 11, Options{})
+		plain := mustRun(t, s, 11, Options{PlainLua: true})
+		if fast.TraceSHA256 != plain.TraceSHA256 {
+			t.Errorf("%s: fast path trace %s, plain Lua trace %s", id, fast.TraceSHA256, plain.TraceSHA256)
+		}
+	}
+}
+
+func TestSameSeedSameTraceAcrossGOMAXPROCS(t *testing.T) {
+	s := mustGet(t, "del-wrong-client")
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	one := mustRun(t, s, 7, Options{}).TraceSHA256
+	runtime.GOMAXPROCS(4)
+	four := mustRun(t, s, 7, Options{}).TraceSHA256
+	again := mustRun(t, s, 7, Options{}).TraceSHA256
+	if one != four || four != again {
+		t.Fatalf("seed 7: GOMAXPROCS=1 %s, GOMAXPROCS=4 %s, again %s", one, four, again)
+	}
+	other := mustRun(t, s, 8, Options{}).TraceSHA256
+	if other == one {
+		t.Fatal("seeds 7 and 8 gave the same trace")
+	}
+}
+
+// The golden digests pin traces across processes, builds and -race: CI runs
+// this test with -race, developers without, and both must agree with the
+// same file. Run with -update after an intended change of the trace format.
+func TestGoldenTraces(t *testing.T) {
+	all, _ := Catalogue()
+	var got []string
+	for _, s := range all {
+		if s.Clients.Count > 20 {
+			continue // large scenarios are covered by their own tests
+		}
+		for _, seed := range []uint64{1, 7} {
+			r := mustRun(t, s, seed, Options{})
+			got = append(got, fmt.Sprintf("%s %d %s", s.ID, seed, r.TraceSHA256))
+		}
+	}
+	const path = "testdata/golden-traces.txt"
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./scenarios -run TestGoldenTraces -update)", err)
+	}
+	defer f.Close()
+	want := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 {
+			want[fields[0]+" "+fields[1]] = fields[2]
+		}
+	}
+	for _, line := range got {
+		fields := strings.Fields(line)
+		key := fields[0] + " " + fields[1]
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("%s: no golden digest (run with -update if the scenario is new)", key)
+			continue
+		}
+		if w != fields[2] {
+			t.Errorf("%s: trace %s, golden %s", key, fields[2], w)
+		}
+	}
+}
+
+func TestNoGoroutineLeftAfterRun(t *testing.T) {
+	settle := func() int {
+		n := runtime.NumGoroutine()
+		for i := 0; i < 100; i++ {
+			time.Sleep(10 * time.Millisecond)
+			if m := runtime.NumGoroutine(); m == n {
+				return m
+			} else {
+				n = m
+			}
+		}
+		return n
+	}
+	before := settle()
+	all, _ := Catalogue()
+	for _, s := range all {
+		if s.Clients.Count <= 20 {
+			mustRun(t, s, 3, Options{})
+		}
+	}
+	after := settle()
+	if after > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+}
