@@ -30,6 +30,9 @@ type Env interface {
 	// Parallel runs fns concurrently (Redlock asks its N nodes at once) and
 	// returns when all have returned.
 	Parallel(fns ...func(Env))
+	// Go starts fn in the background (a watchdog) and returns at once. The
+	// background activity ends when fn returns or the client dies.
+	Go(fn func(Env))
 }
 
 // Lease is what a client believes after a successful acquire: that it holds
@@ -45,6 +48,7 @@ type Lease struct {
 
 	lost      bool
 	lostHooks []func()
+	renewal   *renewal
 }
 
 // Valid reports whether, by the client's own clock and by what the client
@@ -81,6 +85,13 @@ func (l *Lease) WhenLost(fn func()) {
 
 // ErrNotAcquired means the wait policy ran out without getting the lock.
 var ErrNotAcquired = errors.New("lock not acquired")
+
+// Extender is a lock whose lease can be extended (watchdog renewal).
+type Extender interface {
+	// Extend pushes the lock's expiry to TTL from now, if the lease still
+	// owns it.
+	Extend(env Env, l *Lease) error
+}
 
 // Lock is one lock algorithm bound to one client's connections.
 type Lock interface {
@@ -132,8 +143,15 @@ type Params struct {
 // node, in node order. Other backends add their own fields.
 type Conns struct {
 	Redis []*redis.Client
+	// Tokens is the node that hands out fencing tokens, if the scenario has
+	// one apart from the lock nodes.
+	Tokens *redis.Client
 	// Backend carries a non-Redis client (the ZooKeeper session), if any.
 	Backend any
+	// Fresh returns a second, independent set of connections for the same
+	// client, for a background activity (a watchdog) that must not share
+	// the worker's connections.
+	Fresh func() Conns
 }
 
 // Factory builds a client's lock from its connections.
@@ -158,6 +176,53 @@ func Register(i Info) {
 		panic("algorithms: duplicate " + i.Name)
 	}
 	registry[i.Name] = i
+}
+
+// Build constructs a client's lock and applies the cross-cutting options of
+// Params.Extra that work with any Redis algorithm:
+//
+//	watchdog: "true"   renew the lease every TTL/3 while held (watchdog.go)
+//	fencing:  "incr"   attach a fencing token from INCR (fencing.go)
+func Build(name string, p Params, c Conns) (Lock, error) {
+	info, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := info.New(p, c)
+	if err != nil {
+		return nil, err
+	}
+	if p.Extra["watchdog"] == "true" {
+		if c.Fresh == nil {
+			return nil, fmt.Errorf("%s: watchdog needs a second set of connections", name)
+		}
+		renewer, err := info.New(p, c.Fresh())
+		if err != nil {
+			return nil, err
+		}
+		ext, ok := renewer.(Extender)
+		if !ok {
+			return nil, fmt.Errorf("%s cannot be extended, so it cannot have a watchdog", name)
+		}
+		lock = &Watchdog{Lock: lock, Renewer: ext, TTL: p.TTL}
+	}
+	switch f := p.Extra["fencing"]; f {
+	case "", "none":
+	case "incr":
+		tokens := c.Tokens
+		if tokens == nil {
+			if len(c.Redis) == 0 {
+				return nil, fmt.Errorf("%s: fencing by INCR needs a Redis node", name)
+			}
+			tokens = c.Redis[0]
+		}
+		lock = &Fenced{Lock: lock, Tokens: tokens, Key: FenceKey(p.Key)}
+	default:
+		if info.Backend == "redis" {
+			return nil, fmt.Errorf("%s: unknown fencing %q; expected incr or none", name, f)
+		}
+	}
+	return lock, nil
 }
 
 // Lookup finds an algorithm by name.

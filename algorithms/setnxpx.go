@@ -12,6 +12,12 @@ package algorithms
 // clients hold at once. The compare-and-delete script only deletes the key if
 // it still holds our token.
 //
+// The lease runs from the moment the request was sent, not from the reply:
+// the key may have been set at any instant in between, so a reply that
+// arrives late (validity_from: reply shows what goes wrong otherwise) can
+// hand out a lock that has already expired. A reply that comes back after
+// the lease is over is treated as a failure and the key released.
+//
 // Both share a weakness no release can fix: the lock expires on the server's
 // clock while the client may still believe it holds it (a GC pause, a slow
 // network). Only a fencing token checked by the protected resource closes
@@ -19,10 +25,17 @@ package algorithms
 
 import (
 	"errors"
+	"strconv"
 
-	"github.com/locklab/locklab/sim"
 	"github.com/redis/go-redis/v9"
 )
+
+// compareAndDelete is the release script (Redis docs, "Correct
+// implementation with a single instance").
+const compareAndDelete = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+
+// compareAndPExpire extends the lock only if it still holds our token.
+const compareAndPExpire = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`
 
 func init() {
 	Register(Info{
@@ -31,10 +44,7 @@ func init() {
 		Backend:  "redis",
 		MinNodes: 1,
 		New: func(p Params, c Conns) (Lock, error) {
-			if err := needNodes(c, 1, "set-nx-px-del"); err != nil {
-				return nil, err
-			}
-			return &SetNXPX{Client: c.Redis[0], Params: p}, nil
+			return newSetNXPX(p, c, "set-nx-px-del", false)
 		},
 	})
 	Register(Info{
@@ -43,12 +53,25 @@ func init() {
 		Backend:  "redis",
 		MinNodes: 1,
 		New: func(p Params, c Conns) (Lock, error) {
-			if err := needNodes(c, 1, "set-nx-px-lua"); err != nil {
-				return nil, err
-			}
-			return &SetNXPX{Client: c.Redis[0], Params: p, CompareAndDelete: true}, nil
+			return newSetNXPX(p, c, "set-nx-px-lua", true)
 		},
 	})
+}
+
+func newSetNXPX(p Params, c Conns, name string, cad bool) (Lock, error) {
+	if err := needNodes(c, 1, name); err != nil {
+		return nil, err
+	}
+	l := &SetNXPX{Client: c.Redis[0], Params: p, CompareAndDelete: cad}
+	switch p.Extra["validity_from"] {
+	case "", "start":
+	case "reply":
+		l.ValidityFromReply = true
+	default:
+		return nil, errors.New(name + `: validity_from: expected "start" or "reply"`)
+	}
+	l.VerifyOwnership = p.Extra["verify_ownership"] == "true"
+	return l, nil
 }
 
 // SetNXPX is the atomic single-instance lock.
@@ -57,30 +80,61 @@ type SetNXPX struct {
 	Params Params
 	// CompareAndDelete releases with the Lua script instead of a plain DEL.
 	CompareAndDelete bool
+	// ValidityFromReply is the naive variant that counts the lease from the
+	// reply instead of from the request.
+	ValidityFromReply bool
+	// VerifyOwnership, when SET NX finds the key taken, reads it back: if it
+	// holds our own token, an earlier copy of this very request (re-sent by
+	// the client library after a lost reply) set it, and we do hold the lock.
+	VerifyOwnership bool
 }
 
-// Acquire runs SET key token NX PX ttl. The validity the client believes is
-// counted from before the request was sent: the key may have been set at
-// any moment after that.
+// Acquire runs SET key token NX PX ttl.
 func (l *SetNXPX) Acquire(env Env) (*Lease, error) {
 	return l.Params.Wait.retry(env, func() (*Lease, error) {
+		ctx := env.Context()
 		start := env.Now()
 		tok := token(env)
-		err := l.Client.SetArgs(env.Context(), l.Params.Key, tok, redis.SetArgs{Mode: "NX", TTL: l.Params.TTL}).Err()
+		err := l.Client.SetArgs(ctx, l.Params.Key, tok, redis.SetArgs{Mode: "NX", TTL: l.Params.TTL}).Err()
+		if errors.Is(err, redis.Nil) && l.VerifyOwnership {
+			if v, gerr := l.Client.Get(ctx, l.Params.Key).Result(); gerr == nil && v == tok {
+				err = nil
+			}
+		}
 		if errors.Is(err, redis.Nil) {
 			return nil, ErrNotAcquired
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &Lease{Resource: l.Params.Key, Token: tok, Start: start, Validity: start.Add(l.Params.TTL)}, nil
+		lease := &Lease{Resource: l.Params.Key, Token: tok, Start: start, Validity: start.Add(l.Params.TTL)}
+		if l.ValidityFromReply {
+			lease.Validity = env.Now().Add(l.Params.TTL)
+		} else if !lease.Valid(env.Now()) {
+			// Granted, but by now already expired: give it back.
+			l.Release(env, lease)
+			return nil, ErrNotAcquired
+		}
+		return lease, nil
 	})
 }
 
 // Release deletes the key: blindly, or only if it still holds our token.
 func (l *SetNXPX) Release(env Env, lease *Lease) error {
 	if l.CompareAndDelete {
-		return l.Client.Eval(env.Context(), sim.ScriptCompareAndDelete, []string{lease.Resource}, lease.Token).Err()
+		return l.Client.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.Token).Err()
 	}
 	return l.Client.Del(env.Context(), lease.Resource).Err()
+}
+
+// Extend resets the key's TTL if it still holds our token (the watchdog).
+func (l *SetNXPX) Extend(env Env, lease *Lease) error {
+	n, err := l.Client.Eval(env.Context(), compareAndPExpire, []string{lease.Resource}, lease.Token, strconv.FormatInt(l.Params.TTL.Milliseconds(), 10)).Int()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrNotAcquired
+	}
+	return nil
 }

@@ -73,11 +73,18 @@ type Unavailable struct {
 	To      time.Duration `json:"to_ns"`
 	Waiting []string      `json:"waiting"`
 	Bound   time.Duration `json:"bound_ns"`
+	// Stuck names a holder that had held the lock longer than MaxHold during
+	// the stretch (a hung worker whose watchdog keeps renewing).
+	Stuck []string `json:"stuck,omitempty"`
 }
 
 func (u *Unavailable) String() string {
-	return fmt.Sprintf("lock unavailable for %s (bound %s) during [%s, %s] while %v waited and nobody held it",
-		(u.To - u.From).Round(time.Millisecond), u.Bound, Sec(u.From), Sec(u.To), u.Waiting)
+	who := "nobody held it"
+	if len(u.Stuck) > 0 {
+		who = fmt.Sprintf("%v held it without letting go", u.Stuck)
+	}
+	return fmt.Sprintf("lock unavailable for %s (bound %s) during [%s, %s] while %v waited and %s",
+		(u.To - u.From).Round(time.Millisecond), u.Bound, Sec(u.From), Sec(u.To), u.Waiting, who)
 }
 
 // Witness collects the evidence for each violated property.
@@ -101,6 +108,9 @@ type Options struct {
 	// LivenessBound is the longest the lock may stay unavailable while
 	// wanted; zero disables the liveness check (reported ok).
 	LivenessBound time.Duration
+	// MaxHold, when set, is the longest a holder may keep the lock while
+	// others wait; past it the lock counts as unavailable (a stuck holder).
+	MaxHold time.Duration
 	// Timeout bounds the porcupine search; past it the mutual-exclusion
 	// verdict is "unknown" unless the direct overlap scan found a witness.
 	Timeout time.Duration
@@ -144,7 +154,7 @@ func Check(h History, opt Options) *Report {
 	r.Verdict.Resource, r.Witness.Resource = checkResource(h, &r.Metrics)
 
 	r.Verdict.Liveness = OK
-	if gap := longestUnavailable(h); gap != nil {
+	if gap := longestUnavailable(h, opt.MaxHold); gap != nil {
 		r.Metrics.Unavailable = gap.To - gap.From
 		if opt.LivenessBound > 0 && gap.To-gap.From > opt.LivenessBound {
 			gap.Bound = opt.LivenessBound
@@ -223,7 +233,7 @@ func checkResource(h History, m *Metrics) (Status, *ResourceWitness) {
 
 // longestUnavailable sweeps true time and returns the longest stretch during
 // which at least one client wanted the lock and nobody held it.
-func longestUnavailable(h History) *Unavailable {
+func longestUnavailable(h History, maxHold time.Duration) *Unavailable {
 	type edge struct {
 		at     time.Duration
 		delta  int // +1 start, -1 end
@@ -231,8 +241,15 @@ func longestUnavailable(h History) *Unavailable {
 		client string
 	}
 	var edges []edge
+	stuck := map[string]bool{}
 	for _, iv := range h.Intervals {
-		edges = append(edges, edge{iv.Start, +1, true, iv.Client}, edge{iv.End, -1, true, iv.Client})
+		end := iv.End
+		if maxHold > 0 && end-iv.Start > maxHold {
+			// For liveness the holder stops counting after MaxHold.
+			end = iv.Start + maxHold
+			stuck[iv.Client] = true
+		}
+		edges = append(edges, edge{iv.Start, +1, true, iv.Client}, edge{end, -1, true, iv.Client})
 	}
 	for _, wt := range h.Wants {
 		edges = append(edges, edge{wt.From, +1, false, wt.Client}, edge{wt.To, -1, false, wt.Client})
@@ -271,6 +288,13 @@ func longestUnavailable(h History) *Unavailable {
 	}
 	if open != nil && (best == nil || open.To-open.From > best.To-best.From) {
 		best = open
+	}
+	if best != nil {
+		for _, iv := range h.Intervals {
+			if stuck[iv.Client] && iv.Start+maxHold <= best.From && iv.End >= best.To {
+				best.Stuck = mergeNames(best.Stuck, []string{iv.Client})
+			}
+		}
 	}
 	return best
 }

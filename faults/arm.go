@@ -13,6 +13,8 @@ import (
 type Names struct {
 	Clients []string
 	Nodes   []string
+	// Replicas are the nodes that follow a master (failover targets).
+	Replicas []string
 	// Others are further hosts (the protected resource, ZooKeeper servers).
 	Others []string
 }
@@ -66,6 +68,18 @@ func (f Fault) Validate(n Names) error {
 		}
 	case Crash:
 		return needTarget("client", n.Clients)
+	case Hang:
+		if err := needTarget("client", n.Clients); err != nil {
+			return err
+		}
+		if f.Duration < 0 {
+			return fmt.Errorf("duration: expected how long the worker hangs (0: for good), got %v", f.Duration)
+		}
+	case Failover:
+		if len(n.Replicas) == 0 {
+			return fmt.Errorf("target: this scenario has no replica to promote; give a node replica_of")
+		}
+		return needTarget("replica", n.Replicas)
 	case ClockJump:
 		if err := needTarget("client or node", n.hosts()); err != nil {
 			return err
@@ -221,6 +235,18 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied) {
 		w.After(f.Duration.D(), h.Resume)
 	case Crash:
 		t.Clients[f.Target].Crash()
+	case Hang:
+		if p := t.Clients[f.Target].Main(); p != nil {
+			p.Hang()
+			if f.Duration > 0 {
+				rec.Until = now + f.Duration.D()
+				w.After(f.Duration.D(), p.Unhang)
+			}
+		}
+	case Failover:
+		if err := t.Nodes[f.Target].Promote(); err != nil {
+			w.Tracef("faults", "failover refused: %v", err)
+		}
 	case ClockJump:
 		t.Hosts[f.Target].Clock.Jump(now, f.Jump.D())
 	case Drift:

@@ -25,10 +25,12 @@ const (
 	NodeCrash Kind = "node-crash" // a Redis node stops; RestartAfter brings it back
 	Partition Kind = "partition"  // messages between Groups are cut (OneWay: from Groups[0] to Groups[1] only)
 	Heal      Kind = "heal"       // undo every partition
+	Hang      Kind = "hang"       // a client's worker hangs (its watchdog goes on) for Duration (0: forever)
+	Failover  Kind = "failover"   // Target, a replica, is promoted to master (Sentinel)
 )
 
 // Kinds lists every fault kind, for help texts and validation.
-var Kinds = []Kind{Pause, Crash, Drop, Delay, ClockJump, Drift, NodeCrash, Partition, Heal}
+var Kinds = []Kind{Pause, Crash, Hang, Drop, Delay, ClockJump, Drift, NodeCrash, Failover, Partition, Heal}
 
 // Trigger fires a fault when a matching message arrives at its destination,
 // before the receiver acts on it. Nth picks the nth match (default 1).
@@ -118,6 +120,12 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case Pause:
 		fmt.Fprintf(&b, " for %v", f.Duration)
+	case Hang:
+		if f.Duration > 0 {
+			fmt.Fprintf(&b, " for %v", f.Duration)
+		} else {
+			b.WriteString(" for good")
+		}
 	case ClockJump:
 		fmt.Fprintf(&b, " by %+v", time.Duration(f.Jump))
 	case Drift:

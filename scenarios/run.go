@@ -105,6 +105,9 @@ func (e procEnv) Now() time.Time           { return e.p.Now() }
 func (e procEnv) Sleep(d time.Duration)    { e.p.Sleep(d) }
 func (e procEnv) Rand() *rand.Rand         { return e.p.Rand() }
 func (e procEnv) Context() context.Context { return e.p.Context() }
+func (e procEnv) Go(fn func(algorithms.Env)) {
+	e.p.GoBackground("watchdog", func(c *sim.Process) { fn(procEnv{c}) })
+}
 func (e procEnv) Parallel(fns ...func(algorithms.Env)) {
 	wrapped := make([]func(*sim.Process), len(fns))
 	for i, fn := range fns {
@@ -137,19 +140,50 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res := &Result{Scenario: sc, Seed: seed}
 	targets := faults.Targets{Clients: map[string]*sim.Host{}, Nodes: map[string]*sim.RedisNode{}, Hosts: map[string]*sim.Host{}}
 
-	var nodes []*sim.RedisNode
+	var lockNodes []*sim.RedisNode
+	var tokenNode *sim.RedisNode
 	for _, spec := range sc.Nodes {
 		n := w.NewRedisNode(spec.Name, sim.NewClock(spec.Offset.D(), spec.PPM))
 		if !opt.PlainLua {
 			n.ScriptFastPath = sim.NativeScripts
 		}
-		nodes = append(nodes, n)
+		switch {
+		case spec.Role == "tokens":
+			tokenNode = n
+		case spec.Replica == "":
+			lockNodes = append(lockNodes, n)
+		}
 		targets.Nodes[spec.Name] = n
 		targets.Hosts[spec.Name] = n.Host
-		res.Hosts = append(res.Hosts, Host{Name: spec.Name, Role: "redis", Offset: spec.Offset.D(), PPM: spec.PPM})
+		role := "redis"
+		if spec.Replica != "" {
+			role = "redis replica of " + spec.Replica
+		} else if spec.Role != "" {
+			role = "redis " + spec.Role
+		}
+		res.Hosts = append(res.Hosts, Host{Name: spec.Name, Role: role, Offset: spec.Offset.D(), PPM: spec.PPM})
 	}
-	if err := wireReplication(w, sc, targets.Nodes); err != nil {
-		return nil, err
+	for _, spec := range sc.Nodes {
+		if spec.Replica != "" {
+			lag := spec.Lag.D()
+			if lag == 0 {
+				lag = 100 * time.Millisecond
+			}
+			targets.Nodes[spec.Replica].Replicate(targets.Nodes[spec.Name], lag)
+		}
+	}
+	if start, ok := sc.Params["fence_start"]; ok {
+		// Pre-existing history of the counter (Kleppmann's example starts
+		// at 33), on the token node or the first lock node and its replicas.
+		seed := tokenNode
+		if seed == nil && len(lockNodes) > 0 {
+			seed = lockNodes[0]
+		}
+		for _, spec := range sc.Nodes {
+			if n := targets.Nodes[spec.Name]; n == seed || (seed != nil && spec.Replica == seed.Name) {
+				n.Miniredis().Set(algorithms.FenceKey(sc.Key), start)
+			}
+		}
 	}
 	rule := sim.FenceRule(sc.Resource.Fencing)
 	inv := w.NewInventory(ResourceHost, sc.Resource.Initial, rule)
@@ -187,14 +221,23 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		targets.Clients[name] = host
 		targets.Hosts[name] = host
 		res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
-		conns := algorithms.Conns{}
-		for _, n := range nodes {
-			conns.Redis = append(conns.Redis, n.NewClient(host, sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}))
+		copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}
+		var connect func() algorithms.Conns
+		connect = func() algorithms.Conns {
+			conns := algorithms.Conns{Fresh: connect}
+			for _, n := range lockNodes {
+				conns.Redis = append(conns.Redis, n.NewClient(host, copts))
+			}
+			if tokenNode != nil {
+				conns.Tokens = tokenNode.NewClient(host, copts)
+			}
+			return conns
 		}
+		conns := connect()
 		if backend != nil {
 			conns.Backend = backend.Connect(host)
 		}
-		lock, err := info.New(params, conns)
+		lock, err := algorithms.Build(sc.Algorithm, params, conns)
 		if err != nil {
 			return nil, fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
 		}
@@ -218,7 +261,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.End = w.Now()
 	res.History = rec.finish(res.End, inv)
 	timeout := opt.CheckTimeout
-	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), Timeout: timeout})
+	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Timeout: timeout})
 	res.TraceSHA256 = w.Trace.SHA256()
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
@@ -402,15 +445,4 @@ func (r *recorder) finish(end time.Duration, inv *sim.Inventory) checker.History
 		h.Wants = append(h.Wants, wt)
 	}
 	return h
-}
-
-// wireReplication is filled in by the replication support; with no replicas
-// it does nothing.
-func wireReplication(w *sim.World, sc *Scenario, nodes map[string]*sim.RedisNode) error {
-	for _, n := range sc.Nodes {
-		if n.Replica != "" {
-			return fmt.Errorf("nodes: replica_of is not supported yet")
-		}
-	}
-	return nil
 }

@@ -93,6 +93,11 @@ type Node struct {
 	PPM    int64    `yaml:"ppm,omitempty" json:"ppm,omitempty"`
 	// Replica, when set, names the master this node replicates from.
 	Replica string `yaml:"replica_of,omitempty" json:"replica_of,omitempty"`
+	// Lag is the replication delay of a replica (default 100ms).
+	Lag Duration `yaml:"lag,omitempty" json:"lag,omitempty"`
+	// Role is "" for a lock node, or "tokens" for the node that only hands
+	// out fencing tokens (INCR) and takes no part in the lock.
+	Role string `yaml:"role,omitempty" json:"role,omitempty"`
 }
 
 // UnmarshalYAML accepts a bare name as shorthand for {name: X}.
@@ -185,10 +190,13 @@ type Scenario struct {
 	Network   Network           `yaml:"network,omitempty" json:"network"`
 	Duration  Duration          `yaml:"duration,omitempty" json:"duration"`
 	// LivenessBound is the longest the lock may be unavailable while wanted.
-	LivenessBound Duration        `yaml:"liveness_bound,omitempty" json:"liveness_bound,omitempty"`
-	Faults        faults.Schedule `yaml:"faults,omitempty" json:"faults"`
-	Expect        Expect          `yaml:"expect,omitempty" json:"expect"`
-	Narrative     Narrative       `yaml:"narrative,omitempty" json:"narrative"`
+	LivenessBound Duration `yaml:"liveness_bound,omitempty" json:"liveness_bound,omitempty"`
+	// MaxHold is the longest a holder may keep the lock while others wait
+	// before liveness counts it as stuck (0: no limit).
+	MaxHold   Duration        `yaml:"max_hold,omitempty" json:"max_hold,omitempty"`
+	Faults    faults.Schedule `yaml:"faults,omitempty" json:"faults"`
+	Expect    Expect          `yaml:"expect,omitempty" json:"expect"`
+	Narrative Narrative       `yaml:"narrative,omitempty" json:"narrative"`
 	// Twin names the fixed (or broken) counterpart scenario.
 	Twin string `yaml:"twin,omitempty" json:"twin,omitempty"`
 	// Compare lists other algorithms run on the same setup, faults and seed,
@@ -232,7 +240,13 @@ func (s *Scenario) Names() faults.Names {
 			others = append(others, b.hosts(s)...)
 		}
 	}
-	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Others: others}
+	var replicas []string
+	for _, n := range s.Nodes {
+		if n.Replica != "" {
+			replicas = append(replicas, n.Name)
+		}
+	}
+	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others}
 }
 
 // applyDefaults fills in what a file may leave out.
@@ -325,8 +339,14 @@ func (s *Scenario) Validate() error {
 	if s.Duration <= 0 || s.Duration.D() > 24*time.Hour {
 		return s.fieldErr("duration", "expected a simulated run length between 1ms and 24h, got %v", s.Duration)
 	}
-	if info.Backend == "redis" && len(s.Nodes) < info.MinNodes {
-		return s.fieldErr("nodes", "algorithm %s needs at least %d Redis node(s), got %d", s.Algorithm, info.MinNodes, len(s.Nodes))
+	lockNodes := 0
+	for _, n := range s.Nodes {
+		if n.Replica == "" && n.Role == "" {
+			lockNodes++
+		}
+	}
+	if info.Backend == "redis" && lockNodes < info.MinNodes {
+		return s.fieldErr("nodes", "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), got %d", s.Algorithm, info.MinNodes, lockNodes)
 	}
 	seen := map[string]bool{ResourceHost: true}
 	for _, c := range s.ClientNames() {
@@ -341,6 +361,9 @@ func (s *Scenario) Validate() error {
 			return s.fieldErr(field, "duplicate host name %q (clients are c1..cN, the resource is %q)", n.Name, ResourceHost)
 		}
 		seen[n.Name] = true
+		if n.Role != "" && n.Role != "tokens" {
+			return s.fieldErr(field+".role", "expected tokens (or no role for a lock node), got %q", n.Role)
+		}
 		if n.PPM <= -1_000_000 || n.PPM > 1_000_000 {
 			return s.fieldErr(field+".ppm", "expected a rate offset in (-1000000, 1000000], got %d", n.PPM)
 		}

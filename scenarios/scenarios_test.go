@@ -71,7 +71,10 @@ func TestTwinsExistAndPointBack(t *testing.T) {
 			t.Errorf("%s: twin %q is not in the catalogue", s.ID, s.Twin)
 			continue
 		}
-		if tw.Twin != s.ID {
+		// A broken scenario may have several fixed twins (a delayed restart and
+		// fsync); each fixed twin points to the broken one, which points back
+		// to one of them.
+		if tw.Twin != s.ID && ids[tw.Twin] != nil && ids[tw.Twin].Twin != tw.ID {
 			t.Errorf("%s names twin %s, which names %q back", s.ID, s.Twin, tw.Twin)
 		}
 	}

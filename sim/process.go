@@ -95,6 +95,8 @@ type Process struct {
 	exiting    bool
 	crashed    bool
 	background bool
+	frozen     bool
+	frozenWake bool
 	onExit     []func()
 }
 
@@ -219,6 +221,45 @@ func (p *Process) park() {
 	}
 }
 
+// Hang freezes this one process (a worker stuck in a deadlock or an endless
+// loop) while the other processes of its host — a lock's watchdog — go on.
+func (p *Process) Hang() {
+	if p.done || p.frozen {
+		return
+	}
+	p.frozen = true
+	p.w.Tracef(p.Name, "hangs")
+}
+
+// Unhang lets a hung process continue; a wake-up that arrived meanwhile is
+// delivered now.
+func (p *Process) Unhang() {
+	if !p.frozen {
+		return
+	}
+	p.frozen = false
+	p.w.Tracef(p.Name, "continues")
+	if p.frozenWake {
+		p.frozenWake = false
+		id := p.parkID
+		p.w.At(p.w.now, func() { p.w.wakeup(p, id) })
+	}
+}
+
+// Main is the host's first process (a client's workload), or nil.
+func (h *Host) Main() *Process {
+	if len(h.procs) == 0 {
+		return nil
+	}
+	return h.procs[0]
+}
+
+// GoBackground starts fn as a child process that does not keep the world
+// running (a lock's watchdog); it is killed when the run ends.
+func (p *Process) GoBackground(name string, fn func(c *Process)) *Process {
+	return p.Host.Spawn(p.Name+"/"+name, p.w.now, fn).Background()
+}
+
 // Killed reports whether the process is unwinding after a kill.
 func (p *Process) Killed() bool { return p.killed }
 
@@ -230,6 +271,10 @@ func (w *World) wakeup(p *Process, id uint64) {
 	}
 	if p.Host.paused {
 		p.Host.pending = append(p.Host.pending, p)
+		return
+	}
+	if p.frozen {
+		p.frozenWake = true
 		return
 	}
 	p.parked = false

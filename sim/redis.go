@@ -15,6 +15,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // RedisNode is a simulated Redis server: a miniredis instance (so commands and
@@ -30,14 +31,13 @@ type RedisNode struct {
 	// false for anything else, which then goes to miniredis's Lua.
 	ScriptFastPath func(n *RedisNode, peer *server.Peer, args []string) (reply []byte, handled bool)
 
-	// OnWrite, when set, sees every command that changed the dataset, after it
-	// ran; replication is built on it.
-	OnWrite func(args []string)
-
 	// Commands counts the commands executed.
 	Commands int
 
 	w         *World
+	onWrite   []func(args []string)
+	master    *RedisNode // set on a replica
+	promoted  *RedisNode // set on a failed-over master: clients now reach this node
 	aof       []aofEntry
 	crashedAt time.Duration
 	mr        *miniredis.Miniredis
@@ -135,14 +135,77 @@ type aofEntry struct {
 	args  []string
 }
 
+// notData are commands miniredis does not mark read-only that still never
+// change the dataset; they are neither logged nor replicated.
+var notData = map[string]bool{"HELLO": true, "CLIENT": true, "AUTH": true, "PING": true, "ECHO": true, "SELECT": true, "QUIT": true, "SCRIPT": true, "INFO": true, "COMMAND": true}
+
 func (n *RedisNode) noteWrite(args []string, reply []byte) {
-	if len(reply) == 0 || reply[0] == '-' || n.mr.IsReadOnlyCommand(args[0]) {
+	if len(reply) == 0 || reply[0] == '-' || n.mr.IsReadOnlyCommand(args[0]) || notData[strings.ToUpper(args[0])] {
 		return
 	}
 	n.aof = append(n.aof, aofEntry{at: n.w.now, local: n.Clock.Local(n.w.now), args: args})
-	if n.OnWrite != nil {
-		n.OnWrite(args)
+	for _, f := range n.onWrite {
+		f(args)
 	}
+}
+
+// AfterWrite registers fn to see every command that changed the dataset,
+// after it ran; replication is built on it.
+func (n *RedisNode) AfterWrite(fn func(args []string)) { n.onWrite = append(n.onWrite, fn) }
+
+// Replicate makes replica follow n asynchronously, as Redis replication
+// does: each write is shipped lag after it ran, as an ordinary message, so
+// it can be delayed, dropped or cut off. A write not yet shipped when the
+// master dies is lost — the acknowledged-but-unreplicated window behind the
+// failover scenarios.
+func (n *RedisNode) Replicate(replica *RedisNode, lag time.Duration) {
+	replica.master = n
+	w := n.w
+	peer := replica.NewPeer()
+	n.AfterWrite(func(args []string) {
+		summary := commandSummary(args)
+		w.After(lag, func() {
+			if !n.up {
+				w.Tracef(n.Name, "replication of %s to %s lost: %s is down", summary, replica.Name, n.Name)
+				return
+			}
+			if n.promoted != nil {
+				return // after a failover the old master replicates nothing
+			}
+			m := &Message{From: n.Name, To: replica.Name, Client: n.Name, Dir: Request, Op: "REPLICATE", Summary: summary}
+			w.Net.Send(m, func() {
+				if replica.master == nil {
+					return // promoted meanwhile: it no longer follows anyone
+				}
+				reply := replica.Exec(peer, args)
+				w.Tracef(replica.Name, "replicated %s → %s", summary, replySummary(reply))
+			})
+		})
+	})
+}
+
+// Master is the node a replica follows, or nil.
+func (n *RedisNode) Master() *RedisNode { return n.master }
+
+// Promote makes a replica the master (a Sentinel failover): it stops
+// following its master, and clients that dial the old master reach it.
+func (n *RedisNode) Promote() error {
+	old := n.master
+	if old == nil {
+		return fmt.Errorf("%s is not a replica", n.Name)
+	}
+	n.master = nil
+	old.promoted = n
+	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
+	return nil
+}
+
+// current follows failovers to the node that now serves n's clients.
+func (n *RedisNode) current() *RedisNode {
+	for n.promoted != nil {
+		n = n.promoted
+	}
+	return n
 }
 
 // Crash stops the node: messages to it are lost until Restart.
@@ -231,12 +294,17 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		PoolSize:        1,
 		ConnMaxIdleTime: -1,
 		MinIdleConns:    0,
+		// Left on "auto", go-redis resolves Addr in DNS inside NewClient to
+		// classify the endpoint: a real network access, and a stall of seconds
+		// where DNS is unreachable.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		// The dialer never fails: a failed dial makes go-redis retry on real
 		// timers. Refusal is modelled by the conn itself.
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c := &redisConn{node: n, host: host, timeout: o.Timeout}
-			n.conns = append(n.conns, c)
-			n.w.Tracef(host.Name, "dial %s", n.Name)
+			target := n.current()
+			c := &redisConn{node: target, host: host, timeout: o.Timeout}
+			target.conns = append(target.conns, c)
+			n.w.Tracef(host.Name, "dial %s", target.Name)
 			return c, nil
 		},
 	}
