@@ -222,6 +222,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		targets.Hosts[name] = host
 		res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
 		copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}
+		if over.LibraryRetries != nil {
+			copts.LibraryRetries = *over.LibraryRetries
+		}
 		var connect func() algorithms.Conns
 		connect = func() algorithms.Conns {
 			conns := algorithms.Conns{Fresh: connect}

@@ -117,6 +117,8 @@ type Client struct {
 	Cycles *int      `yaml:"cycles,omitempty" json:"cycles,omitempty"`
 	Offset *Duration `yaml:"offset,omitempty" json:"offset,omitempty"`
 	PPM    *int64    `yaml:"ppm,omitempty" json:"ppm,omitempty"`
+	// LibraryRetries overrides clients.library_retries for this client.
+	LibraryRetries *bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
 }
 
 // Clients describes the workload: Count clients named c1..cN, each running

@@ -11,8 +11,18 @@ ranges are "min..max" (50ms..150ms) or a single duration.
   ttl: 10s                        # required, the lock's time to live
   key: lock                       # default lock
   wait: {delay: 100ms, jitter: 50ms, attempts: 0}   # retry policy while busy
-  params: {drift_factor: "0.01"}  # algorithm-specific settings
-  nodes: [A]                      # Redis nodes; or {name: A, offset: 0s, ppm: 0}
+  params:                         # algorithm settings, all strings:
+    drift_factor: "0.01"          #   Redlock's clock drift allowance
+    watchdog: "true"              #   renew every ttl/3 while held (Redisson)
+    fencing: incr                 #   fencing token from INCR on the tokens node
+    fence_start: "32"             #   the counter's value before the run
+    validity_from: start          #   start (default) or reply: when the lease begins
+    verify_ownership: "true"      #   read the key back when SET NX says busy
+  nodes:                          # Redis nodes, by name or in full:
+    - A
+    - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica
+    - {name: C, offset: 0s, ppm: 20000}      # clock offset and rate (2% fast)
+    - {name: T, role: tokens}                # hands out fencing tokens only
   clients:
     count: 3                      # clients are named c1..cN
     cycles: 3                     # lock cycles per client
@@ -22,11 +32,12 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     timeout: 50ms                 # go-redis read timeout (client's clock)
     library_retries: false        # keep go-redis default retries
     check_validity: false         # skip the write once the lease expired
-    each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0}}
+    each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true}}
   resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
   network: {latency: 500us, jitter: 500us}
   duration: 30s                   # simulated run length
   liveness_bound: 21s             # default 2*ttl+1s
+  max_hold: 10s                   # a holder keeping the lock longer counts as stuck
   faults:                         # each fault has a kind and a time:
     - kind: pause                 #   at: 1.5s (true time), or
       target: c1                  #   after: {client: c1, op: SET, dir: reply, nth: 1}
@@ -40,13 +51,20 @@ ranges are "min..max" (50ms..150ms) or a single duration.
 Fault kinds and their fields:
   pause       target (client), duration
   crash       target (client)
+  hang        target (client), duration (0: for good) — the worker stops,
+              its watchdog goes on
   drop        dir (request|reply), client, node, op, count, probability, duration
   delay       the same pattern fields, and duration (the delay added)
   clock-jump  target (client or node), jump (negative jumps backward)
   drift       target (client or node), ppm (rate offset, parts per million)
   node-crash  target (node), restart_after, persistence (none|everysec|always)
+  failover    target (a replica): promoted to master; clients follow it
   partition   groups: [[c1, A], [B, C]], one_way, duration
   heal        (undoes every partition)
+
+Algorithms: run 'locklab list' to see them in use; the names are
+setnx-expire, set-nx-px-del, set-nx-px-lua, reentrant, redlock,
+redlock-naive, and the ZooKeeper locks zk-simple and zk-queue.
 
 Errors name the file, the line and the field, and exit with status 2.
 `

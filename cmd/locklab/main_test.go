@@ -137,3 +137,17 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// The hand-written example the README points to keeps working.
+func TestExampleScenarioFiles(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no example scenarios")
+	}
+	for _, f := range files {
+		code, out, stderr := runCLI(t, "run", f, "--json")
+		if code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", f, code, out, stderr)
+		}
+	}
+}
