@@ -46,7 +46,7 @@ func loadECharts() echartsAsset {
 	p := strings.TrimSpace(os.Getenv(EChartsEnv))
 	switch strings.ToLower(p) {
 	case "off", "none", "0", "false":
-		return echartsAsset{note: "Interactive charts are turned off (" + EChartsEnv + "=" + p + ")."}
+		return echartsAsset{note: "Interactive charts are turned off (" + EChartsEnv + "=" + p + "). To get them, unset it and run `" + FetchHint + "`. The timeline above is plain SVG and needs no JavaScript."}
 	}
 	explicit := p != ""
 	if !explicit {

@@ -1,22 +1,129 @@
-// Package reports renders runs as self-contained HTML pages.
+// Package reports renders locklab runs as self-contained HTML pages: one run
+// (WriteRun), a broken scenario beside its fixed twin (WriteLesson), the
+// course index (WriteCourseIndex) and the algorithm × fault matrix
+// (WriteMatrix).
+//
+// Every page works offline and never depends on JavaScript for its content:
+// the timeline of a run is SVG drawn in Go, tables are plain HTML, and the
+// only scripts are inline. When a local copy of ECharts is available
+// ($LOCKLAB_ECHARTS, or the cache that scripts/fetch-echarts.sh fills) it is
+// inlined and interactive charts are added; no page ever refers to a remote
+// script or style sheet.
+//
+// Pages are written with html/template, so every string that comes from a
+// scenario file or a flag is escaped.
 package reports
 
 import (
+	"bufio"
+	"embed"
 	"fmt"
 	"html/template"
+	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/locklab/locklab/scenarios"
 )
 
+//go:embed assets/templates.html assets/report.css assets/report.js assets/errors.js
+var assets embed.FS
+
+var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
+	"f":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"sub": func(a, b float64) float64 { return a - b },
+	"pct": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" },
+}).ParseFS(assets, "assets/templates.html"))
+
+func asset(name string) string {
+	b, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+var (
+	css      = template.CSS(asset("report.css"))
+	reportJS = template.JS(asset("report.js"))
+	errorsJS = template.JS(asset("errors.js"))
+)
+
+// crumb is one link of a page's breadcrumb trail.
+type crumb struct {
+	Text, Href string
+}
+
+// page is what every page template gets.
+type page struct {
+	Title    string
+	Crumbs   []crumb
+	CSS      template.CSS
+	ErrorsJS template.JS
+	ReportJS template.JS
+	ECharts  template.JS // the local echarts.min.js, or empty
+
+	Runs   []*runView
+	Lesson *lessonView
+	Index  *indexView
+	Matrix *matrixView
+}
+
+func newPage(title string, ec echartsAsset) *page {
+	return &page{Title: title, CSS: css, ErrorsJS: errorsJS, ReportJS: reportJS, ECharts: ec.js}
+}
+
+// RunInput is one run to render: its result, the comparisons run beside it
+// and the command that replays it.
+type RunInput struct {
+	Result   *scenarios.Result
+	Compared []scenarios.Comparison
+	Replay   string
+}
+
 // WriteRunFile writes the HTML report of one run (and its comparisons) to
 // path. replay is the command that reproduces the run.
 func WriteRunFile(path string, res *scenarios.Result, cmp []scenarios.Comparison, replay string) error {
+	return writeFile(path, func(w io.Writer) error { return WriteRun(w, res, cmp, replay) })
+}
+
+// WriteRun writes the HTML report of one run to w.
+func WriteRun(w io.Writer, res *scenarios.Result, cmp []scenarios.Comparison, replay string) error {
+	if res == nil || res.Scenario == nil || res.Report == nil {
+		return fmt.Errorf("report: no run to render")
+	}
+	ec := loadECharts()
+	v := newRunView(res, cmp, replay, "", ec.ok())
+	v.ChartsNote = ec.note
+	p := newPage(res.Scenario.ID+" — locklab report", ec)
+	p.Runs = []*runView{v}
+	return pages.ExecuteTemplate(w, "run-page", p)
+}
+
+// writeFile writes a page through a buffer and reports errors of both the
+// template and the file.
+func writeFile(path string, render func(io.Writer) error) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			return fmt.Errorf("cannot write report %s: %w", path, err)
+		}
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("cannot write report: %w", err)
 	}
-	defer f.Close()
-	t := template.Must(template.New("r").Parse(`<!doctype html><title>{{.ID}}</title><h1>{{.ID}}</h1><p>{{.Title}}</p>`))
-	return t.Execute(f, res.Scenario)
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := render(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot render report %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot write report %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,377 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/scenarios"
+)
+
+// A course is the catalogue taught in order: each classic failure beside its
+// fixed twin, one page per lesson, and an index.
+
+// Lesson is one page of the course: a scenario and the twins the catalogue
+// has for it (its fixed counterparts; a failure may have several fixes).
+type Lesson struct {
+	// First is shown first: the scenario that fails (or the only one).
+	First *scenarios.Scenario
+	// Twins are its counterparts, by id; none when the catalogue has none.
+	Twins []*scenarios.Scenario
+	// MissingTwin names a twin the scenario refers to that the catalogue
+	// does not have (yet).
+	MissingTwin string
+}
+
+// File is the lesson's page name inside the course directory.
+func (l Lesson) File() string { return safeFileName(l.First.ID) + ".html" }
+
+// Scenarios lists the lesson's scenarios, first the failure.
+func (l Lesson) Scenarios() []*scenarios.Scenario {
+	return append([]*scenarios.Scenario{l.First}, l.Twins...)
+}
+
+// IDs lists the lesson's scenario ids, first the failure.
+func (l Lesson) IDs() []string {
+	var ids []string
+	for _, s := range l.Scenarios() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// teachingOrder is the order of the course: the single-instance mistakes
+// first (SETNX then EXPIRE, DEL against compare-and-delete, pauses and
+// fencing), then Redlock, failover and ZooKeeper. Scenarios that match none
+// of these come last, by id.
+var teachingOrder = []string{
+	"setnx-expire",
+	"del-wrong-client",
+	"gc-pause",
+	"delayed-grant",
+	"client-retry",
+	"reentrant",
+	"watchdog",
+	"redlock-",
+	"failover-",
+	"fencing-token",
+	"zk-",
+}
+
+func teachingRank(id string) int {
+	for i, p := range teachingOrder {
+		if strings.HasPrefix(id, p) {
+			return i
+		}
+	}
+	return len(teachingOrder)
+}
+
+// violations is the set of properties a scenario expects to be violated.
+func violations(s *scenarios.Scenario) map[string]bool {
+	v := map[string]bool{}
+	if s.Expect.MutualExclusion == checker.Violated {
+		v["mutual exclusion"] = true
+	}
+	if s.Expect.Resource == checker.Violated {
+		v["resource"] = true
+	}
+	if s.Expect.Liveness == checker.Violated {
+		v["liveness"] = true
+	}
+	return v
+}
+
+func expectsViolation(s *scenarios.Scenario) bool { return len(violations(s)) > 0 }
+
+// Lessons groups every scenario with its twins — the scenarios it names as
+// twin or that name it, transitively — and orders the lessons for teaching.
+// Each scenario is in exactly one lesson. Within a lesson the scenario with
+// the most expected violations comes first.
+func Lessons(all []*scenarios.Scenario) []Lesson {
+	sorted := append([]*scenarios.Scenario(nil), all...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	byID := map[string]int{}
+	for i, s := range sorted {
+		if _, dup := byID[s.ID]; !dup {
+			byID[s.ID] = i
+		}
+	}
+	// Union-find over the twin relation.
+	parent := make([]int, len(sorted))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for i, s := range sorted {
+		if j, ok := byID[s.Twin]; ok && s.Twin != "" {
+			a, b := find(i), find(j)
+			parent[max(a, b)] = min(a, b)
+		}
+	}
+	groups := map[int][]*scenarios.Scenario{}
+	var roots []int
+	for i, s := range sorted {
+		r := find(i)
+		if _, ok := groups[r]; !ok {
+			roots = append(roots, r)
+		}
+		groups[r] = append(groups[r], s)
+	}
+	var out []Lesson
+	for _, r := range roots {
+		g := groups[r]
+		sort.SliceStable(g, func(i, j int) bool { return firstOfPair(g[i], g[j]) })
+		l := Lesson{First: g[0], Twins: g[1:]}
+		if len(g) == 1 && g[0].Twin != "" {
+			l.MissingTwin = g[0].Twin
+		}
+		out = append(out, l)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := lessonRank(out[i]), lessonRank(out[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].First.ID < out[j].First.ID
+	})
+	return out
+}
+
+// firstOfPair reports whether a should be shown before b: the one expecting
+// more violations first, else the one whose id is a prefix of the other's,
+// else by id.
+func firstOfPair(a, b *scenarios.Scenario) bool {
+	va, vb := len(violations(a)), len(violations(b))
+	if va != vb {
+		return va > vb
+	}
+	if strings.HasPrefix(b.ID, a.ID) != strings.HasPrefix(a.ID, b.ID) {
+		return strings.HasPrefix(b.ID, a.ID)
+	}
+	return a.ID < b.ID
+}
+
+func lessonRank(l Lesson) int {
+	r := teachingRank(l.First.ID)
+	for _, t := range l.Twins {
+		r = min(r, teachingRank(t.ID))
+	}
+	return r
+}
+
+// safeFileName keeps letters, digits, '-', '_' and '.' of an id.
+func safeFileName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := strings.TrimLeft(b.String(), ".")
+	if s == "" || s == "index" {
+		s = "scenario-" + s
+	}
+	return s
+}
+
+// CourseOptions tunes WriteCourse.
+type CourseOptions struct {
+	// Progress, if set, is called after each lesson (err is the reason the
+	// lesson could not be written, or nil).
+	Progress func(done, total int, l Lesson, file string, err error)
+	// Run runs a scenario; nil means scenarios.RunCompared with the
+	// scenario's own seed and the trace kept.
+	Run func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error)
+}
+
+// WriteCourse writes one page per lesson of all and an index into dir
+// (created if needed), and returns the index's path. A lesson that cannot
+// run is listed in the index with its error; WriteCourse then returns the
+// index path and an error naming the failed lessons.
+func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("cannot create course directory: %w", err)
+	}
+	run := opt.Run
+	if run == nil {
+		run = func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error) {
+			return scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+		}
+	}
+	lessons := Lessons(all)
+	ec := loadECharts()
+	idx := &indexView{EChartsNote: ec.note}
+	var failed []string
+	for i, l := range lessons {
+		entry := indexEntry{N: i + 1, File: l.File(), Title: l.First.Title, MissingTwin: l.MissingTwin}
+		var inputs []RunInput
+		var err error
+		for _, sc := range l.Scenarios() {
+			res, cmp, rerr := run(sc)
+			if rerr != nil {
+				err = fmt.Errorf("%s: %w", sc.ID, rerr)
+				break
+			}
+			inputs = append(inputs, RunInput{Result: res, Compared: cmp, Replay: fmt.Sprintf("locklab run %s --seed %d", sc.ID, res.Seed)})
+		}
+		if err == nil {
+			var prev, next *crumb
+			if i > 0 {
+				prev = &crumb{Text: lessons[i-1].First.Title, Href: lessons[i-1].File()}
+			}
+			if i+1 < len(lessons) {
+				next = &crumb{Text: lessons[i+1].First.Title, Href: lessons[i+1].File()}
+			}
+			err = writeFile(filepath.Join(dir, l.File()), func(w io.Writer) error {
+				return writeLesson(w, i+1, inputs, prev, next, ec)
+			})
+		}
+		for k, in := range inputs {
+			sc := in.Result.Scenario
+			e := indexRun{ID: sc.ID, Title: sc.Title, Algorithm: sc.Algorithm, Replay: in.Replay, Verdict: in.Result.Report.Verdict, Matches: in.Result.Matches(), Anchor: l.File() + "#" + runPrefix(k) + "run"}
+			e.Role, e.RoleClass = roleOf(sc, l.First, k)
+			entry.Runs = append(entry.Runs, e)
+		}
+		if err != nil {
+			entry.Error = err.Error()
+			failed = append(failed, l.First.ID)
+		}
+		idx.Entries = append(idx.Entries, entry)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(lessons), l, filepath.Join(dir, l.File()), err)
+		}
+	}
+	index := filepath.Join(dir, "index.html")
+	if err := writeFile(index, func(w io.Writer) error { return writeIndex(w, idx) }); err != nil {
+		return "", err
+	}
+	if len(failed) > 0 {
+		return index, fmt.Errorf("%d lesson(s) could not be written: %s", len(failed), strings.Join(failed, ", "))
+	}
+	return index, nil
+}
+
+func runPrefix(k int) string { return string(rune('a'+k)) + "-" }
+
+// roleOf names a scenario's part in its lesson: the failure (shown first),
+// a fix (a twin that violates less), or just a twin.
+func roleOf(sc, first *scenarios.Scenario, k int) (string, string) {
+	if k == 0 {
+		if expectsViolation(sc) {
+			return "the failure", "broken"
+		}
+		return "scenario", ""
+	}
+	mine, theirs := violations(sc), violations(first)
+	fewer := len(mine) < len(theirs)
+	for p := range mine {
+		if !theirs[p] {
+			fewer = false
+		}
+	}
+	if fewer {
+		return "the fix", "fixed"
+	}
+	return "twin", ""
+}
+
+// lessonView is the top of a lesson page: both runs at a glance.
+type lessonView struct {
+	N         int
+	Title     string
+	Runs      []*runView
+	Timelines []*timeline // on one time scale
+	Prev      *crumb
+	Next      *crumb
+	Rows      []lessonRow
+}
+
+type lessonRow struct {
+	Property string
+	Got      []string
+}
+
+func writeLesson(w io.Writer, n int, inputs []RunInput, prev, next *crumb, ec echartsAsset) error {
+	first := inputs[0].Result.Scenario
+	p := newPage(fmt.Sprintf("Lesson %d: %s — locklab course", n, first.ID), ec)
+	p.Crumbs = []crumb{{Text: "locklab course", Href: "index.html"}, {Text: fmt.Sprintf("lesson %d: %s", n, first.ID)}}
+	lv := &lessonView{N: n, Title: first.Title, Prev: prev, Next: next}
+	var end time.Duration
+	for _, in := range inputs {
+		end = max(end, in.Result.End)
+	}
+	for k, in := range inputs {
+		v := newRunView(in.Result, in.Compared, in.Replay, runPrefix(k), ec.ok())
+		v.ChartsNote = ec.note
+		v.Heading, v.HeadingClass = roleOf(in.Result.Scenario, first, k)
+		for j, other := range inputs {
+			if j != k && other.Result.Scenario.ID == v.Twin {
+				v.TwinHref = "#" + runPrefix(j) + "run"
+			}
+		}
+		lv.Runs = append(lv.Runs, v)
+		tl := buildTimeline(in.Result, runPrefix(k)+"cmp-", 0, end+end/40, false)
+		tl.Caption = fmt.Sprintf("%s (%s): %s", in.Result.Scenario.ID, v.Heading, in.Result.Scenario.Title)
+		lv.Timelines = append(lv.Timelines, tl)
+	}
+	for _, prop := range []string{"mutual exclusion", "resource safety", "liveness"} {
+		row := lessonRow{Property: prop}
+		for _, v := range lv.Runs {
+			for _, vr := range v.Verdicts {
+				if vr.Property == prop {
+					row.Got = append(row.Got, vr.Got)
+				}
+			}
+		}
+		lv.Rows = append(lv.Rows, row)
+	}
+	p.Lesson = lv
+	p.Runs = lv.Runs
+	return pages.ExecuteTemplate(w, "lesson-page", p)
+}
+
+// indexView is the course's table of contents.
+type indexView struct {
+	Entries     []indexEntry
+	EChartsNote string
+}
+
+type indexEntry struct {
+	N           int
+	File        string
+	Title       string
+	Runs        []indexRun
+	MissingTwin string
+	Error       string
+}
+
+type indexRun struct {
+	ID, Title, Algorithm string
+	Role, RoleClass      string
+	Replay               string
+	Verdict              checker.Verdict
+	Matches              bool
+	Anchor               string
+}
+
+func writeIndex(w io.Writer, idx *indexView) error {
+	p := newPage("locklab course — distributed locks, broken and fixed", echartsAsset{})
+	p.Index = idx
+	return pages.ExecuteTemplate(w, "index-page", p)
+}

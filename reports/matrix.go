@@ -1,0 +1,172 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// MatrixData is the input of WriteMatrix: lock algorithms (rows) against
+// fault classes (columns), and for each pair the share of runs that
+// violated each property.
+type MatrixData struct {
+	// Title heads the page; empty gives "Lock algorithms × fault classes".
+	Title string
+	// Note is shown under the title (for example how many seeds per cell).
+	Note string
+	// Algorithms and FaultClasses fix the order of rows and columns; when
+	// empty, the order in which Cells first mention them is used. Names
+	// that appear only in Cells are appended.
+	Algorithms   []string
+	FaultClasses []string
+	Cells        []MatrixCell
+}
+
+// MatrixCell is one algorithm under one fault class.
+type MatrixCell struct {
+	Algorithm  string
+	FaultClass string
+	// Runs is how many runs (seeds) the shares are taken over.
+	Runs int
+	// Shares of the runs that violated each property, each in [0, 1].
+	MutualExclusion float64
+	Resource        float64
+	Liveness        float64
+	// Example links to the report of one run of this cell (a relative path
+	// or an http(s) URL); empty for none.
+	Example string
+}
+
+// matrixView is the laid-out heatmap.
+type matrixView struct {
+	Title, Note   string
+	Width, Height float64
+	Cols, Rows    []matrixLabel
+	Cells         []matrixCellView
+	Table         []MatrixCell
+}
+
+type matrixLabel struct {
+	X, Y float64
+	Text string
+}
+
+type matrixCellView struct {
+	Algorithm, FaultClass string
+	Runs                  int
+	Example               string
+	CX, CY                float64
+	Parts                 []matrixPart
+}
+
+type matrixPart struct {
+	X, Y, W, H float64
+	TX, TY     float64
+	Fill, Ink  string
+	Text       string
+	Title      string
+}
+
+// WriteMatrix writes the HTML page of a matrix: an SVG heatmap (no
+// JavaScript needed) and the same data as a table.
+func WriteMatrix(w io.Writer, m MatrixData) error {
+	p := newPage(orTitle(m.Title)+" — locklab", echartsAsset{})
+	p.Matrix = layoutMatrix(m)
+	return pages.ExecuteTemplate(w, "matrix-page", p)
+}
+
+func orTitle(s string) string {
+	if s == "" {
+		return "Lock algorithms × fault classes"
+	}
+	return s
+}
+
+func appendNew(list []string, seen map[string]bool, names ...string) []string {
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			list = append(list, n)
+		}
+	}
+	return list
+}
+
+func layoutMatrix(m MatrixData) *matrixView {
+	seenA, seenF := map[string]bool{}, map[string]bool{}
+	algs := appendNew(nil, seenA, m.Algorithms...)
+	cls := appendNew(nil, seenF, m.FaultClasses...)
+	cells := map[[2]string]MatrixCell{}
+	for _, c := range m.Cells {
+		algs = appendNew(algs, seenA, c.Algorithm)
+		cls = appendNew(cls, seenF, c.FaultClass)
+		cells[[2]string{c.Algorithm, c.FaultClass}] = c
+	}
+	const (
+		labelW = 230.0
+		part   = 46.0
+		gap    = 4.0
+		cellW  = 3*part + 2*gap + 18
+		headH  = 34.0
+		rowH   = part + 26
+	)
+	v := &matrixView{Title: orTitle(m.Title), Note: m.Note, Table: m.Cells}
+	v.Width = labelW + cellW*float64(max(len(cls), 1)) + 10
+	v.Height = headH + rowH*float64(max(len(algs), 1)) + 6
+	for j, c := range cls {
+		v.Cols = append(v.Cols, matrixLabel{X: labelW + cellW*float64(j) + cellW/2, Y: 22, Text: c})
+	}
+	for i, a := range algs {
+		y := headH + rowH*float64(i)
+		v.Rows = append(v.Rows, matrixLabel{X: labelW - 10, Y: y + part/2 + 5, Text: a})
+		for j, fc := range cls {
+			x0 := labelW + cellW*float64(j) + 9
+			c, ok := cells[[2]string{a, fc}]
+			cv := matrixCellView{Algorithm: a, FaultClass: fc, Runs: c.Runs, Example: c.Example, CX: x0 + (3*part+2*gap)/2, CY: y + part + 14}
+			for k, prop := range []struct {
+				short, name string
+				share       float64
+			}{{"M", "mutual exclusion", c.MutualExclusion}, {"R", "resource safety", c.Resource}, {"L", "liveness", c.Liveness}} {
+				px := x0 + float64(k)*(part+gap)
+				mp := matrixPart{X: px, Y: y, W: part, H: part, TX: px + part/2, TY: y + part/2 + 4}
+				if !ok {
+					mp.Fill, mp.Ink, mp.Text = "#f1f5f9", "#94a3b8", prop.short+" —"
+					mp.Title = fmt.Sprintf("%s under %s: no runs", a, fc)
+				} else {
+					s := clamp01(prop.share)
+					mp.Fill, mp.Ink = heat(s)
+					mp.Text = fmt.Sprintf("%s %.0f%%", prop.short, s*100)
+					mp.Title = fmt.Sprintf("%s under %s: %s violated in %.0f%% of %d runs", a, fc, prop.name, s*100, c.Runs)
+				}
+				cv.Parts = append(cv.Parts, mp)
+			}
+			if !ok {
+				cv.Runs = 0
+			}
+			v.Cells = append(v.Cells, cv)
+		}
+	}
+	return v
+}
+
+func clamp01(v float64) float64 {
+	if math.IsNaN(v) || v < 0 {
+		return 0
+	}
+	return min(v, 1)
+}
+
+// heat maps a share to a fill (white to deep red) and a readable ink.
+func heat(s float64) (fill, ink string) {
+	if s == 0 {
+		return "#ffffff", "#475569"
+	}
+	// From #fee2e2 (a trace) to #991b1b (always).
+	lerp := func(a, b float64) int { return int(math.Round(a + (b-a)*s)) }
+	fill = fmt.Sprintf("#%02x%02x%02x", lerp(0xfe, 0x99), lerp(0xe2, 0x1b), lerp(0xe2, 0x1b))
+	ink = "#7f1d1d"
+	if s > 0.45 {
+		ink = "#ffffff"
+	}
+	return fill, ink
+}

@@ -1,0 +1,484 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/scenarios"
+)
+
+// runView is everything the "run" template prints about one run. Strings are
+// plain text: the template escapes them.
+type runView struct {
+	P                string // element id prefix, unique on the page
+	Heading          string // "broken" / "fixed" on a lesson page
+	HeadingClass     string
+	ChartsNote       string // why there are no interactive charts
+	ID, Title        string
+	Algorithm        string
+	AlgorithmSummary string
+	Setup            string
+	Seed             uint64
+	Simulated        string
+	Replay           string
+	TraceSHA         string
+	TraceLines       int
+	Twin             string
+	TwinHref         string // link to the twin's page, when there is one
+	Matches          bool
+	Narrative        narrativeView
+	Verdicts         []verdictRow
+	Witnesses        []witnessView
+	Timeline         *timeline
+	Zoom             *timeline
+	Faults           []faultRow
+	Metrics          []metricRow
+	Params           []paramRow
+	YAML             string
+	Compared         []compareRow
+	Trace            []traceRow
+	TraceOmitted     int
+	Actors           []string
+	Viz              string
+	VizErr           string
+	Charts           []chartView
+}
+
+type narrativeView struct {
+	What, Why, Fix string
+	Sources        []sourceLink
+}
+
+type sourceLink struct {
+	URL  string // only http(s) URLs become links
+	Text string
+}
+
+type verdictRow struct {
+	Property string
+	Got      string
+	Expected string
+	Match    bool
+	Asserted bool
+}
+
+type witnessView struct {
+	Property string
+	Summary  string // the checker's one-line witness
+	Explain  string // what it means, in words
+}
+
+type faultRow struct {
+	At, Until string
+	Text      string
+	Note      string
+}
+
+type metricRow struct {
+	Name, Value string
+}
+
+type paramRow struct {
+	Name, Value string
+}
+
+type compareRow struct {
+	Algorithm string
+	Summary   string
+	Main      bool
+	Verdict   checker.Verdict
+	Metrics   []metricRow
+}
+
+type traceRow struct {
+	At    string
+	Actor string
+	Text  string
+	Class string
+}
+
+// maxTraceRows bounds the event log kept in a report.
+const maxTraceRows = 20000
+
+func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefix string, withCharts bool) *runView {
+	sc := res.Scenario
+	info, _ := algorithms.Lookup(sc.Algorithm)
+	v := &runView{
+		P:                prefix,
+		ID:               sc.ID,
+		Title:            sc.Title,
+		Algorithm:        sc.Algorithm,
+		AlgorithmSummary: info.Summary,
+		Seed:             res.Seed,
+		Simulated:        fmt.Sprintf("%.3fs", res.End.Seconds()),
+		Replay:           replay,
+		TraceSHA:         res.TraceSHA256,
+		TraceLines:       res.TraceLines,
+		Twin:             sc.Twin,
+		Matches:          res.Matches(),
+	}
+	if v.Replay == "" {
+		v.Replay = fmt.Sprintf("locklab run %s --seed %d", sc.ID, res.Seed)
+	}
+	v.Setup = fmt.Sprintf("%d clients (%s) · %s · TTL %s · seed %d · %s simulated",
+		sc.Clients.Count, nameList(sc.ClientNames()), hostSummary(res), sc.TTL, res.Seed, v.Simulated)
+
+	v.Narrative = narrativeView{What: sc.Narrative.What, Why: sc.Narrative.Why, Fix: sc.Narrative.Fix}
+	for _, s := range sc.Narrative.Sources {
+		v.Narrative.Sources = append(v.Narrative.Sources, parseSource(s))
+	}
+
+	verd, exp := res.Report.Verdict, sc.Expect
+	for _, r := range []struct {
+		name     string
+		got, exp checker.Status
+	}{
+		{"mutual exclusion", verd.MutualExclusion, exp.MutualExclusion},
+		{"resource safety", verd.Resource, exp.Resource},
+		{"liveness", verd.Liveness, exp.Liveness},
+	} {
+		row := verdictRow{Property: r.name, Got: string(r.got), Expected: string(r.exp), Asserted: r.exp != "", Match: r.exp == "" || r.exp == r.got}
+		if row.Expected == "" {
+			row.Expected = "not asserted"
+		}
+		v.Verdicts = append(v.Verdicts, row)
+	}
+	v.Witnesses = witnessViews(res)
+
+	v.Timeline = buildTimeline(res, prefix+"tl-", 0, res.End+res.End/40, false)
+	v.Timeline.Caption = "The whole run in true time. Each client row shows when it waited for the lock and when it believed it held it; host rows show clocks and crashes; faults are shaded amber, the violation is red."
+	if from, to, ok := zoomWindow(res); ok {
+		v.Zoom = buildTimeline(res, prefix+"zoom-", from, to, true)
+		v.Zoom.Caption = fmt.Sprintf("Zoom on the violation: %s to %s.", checker.Sec(from), checker.Sec(to))
+	}
+
+	for _, a := range res.Applied {
+		row := faultRow{At: checker.Sec(a.At), Text: a.Text, Note: a.Fault.Note}
+		if a.Until > a.At {
+			row.Until = checker.Sec(a.Until)
+		}
+		v.Faults = append(v.Faults, row)
+	}
+	v.Metrics = runMetrics(res)
+	v.Params = params(sc)
+	if y, err := sc.Marshal(); err == nil {
+		v.YAML = string(y)
+	} else {
+		v.YAML = "# cannot render the scenario as YAML: " + err.Error()
+	}
+	if len(cmp) > 0 {
+		v.Compared = append(v.Compared, compareRow{Algorithm: sc.Algorithm, Summary: info.Summary, Main: true, Verdict: res.Report.Verdict, Metrics: compareMetrics(res, res.Metrics)})
+		for _, c := range cmp {
+			ci, _ := algorithms.Lookup(c.Algorithm)
+			v.Compared = append(v.Compared, compareRow{Algorithm: c.Algorithm, Summary: ci.Summary, Verdict: c.Verdict, Metrics: compareMetrics(c.Result, c.Metrics)})
+		}
+	}
+
+	v.Trace, v.TraceOmitted, v.Actors = traceRows(res)
+
+	var viz bytes.Buffer
+	if err := res.Report.Visualize(&viz); err != nil {
+		v.VizErr = err.Error()
+	} else {
+		v.Viz = viz.String()
+	}
+	if withCharts {
+		v.Charts = buildCharts(res, prefix)
+	}
+	return v
+}
+
+// nameList joins names, abbreviating long lists to "c1, c2, … c100".
+func nameList(names []string) string {
+	if len(names) > 6 {
+		return strings.Join(names[:2], ", ") + ", … " + names[len(names)-1]
+	}
+	return strings.Join(names, ", ")
+}
+
+// hostSummary lists the run's servers by role: "redis nodes A, B, C".
+func hostSummary(res *scenarios.Result) string {
+	var roles []string
+	byRole := map[string][]string{}
+	for _, h := range res.Hosts {
+		if h.Role == "client" || h.Role == "resource" || h.Name == scenarios.ResourceHost {
+			continue
+		}
+		if _, ok := byRole[h.Role]; !ok {
+			roles = append(roles, h.Role)
+		}
+		byRole[h.Role] = append(byRole[h.Role], h.Name)
+	}
+	if len(roles) == 0 {
+		return "no lock servers"
+	}
+	var parts []string
+	for _, r := range roles {
+		noun := "nodes"
+		if len(byRole[r]) == 1 {
+			noun = "node"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s", r, noun, nameList(byRole[r])))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// parseSource splits "https://... (comment)" into a link and its text.
+func parseSource(s string) sourceLink {
+	s = strings.TrimSpace(s)
+	url, rest, _ := strings.Cut(s, " ")
+	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
+		text := strings.TrimSpace(rest)
+		text = strings.TrimSuffix(strings.TrimPrefix(text, "("), ")")
+		return sourceLink{URL: url, Text: text}
+	}
+	return sourceLink{Text: s}
+}
+
+func reasonPhrase(r string) string {
+	switch r {
+	case "release":
+		return "until it released"
+	case "validity":
+		return "until its lease ran out on its own clock"
+	case "crash":
+		return "until it crashed"
+	case "lost":
+		return "until it learned it had lost the lock"
+	case "end of run":
+		return "until the end of the run"
+	}
+	return "until " + r
+}
+
+func witnessViews(res *scenarios.Result) []witnessView {
+	w := res.Report.Witness
+	var out []witnessView
+	if o := w.MutualExclusion; o != nil {
+		out = append(out, witnessView{
+			Property: "mutual exclusion",
+			Summary:  o.String(),
+			Explain: fmt.Sprintf("%s believed it held the lock from %s %s; %s believed it held it from %s %s. For %s — from %s to %s, the red band — both acted as the only holder.",
+				o.First.Client, checker.Sec(o.First.Start), reasonPhrase(o.First.EndReason),
+				o.Second.Client, checker.Sec(o.Second.Start), reasonPhrase(o.Second.EndReason),
+				dur(o.To-o.From), checker.Sec(o.From), checker.Sec(o.To)),
+		})
+	}
+	if r := w.Resource; r != nil {
+		var explain string
+		if r.Kind == "duplicate token" {
+			explain = fmt.Sprintf("The resource accepted %s's write at %s and %s's write at %s under the same fencing token %d: the token no longer tells the writers apart.",
+				r.Overwritten.Client, checker.Sec(r.Overwritten.At), r.Write.Client, checker.Sec(r.Write.At), r.Write.Fence)
+		} else {
+			explain = fmt.Sprintf("%s computed %d from a read of %d, but by the time its write arrived (%s) the stock had already been changed by %s's write of %d at %s. The write was accepted and silently undid that sale: the stock ends at %d where a serial order gives %d.",
+				r.Write.Client, r.Write.Value, r.Write.Based, checker.Sec(r.Write.At), r.Overwritten.Client, r.Overwritten.Value, checker.Sec(r.Overwritten.At), r.Final, r.Expected)
+		}
+		out = append(out, witnessView{Property: "resource safety", Summary: r.String(), Explain: explain})
+	}
+	if u := w.Liveness; u != nil {
+		out = append(out, witnessView{
+			Property: "liveness",
+			Summary:  u.String(),
+			Explain: fmt.Sprintf("From %s to %s (%s, longer than the bound of %s) nobody held the lock, yet %s wanted it and could not get it.",
+				checker.Sec(u.From), checker.Sec(u.To), dur(u.To-u.From), dur(u.Bound), strings.Join(u.Waiting, ", ")),
+		})
+	}
+	return out
+}
+
+// zoomWindow is the stretch of true time around the witness, when it is
+// small enough against the whole run to deserve a close-up: the overlap and
+// the lost update together if they are close, else the overlap alone, else
+// the lost update alone. (An unavailable stretch is long by nature.)
+func zoomWindow(res *scenarios.Result) (from, to time.Duration, ok bool) {
+	if res.End <= 0 {
+		return 0, 0, false
+	}
+	type span struct{ from, to time.Duration }
+	var spans []span
+	w := res.Report.Witness
+	if o := w.MutualExclusion; o != nil {
+		spans = append(spans, span{o.From, o.To})
+	}
+	if r := w.Resource; r != nil {
+		spans = append(spans, span{min(r.Overwritten.At, r.Write.At), max(r.Overwritten.At, r.Write.At)})
+	}
+	horizon := res.End + res.End/40
+	fits := func(s span, share float64) (time.Duration, time.Duration, bool) {
+		pad := max((s.to-s.from)/4, res.End/50)
+		a, b := max(0, s.from-pad), min(horizon, s.to+pad)
+		return a, b, float64(b-a) <= float64(res.End)*share
+	}
+	if len(spans) == 2 {
+		if a, b, ok := fits(span{min(spans[0].from, spans[1].from), max(spans[0].to, spans[1].to)}, 0.35); ok {
+			return a, b, true
+		}
+	}
+	for _, s := range spans {
+		if a, b, ok := fits(s, 0.6); ok {
+			return a, b, true
+		}
+	}
+	return 0, 0, false
+}
+
+func runMetrics(res *scenarios.Result) []metricRow {
+	m := res.Report.Metrics
+	out := []metricRow{
+		{"acquisitions", fmt.Sprint(m.Acquisitions)},
+		{"writes accepted", fmt.Sprint(m.Writes)},
+		{"writes rejected", fmt.Sprint(m.RejectedWrites)},
+		{"final stock", fmt.Sprintf("%d (started at %d)", m.FinalValue, res.History.Initial)},
+		{"longest unavailable", dur(m.Unavailable)},
+		{"messages", fmt.Sprintf("%d (%d lost)", res.Messages, res.Dropped)},
+		{"trace events", fmt.Sprint(res.TraceLines)},
+		{"porcupine", res.Report.Porcupine},
+	}
+	for _, bm := range res.Metrics {
+		out = append(out, metricRow{strings.ReplaceAll(bm.Name, "_", " "), fmt.Sprint(bm.Value)})
+	}
+	return out
+}
+
+func compareMetrics(r *scenarios.Result, backend []scenarios.Metric) []metricRow {
+	var out []metricRow
+	if r != nil {
+		m := r.Report.Metrics
+		out = append(out,
+			metricRow{"acquisitions", fmt.Sprint(m.Acquisitions)},
+			metricRow{"longest unavailable", dur(m.Unavailable)},
+			metricRow{"messages", fmt.Sprint(r.Messages)},
+		)
+	}
+	for _, bm := range backend {
+		out = append(out, metricRow{strings.ReplaceAll(bm.Name, "_", " "), fmt.Sprint(bm.Value)})
+	}
+	return out
+}
+
+func params(sc *scenarios.Scenario) []paramRow {
+	var nodes []string
+	for _, n := range sc.Nodes {
+		s := n.Name
+		var extra []string
+		if n.Offset != 0 {
+			extra = append(extra, "offset "+signed(n.Offset.D()))
+		}
+		if n.PPM != 0 {
+			extra = append(extra, fmt.Sprintf("%+d ppm", n.PPM))
+		}
+		if n.Replica != "" {
+			extra = append(extra, "replica of "+n.Replica)
+		}
+		if len(extra) > 0 {
+			s += " (" + strings.Join(extra, ", ") + ")"
+		}
+		nodes = append(nodes, s)
+	}
+	rows := []paramRow{
+		{"id", sc.ID},
+		{"algorithm", sc.Algorithm},
+		{"key", sc.Key},
+		{"ttl", sc.TTL.D().String()},
+		{"nodes", orDash(strings.Join(nodes, ", "))},
+		{"clients", fmt.Sprintf("%d × %d cycles; work %s, think %s, start %s", sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work, sc.Clients.Think, sc.Clients.Start)},
+		{"wait policy", fmt.Sprintf("retry every %s + up to %s jitter, attempts %s", sc.Wait.Delay.D(), sc.Wait.Jitter.D(), attempts(sc.Wait.Attempts))},
+		{"resource", fmt.Sprintf("initial stock %d, fencing %s", sc.Resource.Initial, sc.Resource.Fencing)},
+		{"duration", sc.Duration.D().String()},
+		{"liveness bound", sc.LivenessBound.D().String()},
+		{"seed (default)", fmt.Sprint(sc.Seed)},
+	}
+	if sc.Clients.Timeout > 0 {
+		rows = append(rows, paramRow{"client timeout", sc.Clients.Timeout.D().String()})
+	}
+	if sc.Clients.LibraryRetries {
+		rows = append(rows, paramRow{"library retries", "on (go-redis defaults)"})
+	}
+	if sc.Clients.CheckValidity {
+		rows = append(rows, paramRow{"check validity", "clients skip the write once their lease expired"})
+	}
+	if sc.Network.Latency > 0 || sc.Network.Jitter > 0 {
+		rows = append(rows, paramRow{"network", fmt.Sprintf("latency %s, jitter %s", sc.Network.Latency.D(), sc.Network.Jitter.D())})
+	}
+	for _, k := range sortedKeys(sc.Params) {
+		rows = append(rows, paramRow{"param " + k, sc.Params[k]})
+	}
+	if len(sc.Compare) > 0 {
+		rows = append(rows, paramRow{"compared with", strings.Join(sc.Compare, ", ")})
+	}
+	return rows
+}
+
+func attempts(n int) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
+	entries := res.Trace
+	omitted := 0
+	if len(entries) > maxTraceRows {
+		omitted = len(entries) - maxTraceRows
+		entries = entries[:maxTraceRows]
+	}
+	type window struct{ from, to time.Duration }
+	var hot []window
+	w := res.Report.Witness
+	if o := w.MutualExclusion; o != nil {
+		hot = append(hot, window{o.From, o.To})
+	}
+	if r := w.Resource; r != nil {
+		hot = append(hot, window{r.Write.At, r.Write.At}, window{r.Overwritten.At, r.Overwritten.At})
+	}
+	if u := w.Liveness; u != nil {
+		hot = append(hot, window{u.From, u.From}, window{u.To, u.To})
+	}
+	seen := map[string]bool{}
+	var actors []string
+	rows := make([]traceRow, 0, len(entries))
+	for _, e := range entries {
+		class := ""
+		switch {
+		case e.Actor == "faults":
+			class = "ev-fault"
+		case strings.Contains(e.Text, "holds ") || strings.Contains(e.Text, "lost the lock") || strings.Contains(e.Text, "rejected") || strings.Contains(e.Text, "expired"):
+			class = "ev-lock"
+		}
+		for _, h := range hot {
+			if e.At >= h.from && e.At <= h.to {
+				class += " ev-witness"
+				break
+			}
+		}
+		rows = append(rows, traceRow{At: fmt.Sprintf("%.6f", e.At.Seconds()), Actor: e.Actor, Text: e.Text, Class: strings.TrimSpace(class)})
+		if !seen[e.Actor] {
+			seen[e.Actor] = true
+			actors = append(actors, e.Actor)
+		}
+	}
+	sort.Strings(actors)
+	return rows, omitted, actors
+}
