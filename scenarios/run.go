@@ -352,7 +352,7 @@ func (wl *workload) run(p *sim.Process) {
 			})
 			w.Tracef(wl.name, "holds %s (token %s, fence %d, valid until %s on its clock)", l.Resource, l.Token, l.Fence, l.Validity.Sub(sim.Epoch))
 		}
-		if v, err := wl.inv.Read(p); err == nil {
+		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
 			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(p.Now()) {
 				w.Tracef(wl.name, "lease expired on its own clock: skips the write")
