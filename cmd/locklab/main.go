@@ -35,6 +35,8 @@ func commands() []command {
 	return []command{
 		{"list", "list the built-in scenarios", listUsage, runList},
 		{"run", "run a scenario and check its verdict", runUsage, runRun},
+		{"matrix", "every algorithm against every fault class, many random runs each", matrixHelp(), runMatrix},
+		{"course", "write the HTML course: each classic failure beside its fix", courseUsage, runCourse},
 		{"help", "explain a command or the scenario file format", "", nil},
 	}
 }

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
+)
+
+const matrixUsage = `Usage: locklab matrix [--seeds N] [--classes a,b] [--algorithms x,y]
+                      [--workers K] [--json] [--examples DIR]
+
+Runs every lock algorithm against every fault class: for each pair, N runs,
+each with a random schedule of one to four faults of that class (times,
+targets and magnitudes drawn from the run's seed, lengths scaled by the TTL).
+Prints, per property, the share of runs that violated it.
+
+Every run uses the same setup: 3 clients with 2 lock cycles each, work
+100ms..1.5s, TTL 2s, 20s simulated; quorum algorithms get 5 Redis nodes
+A..E; the resource checks fencing tokens (">") for algorithms that issue
+them. The result depends only on N, the classes and the algorithms — never
+on --workers or the machine.
+
+Flags:
+  --seeds N          runs per cell, with seeds 1..N (default 20)
+  --classes LIST     fault classes, comma-separated (default all; see below)
+  --algorithms LIST  algorithms, comma-separated (default all):
+                     %s
+  --workers K        runs in parallel (default: the number of CPUs)
+  --json             print one JSON object: options, setups, and per cell the
+                     counts, shares and the first violating run (seed and
+                     schedule)
+  --examples DIR     write the first violating run of each cell as a scenario
+                     file DIR/ALGORITHM-CLASS.yaml, replayable with
+                     'locklab run DIR/ALGORITHM-CLASS.yaml'
+
+Fault classes:
+%s
+Exit status: 0 when the matrix ran (violations are findings, not failures),
+2 on bad input (unknown class or algorithm, bad flag).
+`
+
+func matrixHelp() string {
+	var cls strings.Builder
+	for _, c := range faults.Classes() {
+		fmt.Fprintf(&cls, "  %-10s %s\n", c, faults.ClassSummary(c))
+	}
+	return fmt.Sprintf(matrixUsage, wrapList(algorithms.Names(), 21, 78), cls.String())
+}
+
+// wrapList joins names with ", ", breaking lines at width and indenting
+// continuation lines by indent.
+func wrapList(names []string, indent, width int) string {
+	var b strings.Builder
+	col := indent
+	for i, n := range names {
+		item := n
+		if i < len(names)-1 {
+			item += ","
+		}
+		if i > 0 {
+			if col+1+len(item) > width {
+				b.WriteString("\n" + strings.Repeat(" ", indent))
+				col = indent
+			} else {
+				b.WriteString(" ")
+				col++
+			}
+		}
+		b.WriteString(item)
+		col += len(item)
+	}
+	return b.String()
+}
+
+// matrixOutput is the JSON shape of 'locklab matrix --json'. The worker
+// count is left out on purpose: it never changes the result, and leaving it
+// out keeps the output byte-identical across machines.
+type matrixOutput struct {
+	Options matrixOptionsOutput     `json:"options"`
+	Setups  []scenarios.MatrixSetup `json:"setups"`
+	Cells   []matrixCellOutput      `json:"cells"`
+}
+
+type matrixOptionsOutput struct {
+	Seeds      int            `json:"seeds"`
+	Classes    []faults.Class `json:"classes"`
+	Algorithms []string       `json:"algorithms"`
+}
+
+type matrixCellOutput struct {
+	scenarios.Cell
+	Shares      scenarios.Shares `json:"shares"`
+	ExampleFile string           `json:"example_file,omitempty"`
+}
+
+func runMatrix(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("matrix", matrixHelp(), stdout)
+	seedsText := fs.String("seeds", strconv.Itoa(scenarios.DefaultMatrixSeeds), "")
+	classesText := fs.String("classes", "all", "")
+	algsText := fs.String("algorithms", "", "")
+	workersText := fs.String("workers", "", "")
+	asJSON := fs.Bool("json", false, "")
+	examplesDir := fs.String("examples", "", "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("matrix takes no arguments, got %q (see 'locklab help matrix')", pos[0])
+	}
+	seeds, err := strconv.Atoi(*seedsText)
+	if err != nil || seeds < 1 {
+		return usagef("--seeds: expected a number of runs per cell >= 1, got %q", *seedsText)
+	}
+	classes, err := faults.ParseClasses(*classesText)
+	if err != nil {
+		return usagef("--classes: %v", err)
+	}
+	algs, err := parseAlgorithms(*algsText)
+	if err != nil {
+		return err
+	}
+	workers := 0
+	if *workersText != "" {
+		workers, err = strconv.Atoi(*workersText)
+		if err != nil || workers < 1 {
+			return usagef("--workers: expected a number of parallel runs >= 1, got %q", *workersText)
+		}
+	}
+	if *examplesDir != "" {
+		if err := os.MkdirAll(*examplesDir, 0o755); err != nil {
+			return usagef("--examples: cannot create directory: %v", err)
+		}
+	}
+
+	opt := scenarios.MatrixOptions{Seeds: seeds, Classes: classes, Algorithms: algs, Workers: workers}
+	progress := isTerminal(stderr)
+	if progress {
+		start := time.Now()
+		opt.Progress = func(done, total int) {
+			fmt.Fprintf(stderr, "\rmatrix: %d/%d runs (%.0fs)", done, total, time.Since(start).Seconds())
+		}
+	}
+	res, err := scenarios.Matrix(opt)
+	if progress {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+
+	files := map[*scenarios.Cell]string{}
+	if *examplesDir != "" {
+		for i := range res.Cells {
+			c := &res.Cells[i]
+			sc := c.ExampleScenario()
+			if sc == nil {
+				continue
+			}
+			data, err := sc.Marshal()
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(*examplesDir, fmt.Sprintf("%s-%s.yaml", c.Algorithm, c.Class))
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				return fmt.Errorf("cannot write example: %w", err)
+			}
+			files[c] = path
+		}
+	}
+
+	if *asJSON {
+		out := matrixOutput{
+			Options: matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
+			Setups:  res.Setups,
+			Cells:   []matrixCellOutput{},
+		}
+		for i := range res.Cells {
+			c := &res.Cells[i]
+			out.Cells = append(out.Cells, matrixCellOutput{Cell: *c, Shares: c.Shares(), ExampleFile: files[c]})
+		}
+		return writeJSON(stdout, out)
+	}
+	printMatrix(stdout, res, files)
+	return nil
+}
+
+// parseAlgorithms reads --algorithms; empty means every registered one.
+func parseAlgorithms(list string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(list, ",") {
+		name := strings.TrimSpace(part)
+		if name == "" {
+			continue
+		}
+		if _, err := algorithms.Lookup(name); err != nil {
+			return nil, usagef("--algorithms: unknown algorithm %q; expected a comma-separated list of %s", name, strings.Join(algorithms.Names(), ", "))
+		}
+		if !contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// isTerminal reports whether w is a character device (a terminal), where a
+// progress counter that rewrites its line makes sense.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// percent renders a share: "·" for none, "<1%" for a few, else whole
+// percents.
+func percent(n, of int) string {
+	if n == 0 {
+		return "·"
+	}
+	p := n * 100 / of
+	if p == 0 {
+		return "<1%"
+	}
+	return strconv.Itoa(p) + "%"
+}
+
+func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.Cell]string) {
+	total := 0
+	for _, c := range res.Cells {
+		total += c.Runs
+	}
+	fmt.Fprintf(w, "locklab matrix — %d algorithms × %d fault classes × %d seeds (1..%d): %d runs\n",
+		len(res.Algorithms), len(res.Classes), res.Seeds, res.Seeds, total)
+
+	nameWidth := len("ALGORITHM")
+	for _, a := range res.Algorithms {
+		nameWidth = max(nameWidth, len(a))
+	}
+	props := []struct {
+		title string
+		count func(c *scenarios.Cell) int
+	}{
+		{"Mutual exclusion violated (two clients held the lock at once)", func(c *scenarios.Cell) int { return c.Violated.MutualExclusion }},
+		{"Resource violated (a lost update or a stale fencing token accepted)", func(c *scenarios.Cell) int { return c.Violated.Resource }},
+		{"Liveness violated (the lock stayed unavailable too long while nobody held it)", func(c *scenarios.Cell) int { return c.Violated.Liveness }},
+	}
+	for _, p := range props {
+		fmt.Fprintf(w, "\n%s\n", p.title)
+		fmt.Fprintf(w, "  %-*s", nameWidth, "ALGORITHM")
+		for _, cl := range res.Classes {
+			fmt.Fprintf(w, "  %*s", max(len(cl), 4), strings.ToUpper(string(cl)))
+		}
+		fmt.Fprintln(w)
+		for _, a := range res.Algorithms {
+			fmt.Fprintf(w, "  %-*s", nameWidth, a)
+			for _, cl := range res.Classes {
+				c := res.Cell(a, cl)
+				text := "n/a"
+				switch {
+				case c == nil || !c.Applicable:
+				case c.Checked() == 0:
+					text = "err"
+				default:
+					text = percent(p.count(c), c.Checked())
+				}
+				fmt.Fprintf(w, "  %*s", max(len(cl), 4), text)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+
+	var notes []string
+	for i := range res.Cells {
+		c := &res.Cells[i]
+		if c.Errors > 0 {
+			notes = append(notes, fmt.Sprintf("%s × %s: %d of %d runs failed to run and are not counted (%s)", c.Algorithm, c.Class, c.Errors, c.Runs, c.FirstError))
+		}
+		u := c.Unknown
+		if n := max(u.MutualExclusion, u.Resource, u.Liveness); n > 0 {
+			notes = append(notes, fmt.Sprintf("%s × %s: the checker could not decide %d run(s) (unknown: mutual exclusion %d, resource %d, liveness %d); they count as not violated",
+				c.Algorithm, c.Class, n, u.MutualExclusion, u.Resource, u.Liveness))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+
+	fmt.Fprintf(w, "\nLegend: each cell is the share of the %d runs of an algorithm under random faults of one class\n", res.Seeds)
+	fmt.Fprintln(w, "that violated the property; · none did; n/a the class has nothing to act on for that algorithm;")
+	fmt.Fprintf(w, "err every run failed to run (see Notes). Classes (lengths are multiples of the TTL, %v):\n", scenarios.MatrixTTL)
+	for _, cl := range res.Classes {
+		fmt.Fprintf(w, "  %-10s %s\n", cl, faults.ClassSummary(cl))
+	}
+	if len(res.Setups) > 0 {
+		s := res.Setups[0]
+		fmt.Fprintf(w, "Setup: %d clients × %d lock cycles, work %s, TTL %v, %v simulated, faults within the first %v;\n",
+			s.Clients, s.Cycles, s.Work, s.TTL, s.Duration, s.Horizon)
+	}
+	var fenced []string
+	for _, s := range res.Setups {
+		if s.Fencing != "none" {
+			fenced = append(fenced, s.Algorithm)
+		}
+	}
+	if len(fenced) > 0 {
+		fmt.Fprintf(w, "quorum algorithms run on 5 Redis nodes A..E; the resource checks fencing tokens for %s.\n", strings.Join(fenced, ", "))
+	} else {
+		fmt.Fprintln(w, "quorum algorithms run on 5 Redis nodes A..E; no algorithm here issues fencing tokens.")
+	}
+
+	if len(files) > 0 {
+		fmt.Fprintln(w, "\nFirst violating run of each cell, as a scenario file:")
+		for i := range res.Cells {
+			c := &res.Cells[i]
+			if f, ok := files[c]; ok {
+				fmt.Fprintf(w, "  locklab run %s\n", f)
+			}
+		}
+	} else {
+		fmt.Fprintln(w, "\nThe first violating run of each cell is in --json (seed and schedule); --examples DIR writes each")
+		fmt.Fprintln(w, "as a scenario file that 'locklab run' replays.")
+	}
+}

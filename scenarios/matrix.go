@@ -1,0 +1,522 @@
+package scenarios
+
+// The matrix: every algorithm against every fault class, many random
+// schedules each. A cell counts how many runs broke mutual exclusion, the
+// resource or liveness; its example is the first run that broke anything,
+// kept as a seed and a schedule so it can be replayed as a scenario file.
+//
+// Every run is single-threaded and deterministic, and run i of a cell uses a
+// schedule drawn from a generator seeded by (algorithm, class, i) and the
+// world seed i, so a cell's counts depend on nothing but those three — not
+// on the number of workers nor on the order in which runs finish.
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+)
+
+// The setup every matrix run shares: three clients, two lock cycles each,
+// critical sections that are sometimes short and sometimes most of the TTL.
+const (
+	MatrixTTL      = 2 * time.Second
+	MatrixDuration = 20 * time.Second
+	// MatrixHorizon bounds the times of drawn faults: without faults the
+	// clients are done after about five seconds, so later faults would act
+	// on an idle system.
+	MatrixHorizon = 6 * time.Second
+	// DefaultMatrixSeeds is the number of runs per cell when none is given.
+	DefaultMatrixSeeds = 20
+)
+
+// MatrixOptions says what to run.
+type MatrixOptions struct {
+	// Seeds is the number of runs per cell (default DefaultMatrixSeeds).
+	// Run i (1..Seeds) uses world seed i.
+	Seeds int
+	// Classes are the fault classes, one column each (default: all, in
+	// faults.Classes order).
+	Classes []faults.Class
+	// Algorithms are the rows (default: every registered algorithm).
+	Algorithms []string
+	// Workers is the number of runs in flight (default runtime.NumCPU()).
+	// It changes how long the matrix takes, never its result.
+	Workers int
+	// Progress, if set, is called after each run with the number of runs
+	// done and the total; calls are serialised.
+	Progress func(done, total int)
+}
+
+// Counts counts runs per property.
+type Counts struct {
+	MutualExclusion int `json:"mutual_exclusion"`
+	Resource        int `json:"resource"`
+	Liveness        int `json:"liveness"`
+}
+
+func (c *Counts) add(v checker.Verdict, st checker.Status) {
+	if v.MutualExclusion == st {
+		c.MutualExclusion++
+	}
+	if v.Resource == st {
+		c.Resource++
+	}
+	if v.Liveness == st {
+		c.Liveness++
+	}
+}
+
+// Shares are fractions of a cell's checked runs, per property.
+type Shares struct {
+	MutualExclusion float64 `json:"mutual_exclusion"`
+	Resource        float64 `json:"resource"`
+	Liveness        float64 `json:"liveness"`
+}
+
+// Example is a run worth looking at: its world seed, the schedule it ran and
+// the verdict it got.
+type Example struct {
+	Seed     uint64          `json:"seed"`
+	Schedule faults.Schedule `json:"schedule"`
+	Verdict  checker.Verdict `json:"verdict"`
+}
+
+// Cell is one algorithm under one fault class.
+type Cell struct {
+	Algorithm string       `json:"algorithm"`
+	Class     faults.Class `json:"class"`
+	// Applicable is false when the class has nothing to act on for this
+	// algorithm (no Redis node to restart under ZooKeeper); such a cell has
+	// no runs.
+	Applicable bool `json:"applicable"`
+	// Runs is the number of runs; Errors of them failed to run at all and
+	// are left out of every count and share.
+	Runs   int `json:"runs"`
+	Errors int `json:"errors"`
+	// FirstError is the message of the first run that failed, if any.
+	FirstError string `json:"first_error,omitempty"`
+	// Violated and Unknown count runs by property.
+	Violated Counts `json:"violated"`
+	Unknown  Counts `json:"unknown"`
+	// Example is the first run (lowest seed) that violated any property.
+	Example *Example `json:"example,omitempty"`
+
+	base *Scenario
+}
+
+// Checked is the number of runs that produced a verdict.
+func (c *Cell) Checked() int { return c.Runs - c.Errors }
+
+// Shares returns the violated counts as fractions of the checked runs.
+func (c *Cell) Shares() Shares {
+	n := float64(c.Checked())
+	if n == 0 {
+		return Shares{}
+	}
+	return Shares{
+		MutualExclusion: float64(c.Violated.MutualExclusion) / n,
+		Resource:        float64(c.Violated.Resource) / n,
+		Liveness:        float64(c.Violated.Liveness) / n,
+	}
+}
+
+// ExampleScenario turns the cell's example into a scenario that 'locklab
+// run' replays: the matrix setup, the example's faults and seed, and an
+// expectation of exactly the violations the example showed. It returns nil
+// when the cell has no example.
+func (c *Cell) ExampleScenario() *Scenario {
+	if c.Example == nil {
+		return nil
+	}
+	var sc *Scenario
+	if c.base != nil {
+		sc = c.base.copyForRun()
+	} else {
+		var err error
+		if sc, err = MatrixScenario(c.Algorithm); err != nil {
+			return nil
+		}
+	}
+	ex := c.Example
+	sc.ID = fmt.Sprintf("matrix-%s-%s-%d", c.Algorithm, c.Class, ex.Seed)
+	sc.Title = fmt.Sprintf("%s under random %s faults (locklab matrix, seed %d)", c.Algorithm, c.Class, ex.Seed)
+	sc.Seed = ex.Seed
+	sc.Faults = cloneSchedule(ex.Schedule)
+	var broke []string
+	if ex.Verdict.MutualExclusion == checker.Violated {
+		sc.Expect.MutualExclusion = checker.Violated
+		broke = append(broke, "mutual exclusion")
+	}
+	if ex.Verdict.Resource == checker.Violated {
+		sc.Expect.Resource = checker.Violated
+		broke = append(broke, "the resource")
+	}
+	if ex.Verdict.Liveness == checker.Violated {
+		sc.Expect.Liveness = checker.Violated
+		broke = append(broke, "liveness")
+	}
+	var fs []string
+	for _, f := range ex.Schedule {
+		fs = append(fs, f.String())
+	}
+	sc.Narrative.What = fmt.Sprintf("Drawn by locklab matrix: %s, with %d clients and a %v TTL, under %s; this run broke %s.",
+		c.Algorithm, sc.Clients.Count, sc.TTL, strings.Join(fs, "; "), strings.Join(broke, " and "))
+	return sc
+}
+
+// MatrixResult is the outcome of Matrix.
+type MatrixResult struct {
+	Seeds      int            `json:"seeds"`
+	Classes    []faults.Class `json:"classes"`
+	Algorithms []string       `json:"algorithms"`
+	// Setups describe the base scenario of each algorithm, in row order.
+	Setups []MatrixSetup `json:"setups"`
+	// Cells are ordered by algorithm (row), then class (column).
+	Cells []Cell `json:"cells"`
+}
+
+// MatrixSetup is what a row's runs share.
+type MatrixSetup struct {
+	Algorithm string   `json:"algorithm"`
+	Backend   string   `json:"backend"`
+	Nodes     []string `json:"nodes"`
+	// Fencing is the resource's fencing rule: ">" for algorithms whose
+	// leases carry fencing tokens, "none" otherwise.
+	Fencing  string   `json:"fencing"`
+	TTL      Duration `json:"ttl"`
+	Clients  int      `json:"clients"`
+	Cycles   int      `json:"cycles"`
+	Work     Range    `json:"work"`
+	Duration Duration `json:"duration"`
+	Horizon  Duration `json:"horizon"`
+}
+
+// Cell returns the cell of an algorithm and a class, or nil.
+func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
+	for i := range r.Cells {
+		if r.Cells[i].Algorithm == algorithm && r.Cells[i].Class == class {
+			return &r.Cells[i]
+		}
+	}
+	return nil
+}
+
+// MatrixScenario builds the base scenario the matrix runs for an algorithm:
+// 3 clients with 2 lock cycles each, work 100ms..1.5s, TTL 2s, 20s of
+// simulated time and no faults. Redis algorithms get as many nodes as they
+// need (A, B, ...), five for quorum algorithms; other backends get one
+// unused Redis node and bring their own hosts. The resource checks fencing
+// tokens (">") when the algorithm hands them out, which a fault-free probe
+// run finds out.
+func MatrixScenario(algorithm string) (*Scenario, error) {
+	info, err := algorithms.Lookup(algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(algorithms.Names(), ", "))
+	}
+	sc := newMatrixScenario(info, "none")
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if issuesFencingTokens(sc) {
+		sc = newMatrixScenario(info, ">")
+		if err := sc.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
+	nodes := 1
+	if info.Backend == "redis" {
+		nodes = max(info.MinNodes, 1)
+		if info.MinNodes >= 3 {
+			nodes = max(info.MinNodes, 5)
+		}
+	}
+	sc := &Scenario{
+		ID:        "matrix-" + info.Name,
+		Title:     info.Name + " under random faults (locklab matrix)",
+		Algorithm: info.Name,
+		TTL:       Duration(MatrixTTL),
+		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{100 * time.Millisecond, 1500 * time.Millisecond}},
+		Resource:  Resource{Fencing: fencing},
+		Duration:  Duration(MatrixDuration),
+	}
+	for i := range nodes {
+		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
+	}
+	sc.applyDefaults()
+	return sc
+}
+
+// nodeName is A, B, ..., Z, A2, B2, ...
+func nodeName(i int) string {
+	s := string(rune('A' + i%26))
+	if i >= 26 {
+		s += fmt.Sprint(i/26 + 1)
+	}
+	return s
+}
+
+// issuesFencingTokens runs the scenario once without faults and reports
+// whether any lease carried a fencing token.
+func issuesFencingTokens(sc *Scenario) bool {
+	res, err := safeRun(sc, 1)
+	if err != nil {
+		return false
+	}
+	for _, iv := range res.History.Intervals {
+		if iv.Fence != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// copyForRun returns a fresh copy of a matrix base scenario (built again,
+// so runs share no maps or slices).
+func (s *Scenario) copyForRun() *Scenario {
+	info, err := algorithms.Lookup(s.Algorithm)
+	if err != nil {
+		panic(err)
+	}
+	return newMatrixScenario(info, s.Resource.Fencing)
+}
+
+// generatorNames are the hosts a matrix schedule may act on: clients, lock
+// nodes and the backend's own hosts — not the protected resource, whose
+// faults say nothing about the lock.
+func generatorNames(sc *Scenario) faults.Names {
+	all := sc.Names()
+	n := faults.Names{Clients: all.Clients}
+	if info, err := algorithms.Lookup(sc.Algorithm); err == nil && info.Backend != "redis" {
+		for _, h := range all.Others {
+			if h != ResourceHost {
+				n.Others = append(n.Others, h)
+			}
+		}
+		return n
+	}
+	n.Nodes = all.Nodes
+	return n
+}
+
+// matrixRNG is the generator of run i of a cell.
+func matrixRNG(algorithm string, class faults.Class, i int) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(algorithm))
+	h.Write([]byte{0})
+	h.Write([]byte(class))
+	return rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
+}
+
+// MatrixSchedule is the schedule of run i (1-based) of a cell: the same
+// value Matrix draws, for tools that want to rerun one run.
+func MatrixSchedule(base *Scenario, class faults.Class, i int) faults.Schedule {
+	return faults.Generate(matrixRNG(base.Algorithm, class, i), []faults.Class{class}, generatorNames(base), MatrixHorizon, base.TTL.D())
+}
+
+func cloneSchedule(s faults.Schedule) faults.Schedule {
+	if s == nil {
+		return nil
+	}
+	out := make(faults.Schedule, len(s))
+	for i, f := range s {
+		if f.At != nil {
+			at := *f.At
+			f.At = &at
+		}
+		if f.After != nil {
+			tr := *f.After
+			f.After = &tr
+		}
+		if f.Groups != nil {
+			gs := make([][]string, len(f.Groups))
+			for j, g := range f.Groups {
+				gs[j] = slices.Clone(g)
+			}
+			f.Groups = gs
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// safeRun runs sc and turns a panic on the caller's goroutine into an
+// error, so one broken run cannot take the matrix down.
+func safeRun(sc *Scenario, seed uint64) (res *Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return Run(sc, seed, Options{})
+}
+
+type matrixJob struct {
+	cell  int
+	index int // 1-based
+}
+
+type matrixOutcome struct {
+	schedule faults.Schedule
+	verdict  checker.Verdict
+	err      error
+}
+
+// Matrix runs every algorithm against every class, Seeds runs per cell.
+// Bad options (an unknown algorithm or class, a negative count) are
+// errors; a run that fails is counted in its cell's Errors.
+func Matrix(opt MatrixOptions) (*MatrixResult, error) {
+	if opt.Seeds < 0 {
+		return nil, fmt.Errorf("seeds: expected a number of runs per cell >= 1, got %d", opt.Seeds)
+	}
+	if opt.Seeds == 0 {
+		opt.Seeds = DefaultMatrixSeeds
+	}
+	classes := opt.Classes
+	if len(classes) == 0 {
+		classes = faults.Classes()
+	}
+	for _, c := range classes {
+		if !slices.Contains(faults.Classes(), c) {
+			var names []string
+			for _, k := range faults.Classes() {
+				names = append(names, string(k))
+			}
+			return nil, fmt.Errorf("unknown fault class %q; expected one of %s", c, strings.Join(names, ", "))
+		}
+	}
+	algs := opt.Algorithms
+	if len(algs) == 0 {
+		algs = algorithms.Names()
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+
+	res := &MatrixResult{Seeds: opt.Seeds, Classes: slices.Clone(classes), Algorithms: slices.Clone(algs)}
+	bases := make([]*Scenario, len(algs))
+	baseErrs := make([]error, len(algs))
+	for i, a := range algs {
+		if _, err := algorithms.Lookup(a); err != nil {
+			return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", a, strings.Join(algorithms.Names(), ", "))
+		}
+		bases[i], baseErrs[i] = MatrixScenario(a)
+		if bases[i] == nil {
+			// The setup itself is invalid for this algorithm: every run of
+			// its row is an error, shown in the cells.
+			info, _ := algorithms.Lookup(a)
+			bases[i] = newMatrixScenario(info, "none")
+		}
+		b := bases[i]
+		info, _ := algorithms.Lookup(a)
+		res.Setups = append(res.Setups, MatrixSetup{
+			Algorithm: a, Backend: info.Backend, Nodes: b.NodeNames(), Fencing: b.Resource.Fencing,
+			TTL: b.TTL, Clients: b.Clients.Count, Cycles: b.Clients.Cycles, Work: b.Clients.Work,
+			Duration: b.Duration, Horizon: Duration(MatrixHorizon),
+		})
+	}
+
+	var jobs []matrixJob
+	for ai, a := range algs {
+		names := generatorNames(bases[ai])
+		for _, c := range classes {
+			cell := Cell{Algorithm: a, Class: c, Applicable: faults.Applicable(c, names), base: bases[ai]}
+			if cell.Applicable {
+				cell.Runs = opt.Seeds
+				for i := 1; i <= opt.Seeds; i++ {
+					jobs = append(jobs, matrixJob{cell: len(res.Cells), index: i})
+				}
+			}
+			res.Cells = append(res.Cells, cell)
+		}
+	}
+	rowOf := func(cell int) int { return cell / len(classes) }
+
+	outcomes := make([]matrixOutcome, len(jobs))
+	run := func(j int) {
+		job := jobs[j]
+		ai := rowOf(job.cell)
+		if baseErrs[ai] != nil {
+			outcomes[j] = matrixOutcome{err: baseErrs[ai]}
+			return
+		}
+		c := &res.Cells[job.cell]
+		sched := MatrixSchedule(bases[ai], c.Class, job.index)
+		sc := bases[ai].copyForRun()
+		sc.Faults = sched
+		sc.Seed = uint64(job.index)
+		out := matrixOutcome{schedule: sched}
+		if err := sc.Validate(); err != nil {
+			out.err = err
+		} else if r, err := safeRun(sc, uint64(job.index)); err != nil {
+			out.err = err
+		} else {
+			out.verdict = r.Report.Verdict
+		}
+		outcomes[j] = out
+	}
+
+	var (
+		mu   sync.Mutex
+		next int
+		done int
+		wg   sync.WaitGroup
+	)
+	for range min(workers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				j := next
+				next++
+				mu.Unlock()
+				if j >= len(jobs) {
+					return
+				}
+				run(j)
+				mu.Lock()
+				done++
+				if opt.Progress != nil {
+					opt.Progress(done, len(jobs))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Jobs are in (cell, index) order, so the first violating run met is
+	// the one with the lowest seed.
+	for j, job := range jobs {
+		c := &res.Cells[job.cell]
+		o := outcomes[j]
+		if o.err != nil {
+			c.Errors++
+			if c.FirstError == "" {
+				c.FirstError = fmt.Sprintf("seed %d: %v", job.index, o.err)
+			}
+			continue
+		}
+		c.Violated.add(o.verdict, checker.Violated)
+		c.Unknown.add(o.verdict, checker.Unknown)
+		v := o.verdict
+		if c.Example == nil && (v.MutualExclusion == checker.Violated || v.Resource == checker.Violated || v.Liveness == checker.Violated) {
+			c.Example = &Example{Seed: uint64(job.index), Schedule: o.schedule, Verdict: v}
+		}
+	}
+	return res, nil
+}

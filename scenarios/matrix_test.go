@@ -1,0 +1,242 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+)
+
+func TestMatrixScenarioSetup(t *testing.T) {
+	for _, name := range algorithms.Names() {
+		sc, err := MatrixScenario(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		info, _ := algorithms.Lookup(name)
+		want := 1
+		if info.Backend == "redis" {
+			want = max(info.MinNodes, 1)
+			if info.MinNodes >= 3 {
+				want = max(info.MinNodes, 5)
+			}
+		}
+		if got := len(sc.Nodes); got != want {
+			t.Errorf("%s: %d nodes, want %d", name, got, want)
+		}
+		if sc.Clients.Count != 3 || sc.Clients.Cycles != 2 || sc.TTL.D() != MatrixTTL || sc.Duration.D() != MatrixDuration {
+			t.Errorf("%s: setup %+v", name, sc.Clients)
+		}
+		if len(sc.Faults) != 0 {
+			t.Errorf("%s: base scenario has faults", name)
+		}
+		// The base scenario is a valid scenario file.
+		data, err := sc.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse("base.yaml", data); err != nil {
+			t.Errorf("%s: base scenario does not parse back: %v\n%s", name, err, data)
+		}
+	}
+	if _, err := MatrixScenario("no-such-lock"); err == nil || !strings.Contains(err.Error(), `unknown algorithm "no-such-lock"`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestMatrixScheduleIsDeterministicAndValid(t *testing.T) {
+	base, err := MatrixScenario("set-nx-px-del")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range faults.Classes() {
+		for i := 1; i <= 20; i++ {
+			a, b := MatrixSchedule(base, c, i), MatrixSchedule(base, c, i)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%s %d: two draws differ", c, i)
+			}
+			if len(a) == 0 {
+				t.Fatalf("%s %d: empty schedule", c, i)
+			}
+			if err := a.Validate(base.Names()); err != nil {
+				t.Fatalf("%s %d: %v", c, i, err)
+			}
+			if got := a.Classes(); !reflect.DeepEqual(got, []faults.Class{c}) {
+				t.Fatalf("%s %d: classes %v", c, i, got)
+			}
+		}
+	}
+	// Different cells draw different schedules.
+	other, _ := MatrixScenario("set-nx-px-lua")
+	if reflect.DeepEqual(MatrixSchedule(base, faults.ClassPause, 1), MatrixSchedule(other, faults.ClassPause, 1)) {
+		t.Error("two algorithms got the same schedule for the same seed")
+	}
+}
+
+func matrixJSON(t *testing.T, r *MatrixResult) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMatrixDoesNotDependOnWorkers runs the same small matrix with one and
+// with four workers and expects identical results, examples included.
+func TestMatrixDoesNotDependOnWorkers(t *testing.T) {
+	opt := MatrixOptions{Seeds: 3, Classes: []faults.Class{faults.ClassPause, faults.ClassDrop}, Algorithms: []string{"set-nx-px-del", "set-nx-px-lua"}}
+	opt.Workers = 1
+	one, err := Matrix(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, last, total int
+	opt.Workers = 4
+	opt.Progress = func(done, all int) { calls, last, total = calls+1, done, all }
+	four, err := Matrix(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := matrixJSON(t, one), matrixJSON(t, four); a != b {
+		t.Fatalf("results differ with 1 and 4 workers:\n%s\n%s", a, b)
+	}
+	if calls != 12 || last != 12 || total != 12 {
+		t.Fatalf("progress: %d calls, last %d/%d; want 12 calls ending 12/12", calls, last, total)
+	}
+	if len(one.Cells) != 4 || one.Cells[0].Algorithm != "set-nx-px-del" || one.Cells[1].Class != faults.ClassDrop {
+		t.Fatalf("cells are not in row, column order: %+v", one.Cells)
+	}
+}
+
+// TestMatrixAgreesWithTheCatalogue checks what a reader of the catalogue
+// expects: a plain-DEL release breaks mutual exclusion when clients pause
+// (del-wrong-client), and a resource that checks fencing tokens never
+// accepts a lost update.
+func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
+	algs := []string{"set-nx-px-del"}
+	var fenced []string
+	for _, a := range algorithms.Names() {
+		if sc, err := MatrixScenario(a); err == nil && sc.Resource.Fencing != "none" {
+			fenced = append(fenced, a)
+		}
+	}
+	if len(fenced) > 2 {
+		fenced = fenced[:2]
+	}
+	algs = append(algs, fenced...)
+	res, err := Matrix(MatrixOptions{Seeds: 12, Classes: []faults.Class{faults.ClassPause}, Algorithms: algs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("plain DEL breaks mutual exclusion under pauses", func(t *testing.T) {
+		del := res.Cell("set-nx-px-del", faults.ClassPause)
+		if del.Errors > 0 {
+			t.Fatalf("set-nx-px-del × pause: %d errors (%s)", del.Errors, del.FirstError)
+		}
+		if del.Violated.MutualExclusion == 0 {
+			t.Errorf("set-nx-px-del × pause: no mutual-exclusion violation in %d runs", del.Runs)
+		}
+		if del.Example == nil || del.Example.Schedule.Classes()[0] != faults.ClassPause {
+			t.Fatalf("set-nx-px-del × pause: example %+v", del.Example)
+		}
+	})
+	t.Run("a fenced resource never loses an update", func(t *testing.T) {
+		if len(fenced) == 0 {
+			t.Skip("no registered algorithm issues fencing tokens yet (a fault-free run shows none): nothing to check")
+		}
+		for _, a := range fenced {
+			c := res.Cell(a, faults.ClassPause)
+			if c.Errors > 0 {
+				t.Errorf("%s × pause: %d errors (%s)", a, c.Errors, c.FirstError)
+			}
+			if c.Violated.Resource > 0 {
+				t.Errorf("%s × pause: %d resource violations although the resource checks fencing tokens (seed %d: %v)",
+					a, c.Violated.Resource, c.Example.Seed, c.Example.Schedule)
+			}
+		}
+	})
+}
+
+// TestMatrixExampleReplays writes a cell's example as a scenario file,
+// reads it back and runs it: the run must break what the example broke.
+func TestMatrixExampleReplays(t *testing.T) {
+	res, err := Matrix(MatrixOptions{Seeds: 8, Classes: []faults.Class{faults.ClassPause}, Algorithms: []string{"set-nx-px-del"}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cell("set-nx-px-del", faults.ClassPause)
+	if c.Example == nil {
+		t.Fatal("no violating run in 8 seeds")
+	}
+	sc := c.ExampleScenario()
+	data, err := sc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("example.yaml", data)
+	if err != nil {
+		t.Fatalf("example does not parse: %v\n%s", err, data)
+	}
+	if back.Seed != c.Example.Seed || !strings.Contains(back.Narrative.What, "locklab matrix") {
+		t.Fatalf("seed %d, narrative %q", back.Seed, back.Narrative.What)
+	}
+	r, err := Run(back, back.Seed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Report.Verdict != c.Example.Verdict {
+		t.Fatalf("replay gives %+v, the matrix saw %+v", r.Report.Verdict, c.Example.Verdict)
+	}
+	if !r.Matches() {
+		t.Fatalf("replay does not match its own expectation %+v", back.Expect)
+	}
+	if back.Expect.MutualExclusion != checker.Violated && back.Expect.Resource != checker.Violated && back.Expect.Liveness != checker.Violated {
+		t.Fatalf("example expects no violation: %+v", back.Expect)
+	}
+	// A cell without an example has no scenario.
+	if (&Cell{Algorithm: "set-nx-px-del", Class: faults.ClassPause}).ExampleScenario() != nil {
+		t.Fatal("scenario for a cell without example")
+	}
+}
+
+func TestMatrixNotApplicableCells(t *testing.T) {
+	var zk string
+	for _, a := range algorithms.Names() {
+		if info, _ := algorithms.Lookup(a); info.Backend != "redis" {
+			zk = a
+			break
+		}
+	}
+	if zk == "" {
+		t.Skip("no algorithm with a non-Redis backend is registered yet")
+	}
+	res, err := Matrix(MatrixOptions{Seeds: 1, Classes: []faults.Class{faults.ClassRestart}, Algorithms: []string{zk}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cells[0]
+	if c.Applicable || c.Runs != 0 {
+		t.Fatalf("%s × restart: %+v; want not applicable, no runs", zk, c)
+	}
+}
+
+func TestMatrixBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		opt  MatrixOptions
+		want string
+	}{
+		{MatrixOptions{Algorithms: []string{"nope"}}, `unknown algorithm "nope"`},
+		{MatrixOptions{Classes: []faults.Class{"gc"}}, `unknown fault class "gc"`},
+		{MatrixOptions{Seeds: -1}, "seeds"},
+	} {
+		if _, err := Matrix(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.opt, err, c.want)
+		}
+	}
+}
