@@ -167,7 +167,7 @@ func (f Fault) String() string {
 func (f Fault) pattern() string {
 	var parts []string
 	if f.Dir != "" {
-		parts = append(parts, f.Dir+"s")
+		parts = append(parts, map[string]string{"request": "requests", "reply": "replies"}[f.Dir])
 	} else {
 		parts = append(parts, "messages")
 	}

@@ -11,11 +11,12 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/reports"
 	"github.com/locklab/locklab/scenarios"
 )
 
 const matrixUsage = `Usage: locklab matrix [--seeds N] [--classes a,b] [--algorithms x,y]
-                      [--workers K] [--json] [--examples DIR]
+                      [--workers K] [--json] [--examples DIR] [--report FILE]
 
 Runs every lock algorithm against every fault class: for each pair, N runs,
 each with a random schedule of one to four faults of that class (times,
@@ -37,6 +38,9 @@ Flags:
   --json             print one JSON object: options, setups, and per cell the
                      counts, shares and the first violating run (seed and
                      schedule)
+  --report FILE      write an HTML heatmap (algorithm × class, per property)
+                     whose cells link to reports of their first violating
+                     run, written beside it in FILE-examples/
   --examples DIR     write the first violating run of each cell as a scenario
                      file DIR/ALGORITHM-CLASS.yaml, replayable with
                      'locklab run DIR/ALGORITHM-CLASS.yaml'
@@ -109,6 +113,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	workersText := fs.String("workers", "", "")
 	asJSON := fs.Bool("json", false, "")
 	examplesDir := fs.String("examples", "", "")
+	reportPath := fs.String("report", "", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -177,6 +182,12 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	if *reportPath != "" {
+		if err := writeMatrixReport(*reportPath, res); err != nil {
+			return err
+		}
+	}
+
 	if *asJSON {
 		out := matrixOutput{
 			Options: matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
@@ -190,7 +201,62 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, out)
 	}
 	printMatrix(stdout, res, files)
+	if *reportPath != "" {
+		fmt.Fprintf(stdout, "\nReport: %s\n", *reportPath)
+	}
 	return nil
+}
+
+// writeMatrixReport writes the heatmap to path and, beside it in
+// PATH-examples/, the report of each cell's first violating run, which the
+// heatmap's cells link to.
+func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
+	dir := strings.TrimSuffix(path, filepath.Ext(path)) + "-examples"
+	data := reports.MatrixData{
+		Note: fmt.Sprintf("%d random runs per cell; click a cell for its first violating run.", res.Seeds),
+	}
+	data.Algorithms = res.Algorithms
+	for _, c := range res.Classes {
+		data.FaultClasses = append(data.FaultClasses, string(c))
+	}
+	for i := range res.Cells {
+		c := &res.Cells[i]
+		if !c.Applicable {
+			continue
+		}
+		sh := c.Shares()
+		cell := reports.MatrixCell{Algorithm: c.Algorithm, FaultClass: string(c.Class), Runs: c.Checked(),
+			MutualExclusion: sh.MutualExclusion, Resource: sh.Resource, Liveness: sh.Liveness}
+		if sc := c.ExampleScenario(); sc != nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("--report: cannot create %s: %w", dir, err)
+			}
+			run, err := scenarios.Run(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+			if err != nil {
+				return err
+			}
+			name := fmt.Sprintf("%s-%s.html", c.Algorithm, c.Class)
+			yaml := strings.TrimSuffix(name, ".html") + ".yaml"
+			if b, err := sc.Marshal(); err == nil {
+				os.WriteFile(filepath.Join(dir, yaml), b, 0o644)
+			}
+			replay := fmt.Sprintf("locklab run %s --seed %d", filepath.Join(dir, yaml), sc.Seed)
+			if err := reports.WriteRunFile(filepath.Join(dir, name), run, nil, replay); err != nil {
+				return err
+			}
+			cell.Example = filepath.Base(dir) + "/" + name
+		}
+		data.Cells = append(data.Cells, cell)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	defer f.Close()
+	return reports.WriteMatrix(f, data)
 }
 
 // parseAlgorithms reads --algorithms; empty means every registered one.
