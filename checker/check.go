@@ -87,6 +87,43 @@ func (u *Unavailable) String() string {
 		(u.To - u.From).Round(time.Millisecond), u.Bound, Sec(u.From), Sec(u.To), u.Waiting, who)
 }
 
+// Window is a stretch of true time.
+type Window struct {
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+}
+
+// blame is the part of [from, to] outside every excused window.
+func blame(from, to time.Duration, excused []Window) time.Duration {
+	total := to - from
+	// Merge the excused windows clipped to [from, to].
+	var ws []Window
+	for _, w := range excused {
+		a, b := max(w.From, from), min(w.To, to)
+		if a < b {
+			ws = append(ws, Window{a, b})
+		}
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].From < ws[j].From })
+	var covered time.Duration
+	var cur *Window
+	for i := range ws {
+		switch {
+		case cur == nil:
+			cur = &ws[i]
+		case ws[i].From <= cur.To:
+			cur.To = max(cur.To, ws[i].To)
+		default:
+			covered += cur.To - cur.From
+			cur = &ws[i]
+		}
+	}
+	if cur != nil {
+		covered += cur.To - cur.From
+	}
+	return total - covered
+}
+
 // Witness collects the evidence for each violated property.
 type Witness struct {
 	MutualExclusion *Overlap         `json:"mutual_exclusion,omitempty"`
@@ -108,6 +145,12 @@ type Options struct {
 	// LivenessBound is the longest the lock may stay unavailable while
 	// wanted; zero disables the liveness check (reported ok).
 	LivenessBound time.Duration
+	// Excused are windows of true time during which the environment alone
+	// makes the lock unavailable (a partition, a stretch of lost messages, a
+	// node down until its restart). Unavailability inside them does not
+	// count against LivenessBound: a lock must recover once faults heal,
+	// not work through them.
+	Excused []Window
 	// MaxHold, when set, is the longest a holder may keep the lock while
 	// others wait; past it the lock counts as unavailable (a stuck holder).
 	MaxHold time.Duration
@@ -154,9 +197,9 @@ func Check(h History, opt Options) *Report {
 	r.Verdict.Resource, r.Witness.Resource = checkResource(h, &r.Metrics)
 
 	r.Verdict.Liveness = OK
-	if gap := longestUnavailable(h, opt.MaxHold); gap != nil {
+	if gap := longestUnavailable(h, opt.MaxHold, opt.Excused); gap != nil {
 		r.Metrics.Unavailable = gap.To - gap.From
-		if opt.LivenessBound > 0 && gap.To-gap.From > opt.LivenessBound {
+		if opt.LivenessBound > 0 && blame(gap.From, gap.To, opt.Excused) > opt.LivenessBound {
 			gap.Bound = opt.LivenessBound
 			r.Verdict.Liveness = Violated
 			r.Witness.Liveness = gap
@@ -233,7 +276,7 @@ func checkResource(h History, m *Metrics) (Status, *ResourceWitness) {
 
 // longestUnavailable sweeps true time and returns the longest stretch during
 // which at least one client wanted the lock and nobody held it.
-func longestUnavailable(h History, maxHold time.Duration) *Unavailable {
+func longestUnavailable(h History, maxHold time.Duration, excused []Window) *Unavailable {
 	type edge struct {
 		at     time.Duration
 		delta  int // +1 start, -1 end
@@ -280,13 +323,13 @@ func longestUnavailable(h History, maxHold time.Duration) *Unavailable {
 		case unavailable && open != nil:
 			open.Waiting = mergeNames(open.Waiting, waiting)
 		case !unavailable && open != nil:
-			if best == nil || open.To-open.From > best.To-best.From {
+			if best == nil || blame(open.From, open.To, excused) > blame(best.From, best.To, excused) {
 				best = open
 			}
 			open = nil
 		}
 	}
-	if open != nil && (best == nil || open.To-open.From > best.To-best.From) {
+	if open != nil && (best == nil || blame(open.From, open.To, excused) > blame(best.From, best.To, excused)) {
 		best = open
 	}
 	if best != nil {

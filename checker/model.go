@@ -69,6 +69,9 @@ func mutexOperations(iv []Interval) []porcupine.Operation {
 	}
 	var ops []porcupine.Operation
 	for _, i := range iv {
+		if i.End <= i.Start {
+			continue // granted but already over: the client never believed it held
+		}
 		id := names[i.Client]
 		ops = append(ops,
 			porcupine.Operation{ClientId: id, Input: mutexInput{Acquire: true, Client: id, Name: i.Client}, Call: int64(i.AcquireCall), Return: int64(i.Start)},

@@ -22,6 +22,11 @@ type Options struct {
 	PlainLua bool
 	// CheckTimeout bounds the porcupine search (default 5s).
 	CheckTimeout time.Duration
+	// NoTrace skips the event trace (and its digest) for speed.
+	NoTrace bool
+	// Factory, when set, builds every client's lock instead of the
+	// scenario's registered algorithm (a user's own lock).
+	Factory algorithms.Factory
 }
 
 // Host describes one simulated host of a run, for reports.
@@ -127,10 +132,14 @@ func draw(rng *rand.Rand, r Range) time.Duration {
 func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	info, err := algorithms.Lookup(sc.Algorithm)
 	if err != nil {
-		return nil, err
+		if opt.Factory == nil {
+			return nil, err
+		}
+		info = algorithms.Info{Name: sc.Algorithm, Backend: "redis"}
 	}
 	w := sim.New(seed)
 	w.Trace.Keep = opt.KeepTrace
+	w.Trace.Off = opt.NoTrace && !opt.KeepTrace
 	if sc.Network.Latency > 0 {
 		w.Net.Latency = sc.Network.Latency.D()
 	}
@@ -240,7 +249,12 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		if backend != nil {
 			conns.Backend = backend.Connect(host)
 		}
-		lock, err := algorithms.Build(sc.Algorithm, params, conns)
+		var lock algorithms.Lock
+		if opt.Factory != nil {
+			lock, err = opt.Factory(params, conns)
+		} else {
+			lock, err = algorithms.Build(sc.Algorithm, params, conns)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
 		}
@@ -264,7 +278,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.End = w.Now()
 	res.History = rec.finish(res.End, inv)
 	timeout := opt.CheckTimeout
-	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Timeout: timeout})
+	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Timeout: timeout, Excused: excusedWindows(res.Applied, res.End)})
 	res.TraceSHA256 = w.Trace.SHA256()
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
@@ -310,6 +324,24 @@ func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison,
 	return res, cmp, nil
 }
 
+// excusedWindows are the stretches during which faults alone keep the lock
+// out of reach: partitions and drop rules that last a while, and a
+// node's downtime before its restart. Faults with no end (a node that never
+// comes back, a partition for good) and instantaneous ones (a crash, a
+// single lost reply) excuse nothing: the lock must live with them.
+func excusedWindows(applied []faults.Applied, end time.Duration) []checker.Window {
+	var out []checker.Window
+	for _, a := range applied {
+		switch a.Fault.Kind {
+		case faults.Partition, faults.Drop, faults.NodeCrash:
+			if a.Until > a.At {
+				out = append(out, checker.Window{From: a.At, To: min(a.Until, end)})
+			}
+		}
+	}
+	return out
+}
+
 // workload is one client's life: lock cycles around a read-modify-write of
 // the protected resource.
 type workload struct {
@@ -340,7 +372,7 @@ func (wl *workload) run(p *sim.Process) {
 			l, err := wl.lock.Acquire(env)
 			if err != nil {
 				w.Tracef(wl.name, "acquire failed: %v", err)
-				p.Sleep(wl.sc.Wait.Delay.D() + draw(w.Rand(), Range{0, wl.sc.Wait.Jitter.D()}))
+				p.Sleep(wl.sc.Wait.Delay.D() + draw(w.Rand(), Range{Max: wl.sc.Wait.Jitter.D()}))
 				continue
 			}
 			lease = l
