@@ -95,6 +95,7 @@ type Process struct {
 	exiting    bool
 	crashed    bool
 	background bool
+	helpers    []*helper
 	frozen     bool
 	frozenWake bool
 	onExit     []func()
@@ -106,6 +107,7 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 	p := &Process{Name: name, Host: h, w: w, wake: make(chan struct{}), parked: true}
 	h.procs = append(h.procs, p)
 	w.procs = append(w.procs, p)
+	w.live++
 	go p.main(fn)
 	id := p.parkID
 	w.At(start, func() { w.wakeup(p, id) })
@@ -114,7 +116,13 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 
 // Background marks the process as one that does not keep the world running
 // (a heartbeat or a watchdog): Run stops once only background processes remain.
-func (p *Process) Background() *Process { p.background = true; return p }
+func (p *Process) Background() *Process {
+	if !p.background && !p.done {
+		p.w.live--
+	}
+	p.background = true
+	return p
+}
 
 func (p *Process) main(fn func(p *Process)) {
 	defer func() {
@@ -123,6 +131,9 @@ func (p *Process) main(fn func(p *Process)) {
 		}
 		p.done = true
 		p.parked = false
+		if !p.background {
+			p.w.live--
+		}
 		for _, f := range p.onExit {
 			f()
 		}
@@ -176,27 +187,61 @@ func (p *Process) Go(name string, fn func(c *Process)) *Process {
 	return p.Host.Spawn(name, p.w.now, fn)
 }
 
-// Parallel runs fns as child processes on the same host and waits for all of
-// them. Redlock uses it to ask N nodes at once.
+// Parallel runs fns concurrently on the same host and waits for all of
+// them. Redlock uses it to ask N nodes at once. The i-th function runs on
+// the process's i-th helper, created on first use and kept: a fresh
+// goroutine for every request would grow its stack through go-redis each
+// time, which dominated the cost of exploring Redlock.
 func (p *Process) Parallel(name string, fns ...func(c *Process)) {
 	remaining := len(fns)
 	if remaining == 0 {
 		return
 	}
+	w := p.w
 	id := p.prepark()
 	for i, fn := range fns {
-		fn := fn
-		p.Go(fmt.Sprintf("%s/%s%d", p.Name, name, i), func(c *Process) {
-			c.OnExit(func() {
-				remaining--
-				if remaining == 0 {
-					p.w.At(p.w.now, func() { p.w.wakeup(p, id) })
-				}
-			})
-			fn(c)
-		})
+		h := p.helper(i, name)
+		h.job = fn
+		h.done = func() {
+			remaining--
+			if remaining == 0 {
+				w.At(w.now, func() { w.wakeup(p, id) })
+			}
+		}
+		w.At(w.now, func() { w.wakeup(h.p, h.idle) })
 	}
 	p.park()
+}
+
+// helper is a child process that runs one job of Parallel at a time.
+type helper struct {
+	p    *Process
+	idle uint64 // park id while waiting for a job
+	job  func(c *Process)
+	done func()
+}
+
+func (p *Process) helper(i int, name string) *helper {
+	for len(p.helpers) <= i {
+		h := &helper{}
+		h.p = p.Host.Spawn(fmt.Sprintf("%s/%s%d", p.Name, name, len(p.helpers)), p.w.now, func(c *Process) {
+			for {
+				h.idle = c.prepark()
+				c.park()
+				job, done := h.job, h.done
+				h.job, h.done = nil, nil
+				if job != nil {
+					job(c)
+					done()
+				}
+			}
+		}).Background()
+		// The helper parks for its first job at its start event, which
+		// comes before any job's wake-up event at the same instant.
+		h.idle = h.p.parkID + 1
+		p.helpers = append(p.helpers, h)
+	}
+	return p.helpers[i]
 }
 
 // prepark opens a new wait: wake-ups carrying an older id are ignored.

@@ -358,7 +358,10 @@ func (c *redisConn) Write(b []byte) (int, error) {
 }
 
 func (c *redisConn) send(w *World, args []string) {
-	summary := commandSummary(args)
+	var summary string
+	if w.Tracing() {
+		summary = commandSummary(args)
+	}
 	op := strings.ToUpper(args[0])
 	w.Tracef(c.host.Name, "send %s → %s", summary, c.node.Name)
 	req := &Message{From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
@@ -367,7 +370,10 @@ func (c *redisConn) send(w *World, args []string) {
 			c.peer = c.node.NewPeer()
 		}
 		reply := c.node.Exec(c.peer, args)
-		rs := replySummary(reply)
+		var rs string
+		if w.Tracing() {
+			rs = replySummary(reply)
+		}
 		w.Tracef(c.node.Name, "%s → %s", summary, rs)
 		rep := &Message{From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
 		w.Net.Send(rep, func() {

@@ -13,7 +13,11 @@ import (
 // lines themselves are kept only when Keep is set (reports want them, a
 // thousand exploration runs do not).
 type Trace struct {
-	Keep    bool
+	Keep bool
+	// Off skips tracing altogether (no digest): exploration and shrinking
+	// run thousands of runs whose traces nobody reads; the counterexample is
+	// run again with tracing on.
+	Off     bool
 	Entries []TraceEntry
 	h       hash.Hash
 	n       int
@@ -37,6 +41,9 @@ func NewTrace() *Trace { return &Trace{Keep: true, h: sha256.New()} }
 // addf formats one line straight into a reused buffer: tracing is on the
 // hot path of every simulated command.
 func (t *Trace) addf(at time.Duration, actor, format string, args ...any) {
+	if t.Off {
+		return
+	}
 	t.n++
 	b := strconv.AppendInt(t.buf[:0], int64(at), 10)
 	b = append(b, ' ')

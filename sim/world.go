@@ -77,6 +77,7 @@ type World struct {
 	seq     uint64
 	rng     *rand.Rand
 	procs   []*Process
+	live    int // processes alive that keep the world running
 	yield   chan struct{}
 	current *Process
 	failure error
@@ -122,6 +123,10 @@ func (w *World) Tracef(actor, format string, args ...any) {
 	w.Trace.addf(w.now, actor, format, args...)
 }
 
+// Tracing reports whether trace lines are recorded; callers skip building
+// expensive descriptions when they are not.
+func (w *World) Tracing() bool { return !w.Trace.Off }
+
 // Fail aborts the run with err; Run returns it. Used for kernel invariants
 // and for panics inside simulated processes.
 func (w *World) Fail(err error) {
@@ -159,17 +164,7 @@ func (w *World) Run(limit time.Duration) error {
 // Stop ends the run after the current event.
 func (w *World) Stop() { w.stopped = true }
 
-func (w *World) allProcessesDone() bool {
-	if len(w.procs) == 0 {
-		return false
-	}
-	for _, p := range w.procs {
-		if !p.done && !p.background {
-			return false
-		}
-	}
-	return true
-}
+func (w *World) allProcessesDone() bool { return len(w.procs) > 0 && w.live == 0 }
 
 // shutdown kills the processes still parked, one at a time, and waits for
 // each goroutine to unwind, then runs the registered closers.
