@@ -166,6 +166,8 @@ type Info struct {
 	// MinNodes is the number of Redis nodes the algorithm needs (1, or N for Redlock).
 	MinNodes int
 	New      Factory
+	// Hidden algorithms resolve by name but are not listed (Custom).
+	Hidden bool
 }
 
 var registry = map[string]Info{}
@@ -237,8 +239,10 @@ func Lookup(name string) (Info, error) {
 // Names lists the registered algorithms in sorted order.
 func Names() []string {
 	var out []string
-	for n := range registry {
-		out = append(out, n)
+	for n, i := range registry {
+		if !i.Hidden {
+			out = append(out, n)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -254,4 +258,21 @@ func needNodes(c Conns, n int, name string) error {
 		return fmt.Errorf("%s needs %d redis node(s), got %d", name, n, len(c.Redis))
 	}
 	return nil
+}
+
+// Custom is the name under which a lock built outside the registry (a
+// user's own lock, see scenarios/locktest) appears in scenarios.
+const Custom = "custom"
+
+func init() {
+	Register(Info{
+		Name:     Custom,
+		Summary:  "your own lock, supplied by a factory in Go (scenarios/locktest)",
+		Backend:  "redis",
+		MinNodes: 1,
+		Hidden:   true,
+		New: func(p Params, c Conns) (Lock, error) {
+			return nil, errors.New("the custom algorithm is built by a factory in Go; use package scenarios/locktest")
+		},
+	})
 }

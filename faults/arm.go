@@ -196,6 +196,10 @@ func Arm(w *sim.World, t Targets, s Schedule, log *[]Applied) {
 	}
 }
 
+// plumbing are messages a trigger without an op does not count: connection
+// handshakes and heartbeats say nothing about the lock.
+var plumbing = map[string]bool{"HELLO": true, "CLIENT": true, "PING": true, "CONNECT": true, "SETWATCHES": true}
+
 func armTrigger(w *sim.World, tr *Trigger, fire func()) {
 	nth := max(tr.Nth, 1)
 	dir := sim.Reply
@@ -213,7 +217,7 @@ func armTrigger(w *sim.World, tr *Trigger, fire func()) {
 		if tr.Node != "" && m.From != tr.Node && m.To != tr.Node {
 			return
 		}
-		if tr.Op != "" && !strings.EqualFold(tr.Op, m.Op) {
+		if tr.Op != "" && !strings.EqualFold(tr.Op, m.Op) || tr.Op == "" && plumbing[m.Op] {
 			return
 		}
 		seen++

@@ -258,7 +258,17 @@ func (g *gen) pattern(f *Fault) {
 func (g *gen) fault(c Class) Fault {
 	switch c {
 	case ClassClock:
-		f := Fault{Kind: ClockJump, Target: g.pick(g.n.hosts()), At: g.at()}
+		// A jump matters while a lock is held, so half the time it comes
+		// right after the target answered (a node) or heard back (a client).
+		f := Fault{Kind: ClockJump, Target: g.pick(g.n.hosts())}
+		switch {
+		case slices.Contains(g.n.Clients, f.Target):
+			g.when(&f, f.Target)
+		case g.rng.IntN(2) == 0:
+			f.After = &Trigger{Node: f.Target, Nth: 1 + g.rng.IntN(5)}
+		default:
+			f.At = g.at()
+		}
 		if g.rng.IntN(3) < 2 {
 			f.Jump = g.scaled(0.1, 2)
 		} else {

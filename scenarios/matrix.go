@@ -248,7 +248,7 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		Title:     info.Name + " under random faults (locklab matrix)",
 		Algorithm: info.Name,
 		TTL:       Duration(MatrixTTL),
-		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{100 * time.Millisecond, 1500 * time.Millisecond}},
+		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{Min: 100 * time.Millisecond, Max: 1500 * time.Millisecond, set: true}},
 		Resource:  Resource{Fencing: fencing},
 		Duration:  Duration(MatrixDuration),
 	}

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +32,16 @@ type Duration = faults.Duration
 // duration). Values are drawn uniformly from the world's random source.
 type Range struct {
 	Min, Max time.Duration
+	// set records that the range was written down, so that an explicit
+	// "0s" (every client at once) is not replaced by the default.
+	set bool
 }
+
+// IsZero makes YAML's omitempty keep an explicit "0s".
+func (r Range) IsZero() bool { return r.isDefault() }
+
+// isDefault reports whether the range was left out.
+func (r Range) isDefault() bool { return !r.set && r.Min == 0 && r.Max == 0 }
 
 // UnmarshalYAML reads "a..b" or "a".
 func (r *Range) UnmarshalYAML(n *yaml.Node) error {
@@ -82,7 +93,7 @@ func ParseRange(s string) (Range, error) {
 	if a < 0 || b < a {
 		return Range{}, fmt.Errorf("expected a range min..max with 0 <= min <= max, got %q", s)
 	}
-	return Range{Min: time.Duration(a), Max: time.Duration(b)}, nil
+	return Range{Min: time.Duration(a), Max: time.Duration(b), set: true}, nil
 }
 
 // Node describes a Redis node and its clock.
@@ -259,14 +270,14 @@ func (s *Scenario) applyDefaults() {
 	if s.Clients.Cycles == 0 {
 		s.Clients.Cycles = 3
 	}
-	if s.Clients.Work == (Range{}) {
-		s.Clients.Work = Range{50 * time.Millisecond, 150 * time.Millisecond}
+	if s.Clients.Work.isDefault() {
+		s.Clients.Work = Range{Min: 50 * time.Millisecond, Max: 150 * time.Millisecond, set: true}
 	}
-	if s.Clients.Think == (Range{}) {
-		s.Clients.Think = Range{10 * time.Millisecond, 50 * time.Millisecond}
+	if s.Clients.Think.isDefault() {
+		s.Clients.Think = Range{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond, set: true}
 	}
-	if s.Clients.Start == (Range{}) {
-		s.Clients.Start = Range{0, 10 * time.Millisecond}
+	if s.Clients.Start.isDefault() {
+		s.Clients.Start = Range{Max: 10 * time.Millisecond, set: true}
 	}
 	if s.Wait.Delay == 0 {
 		s.Wait.Delay = Duration(100 * time.Millisecond)
@@ -520,15 +531,20 @@ func (s *Scenario) Marshal() ([]byte, error) {
 
 // Clone returns a deep copy, so a caller can change faults or clients.
 func (s *Scenario) Clone() *Scenario {
-	data, err := s.Marshal()
-	if err != nil {
-		panic(err)
+	c := *s
+	c.root = nil
+	c.Params = maps.Clone(s.Params)
+	c.Nodes = slices.Clone(s.Nodes)
+	c.Compare = slices.Clone(s.Compare)
+	c.Narrative.Sources = slices.Clone(s.Narrative.Sources)
+	if s.Clients.Each != nil {
+		c.Clients.Each = make(map[string]Client, len(s.Clients.Each))
+		for k, v := range s.Clients.Each {
+			c.Clients.Each[k] = v // fields are pointers to values never mutated in place
+		}
 	}
-	c, err := Parse(s.File, data)
-	if err != nil {
-		panic(fmt.Sprintf("scenario %s does not round-trip: %v", s.ID, err))
-	}
-	return c
+	c.Faults = cloneSchedule(s.Faults)
+	return &c
 }
 
 // params builds the algorithm's parameters.

@@ -36,6 +36,8 @@ func commands() []command {
 		{"list", "list the built-in scenarios", listUsage, runList},
 		{"run", "run a scenario and check its verdict", runUsage, runRun},
 		{"matrix", "every algorithm against every fault class, many random runs each", matrixHelp(), runMatrix},
+		{"explore", "search random faults for a violation and shrink it", exploreHelp(), runExplore},
+		{"replay", "rerun a saved scenario or counterexample, byte for byte", replayUsage, runReplay},
 		{"course", "write the HTML course: each classic failure beside its fix", courseUsage, runCourse},
 		{"help", "explain a command or the scenario file format", "", nil},
 	}
