@@ -1,8 +1,13 @@
 package scenarios
 
 import (
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/faults"
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/sim"
@@ -90,4 +95,96 @@ func BenchmarkScenario(b *testing.B) {
 			b.ReportMetric(simulated.Seconds()/time.Since(start).Seconds(), "sim-s/s")
 		})
 	}
+}
+
+// BenchmarkExploreRuns measures exploration throughput on the issue's
+// yardstick: Redlock on 5 nodes, 5 clients, 10 simulated seconds, a random
+// schedule from every fault class per run. Run with -cpu 1 for one core
+// (one worker) and without for all cores.
+func BenchmarkExploreRuns(b *testing.B) {
+	base, err := MatrixScenario("redlock")
+	if err != nil {
+		b.Fatal(err)
+	}
+	base.Clients.Count = 5
+	base.Clients.Cycles = 3
+	base.Duration = Duration(10 * time.Second)
+	classes := faults.Classes()
+	var simulated time.Duration
+	start := time.Now()
+	b.ResetTimer()
+	var mu sync.Mutex
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			sc := base.Clone()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			sc.Faults = faults.Generate(rng, classes, generatorNames(sc), MatrixHorizon, sc.TTL.D())
+			res, err := Run(sc, uint64(i), Options{NoTrace: true})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			mu.Lock()
+			simulated += res.End
+			mu.Unlock()
+		}
+	})
+	wall := time.Since(start).Seconds()
+	b.ReportMetric(float64(b.N)/wall, "runs/s")
+	b.ReportMetric(simulated.Seconds()/wall, "sim-s/s")
+}
+
+// BenchmarkTimeToFind reports, for each classic failure, the median over 20
+// seeds of the wall time random exploration alone needs to find it, and to
+// find and shrink it, on one worker. Run with -benchtime 1x.
+func BenchmarkTimeToFind(b *testing.B) {
+	cases := []struct {
+		name, alg string
+		class     faults.Class
+	}{
+		{"redlock-clock-jump", "redlock", faults.ClassClock},
+		{"redlock-crash-restart", "redlock", faults.ClassRestart},
+		{"del-wrong-client", "set-nx-px-del", faults.ClassPause},
+		{"gc-pause-beyond-ttl", "set-nx-px-lua", faults.ClassPause},
+		{"setnx-expire-crash", "setnx-expire", faults.ClassCrash},
+		{"zk-session-expiry-pause", "zk-queue", faults.ClassPause},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for n := 0; n < b.N; n++ {
+				var find, total []float64
+				missed := 0
+				for seed := uint64(1); seed <= 20; seed++ {
+					t0 := time.Now()
+					res, err := Explore(ExploreOptions{Algorithm: c.alg, Classes: []faults.Class{c.class}, Seed: seed, Runs: 5000, Workers: 1})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res.Findings) == 0 {
+						missed++
+						continue
+					}
+					find = append(find, res.FoundAfter.Seconds())
+					total = append(total, time.Since(t0).Seconds())
+				}
+				b.ReportMetric(median(find), "s-to-find")
+				b.ReportMetric(median(total), "s-to-find-and-shrink")
+				b.ReportMetric(float64(missed), "seeds-missed")
+			}
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

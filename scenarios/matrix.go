@@ -255,6 +255,11 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 	for i := range nodes {
 		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
 	}
+	if info.Backend == "zookeeper" {
+		// A session is ZooKeeper's lease: give it the TTL the Redis locks
+		// get, so that the liveness bound (2×TTL+1s) means the same for all.
+		sc.Params = map[string]string{"session_timeout": MatrixTTL.String()}
+	}
 	sc.applyDefaults()
 	return sc
 }

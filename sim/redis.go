@@ -294,6 +294,11 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		PoolSize:        1,
 		ConnMaxIdleTime: -1,
 		MinIdleConns:    0,
+		// Lock commands and replies are tiny; go-redis's default 32 KiB
+		// buffers, allocated and zeroed for every (re)dial, dominated the
+		// cost of runs where timeouts close connections often.
+		ReadBufferSize:  1024,
+		WriteBufferSize: 1024,
 		// Left on "auto", go-redis resolves Addr in DNS inside NewClient to
 		// classify the endpoint: a real network access, and a stall of seconds
 		// where DNS is unreachable.
