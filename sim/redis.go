@@ -34,17 +34,19 @@ type RedisNode struct {
 	// Commands counts the commands executed.
 	Commands int
 
-	w         *World
-	onWrite   []func(args []string)
-	master    *RedisNode // set on a replica
-	promoted  *RedisNode // set on a failed-over master: clients now reach this node
-	aof       []aofEntry
-	crashedAt time.Duration
-	mr        *miniredis.Miniredis
-	out       bytes.Buffer
-	lastLocal time.Duration
-	up        bool
-	conns     []*redisConn
+	w *World
+	// loadedScripts caches which native scripts miniredis has loaded.
+	loadedScripts map[string]bool
+	onWrite       []func(args []string)
+	master        *RedisNode // set on a replica
+	promoted      *RedisNode // set on a failed-over master: clients now reach this node
+	aof           []aofEntry
+	crashedAt     time.Duration
+	mr            *miniredis.Miniredis
+	out           bytes.Buffer
+	lastLocal     time.Duration
+	up            bool
+	conns         []*redisConn
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
@@ -99,6 +101,12 @@ func (n *RedisNode) syncClock() {
 func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	n.syncClock()
 	n.Commands++
+	if len(args) > 0 && n.loadedScripts != nil {
+		switch strings.ToUpper(args[0]) {
+		case "SCRIPT", "EXEC":
+			clear(n.loadedScripts)
+		}
+	}
 	if n.ScriptFastPath != nil && len(args) > 0 {
 		switch strings.ToUpper(args[0]) {
 		case "EVAL", "EVALSHA":
@@ -111,6 +119,13 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	reply := n.Dispatch(peer, args)
 	n.noteWrite(args, reply)
 	return reply
+}
+
+func (n *RedisNode) noteLoaded(sha string) {
+	if n.loadedScripts == nil {
+		n.loadedScripts = map[string]bool{}
+	}
+	n.loadedScripts[sha] = true
 }
 
 // Dispatch runs a command through miniredis without the clock sync and
@@ -246,6 +261,7 @@ func (n *RedisNode) Restart(persistence string) {
 		}
 	}
 	old := n.mr
+	clear(n.loadedScripts)
 	n.mr = newMiniredis(n.w, Epoch.Add(n.Clock.Local(n.w.now)))
 	peer := n.NewPeer()
 	for _, e := range keep {

@@ -114,6 +114,7 @@ func NativeScripts(n *RedisNode, peer *server.Peer, args []string) (reply []byte
 	if !evalsha && !loaded {
 		// A successful EVAL caches its script; a later EVALSHA must find it.
 		c.must("SCRIPT", "LOAD", s.src)
+		n.noteLoaded(s.sha)
 	}
 	return reply, true
 }
@@ -217,9 +218,17 @@ func (c *innerCalls) bulk(args ...string) (s string, found, ok bool) {
 }
 
 func (c *innerCalls) scriptLoaded(sha string) (loaded, ok bool) {
+	// A script known loaded stays loaded until a SCRIPT command or an EXEC
+	// (which may hold one) runs, or the dataset is replaced (Exec and
+	// Restart forget the cache then): asking miniredis every time cost a
+	// dispatch per EVAL.
+	if c.n.loadedScripts[sha] {
+		return true, true
+	}
 	r := c.do("SCRIPT", "EXISTS", sha)
 	switch string(r) {
 	case "*1\r\n:1\r\n":
+		c.n.noteLoaded(sha)
 		return true, true
 	case "*1\r\n:0\r\n":
 		return false, true

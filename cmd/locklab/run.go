@@ -56,7 +56,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tALGORITHM\tTITLE")
 	for _, s := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.ID, s.Algorithm, s.Title)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.ID, algorithmLabel(s), s.Title)
 	}
 	return tw.Flush()
 }
@@ -164,6 +164,19 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// algorithmLabel is the algorithm with the options that change what it
+// does: "set-nx-px-lua +watchdog +fencing".
+func algorithmLabel(s *scenarios.Scenario) string {
+	label := s.Algorithm
+	if s.Params["watchdog"] == "true" {
+		label += " +watchdog"
+	}
+	if f := s.Params["fencing"]; f != "" && f != "none" {
+		label += " +fencing"
+	}
+	return label
+}
+
 func expectedMap(e scenarios.Expect) map[string]string {
 	m := map[string]string{}
 	if e.MutualExclusion != "" {
@@ -240,8 +253,12 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 	sc := res.Scenario
 	fmt.Fprintf(w, "%s — %s\n", sc.ID, sc.Title)
 	info, _ := algorithms.Lookup(sc.Algorithm)
-	fmt.Fprintf(w, "algorithm %s (%s) · %d clients · nodes %s · seed %d · %.3fs simulated\n\n",
-		sc.Algorithm, info.Summary, sc.Clients.Count, strings.Join(sc.NodeNames(), ","), res.Seed, res.End.Seconds())
+	where := "nodes " + strings.Join(sc.NodeNames(), ",")
+	if info.Backend != "redis" {
+		where = info.Backend
+	}
+	fmt.Fprintf(w, "algorithm %s (%s) · %d clients · %s · seed %d · %.3fs simulated\n\n",
+		algorithmLabel(sc), info.Summary, sc.Clients.Count, where, res.Seed, res.End.Seconds())
 
 	fmt.Fprintln(w, "Faults applied:")
 	if len(res.Applied) == 0 {
