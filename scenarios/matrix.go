@@ -217,10 +217,29 @@ func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
 // unused Redis node and bring their own hosts. The resource checks fencing
 // tokens (">") when the algorithm hands them out, which a fault-free probe
 // run finds out.
+//
+// A row named "ALGORITHM+fencing" is the algorithm with fencing tokens: from
+// INCR on a separate node T (which faults leave alone) for Redis locks, from
+// the znode sequence for ZooKeeper, and a resource that checks them (">").
 func MatrixScenario(algorithm string) (*Scenario, error) {
-	info, err := algorithms.Lookup(algorithm)
-	if err != nil {
-		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(algorithms.Names(), ", "))
+	name, fenced := strings.CutSuffix(algorithm, "+fencing")
+	info, err := algorithms.Lookup(name)
+	if err != nil || (fenced && info.Backend != "redis" && info.Backend != "zookeeper") {
+		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(MatrixRows(), ", "))
+	}
+	if fenced {
+		sc := newMatrixScenario(info, ">")
+		sc.ID = "matrix-" + algorithm
+		if sc.Params == nil {
+			sc.Params = map[string]string{}
+		}
+		if info.Backend == "redis" {
+			sc.Params["fencing"] = "incr"
+			sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
+		} else {
+			sc.Params["fencing"] = "sequence"
+		}
+		return sc, sc.Validate()
 	}
 	sc := newMatrixScenario(info, "none")
 	if err := sc.Validate(); err != nil {
@@ -248,9 +267,11 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		Title:     info.Name + " under random faults (locklab matrix)",
 		Algorithm: info.Name,
 		TTL:       Duration(MatrixTTL),
-		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{Min: 100 * time.Millisecond, Max: 1500 * time.Millisecond, set: true}},
+		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{Min: 100 * time.Millisecond, Max: 1500 * time.Millisecond, set: true}, Start: Range{set: true}},
 		Resource:  Resource{Fencing: fencing},
-		Duration:  Duration(MatrixDuration),
+		// Clients start together: contention at the start splits quorum
+		// votes, which is what many Redlock failures need.
+		Duration: Duration(MatrixDuration),
 	}
 	for i := range nodes {
 		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
@@ -288,14 +309,21 @@ func issuesFencingTokens(sc *Scenario) bool {
 	return false
 }
 
-// copyForRun returns a fresh copy of a matrix base scenario (built again,
-// so runs share no maps or slices).
-func (s *Scenario) copyForRun() *Scenario {
-	info, err := algorithms.Lookup(s.Algorithm)
-	if err != nil {
-		panic(err)
+// copyForRun returns a fresh copy of a matrix base scenario, so runs share
+// no maps or slices.
+func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
+
+// MatrixRows are the matrix's rows by default: every algorithm, then the
+// fenced variants of those that can carry fencing tokens, so the table shows
+// what fencing buys.
+func MatrixRows() []string {
+	rows := algorithms.Names()
+	for _, a := range []string{"set-nx-px-lua", "redlock", "zk-queue"} {
+		if _, err := algorithms.Lookup(a); err == nil {
+			rows = append(rows, a+"+fencing")
+		}
 	}
-	return newMatrixScenario(info, s.Resource.Fencing)
+	return rows
 }
 
 // generatorNames are the hosts a matrix schedule may act on: clients, lock
@@ -312,7 +340,11 @@ func generatorNames(sc *Scenario) faults.Names {
 		}
 		return n
 	}
-	n.Nodes = all.Nodes
+	for _, node := range sc.Nodes {
+		if node.Role == "" {
+			n.Nodes = append(n.Nodes, node.Name) // not the fencing-token node
+		}
+	}
 	return n
 }
 
@@ -404,7 +436,7 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 	}
 	algs := opt.Algorithms
 	if len(algs) == 0 {
-		algs = algorithms.Names()
+		algs = MatrixRows()
 	}
 	workers := opt.Workers
 	if workers <= 0 {
@@ -415,8 +447,8 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 	bases := make([]*Scenario, len(algs))
 	baseErrs := make([]error, len(algs))
 	for i, a := range algs {
-		if _, err := algorithms.Lookup(a); err != nil {
-			return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", a, strings.Join(algorithms.Names(), ", "))
+		if _, err := algorithms.Lookup(strings.TrimSuffix(a, "+fencing")); err != nil {
+			return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", a, strings.Join(MatrixRows(), ", "))
 		}
 		bases[i], baseErrs[i] = MatrixScenario(a)
 		if bases[i] == nil {

@@ -121,16 +121,14 @@ func TestMatrixDoesNotDependOnWorkers(t *testing.T) {
 func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
 	algs := []string{"set-nx-px-del"}
 	var fenced []string
-	for _, a := range algorithms.Names() {
+	for _, a := range MatrixRows() {
 		if sc, err := MatrixScenario(a); err == nil && sc.Resource.Fencing != "none" {
 			fenced = append(fenced, a)
 		}
 	}
-	if len(fenced) > 2 {
-		fenced = fenced[:2]
-	}
 	algs = append(algs, fenced...)
-	res, err := Matrix(MatrixOptions{Seeds: 12, Classes: []faults.Class{faults.ClassPause}, Algorithms: algs})
+	classes := []faults.Class{faults.ClassPause, faults.ClassClock, faults.ClassRestart}
+	res, err := Matrix(MatrixOptions{Seeds: 12, Classes: classes, Algorithms: algs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +148,19 @@ func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
 		if len(fenced) == 0 {
 			t.Skip("no registered algorithm issues fencing tokens yet (a fault-free run shows none): nothing to check")
 		}
+		if len(fenced) < 3 {
+			t.Fatalf("fenced rows %v, want set-nx-px-lua, redlock and zk-queue with fencing", fenced)
+		}
 		for _, a := range fenced {
-			c := res.Cell(a, faults.ClassPause)
-			if c.Errors > 0 {
-				t.Errorf("%s × pause: %d errors (%s)", a, c.Errors, c.FirstError)
-			}
-			if c.Violated.Resource > 0 {
-				t.Errorf("%s × pause: %d resource violations although the resource checks fencing tokens (seed %d: %v)",
-					a, c.Violated.Resource, c.Example.Seed, c.Example.Schedule)
+			for _, class := range classes {
+				c := res.Cell(a, class)
+				if c.Errors > 0 {
+					t.Errorf("%s × %s: %d errors (%s)", a, class, c.Errors, c.FirstError)
+				}
+				if c.Violated.Resource > 0 {
+					t.Errorf("%s × %s: %d resource violations although the resource checks fencing tokens (seed %d: %v)",
+						a, class, c.Violated.Resource, c.Example.Seed, c.Example.Schedule)
+				}
 			}
 		}
 	})

@@ -56,7 +56,7 @@ func matrixHelp() string {
 	for _, c := range faults.Classes() {
 		fmt.Fprintf(&cls, "  %-10s %s\n", c, faults.ClassSummary(c))
 	}
-	return fmt.Sprintf(matrixUsage, wrapList(algorithms.Names(), 21, 78), cls.String())
+	return fmt.Sprintf(matrixUsage, wrapList(scenarios.MatrixRows(), 21, 78), cls.String())
 }
 
 // wrapList joins names with ", ", breaking lines at width and indenting
@@ -267,8 +267,8 @@ func parseAlgorithms(list string) ([]string, error) {
 		if name == "" {
 			continue
 		}
-		if _, err := algorithms.Lookup(name); err != nil {
-			return nil, usagef("--algorithms: unknown algorithm %q; expected a comma-separated list of %s", name, strings.Join(algorithms.Names(), ", "))
+		if _, err := algorithms.Lookup(strings.TrimSuffix(name, "+fencing")); err != nil {
+			return nil, usagef("--algorithms: unknown algorithm %q; expected a comma-separated list of %s", name, strings.Join(scenarios.MatrixRows(), ", "))
 		}
 		if !contains(out, name) {
 			out = append(out, name)
