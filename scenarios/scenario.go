@@ -349,6 +349,19 @@ func (s *Scenario) Validate() error {
 	if s.Clients.Cycles < 0 {
 		return s.fieldErr("clients.cycles", "expected a number of lock cycles >= 1, got %d", s.Clients.Cycles)
 	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"wait.delay", s.Wait.Delay}, {"wait.jitter", s.Wait.Jitter}, {"clients.timeout", s.Clients.Timeout},
+		{"network.latency", s.Network.Latency}, {"network.jitter", s.Network.Jitter},
+		{"liveness_bound", s.LivenessBound}, {"max_hold", s.MaxHold}} {
+		if d.v < 0 {
+			return s.fieldErr(d.field, "expected a duration >= 0, got %v", d.v)
+		}
+	}
+	if s.Wait.Attempts < 0 {
+		return s.fieldErr("wait.attempts", "expected a number of attempts >= 0 (0: until acquired), got %d", s.Wait.Attempts)
+	}
 	if s.Duration <= 0 || s.Duration.D() > 24*time.Hour {
 		return s.fieldErr("duration", "expected a simulated run length between 1ms and 24h, got %v", s.Duration)
 	}
@@ -374,6 +387,9 @@ func (s *Scenario) Validate() error {
 			return s.fieldErr(field, "duplicate host name %q (clients are c1..cN, the resource is %q)", n.Name, ResourceHost)
 		}
 		seen[n.Name] = true
+		if n.Lag < 0 {
+			return s.fieldErr(field+".lag", "expected a replication lag >= 0, got %v", n.Lag)
+		}
 		if n.Role != "" && n.Role != "tokens" {
 			return s.fieldErr(field+".role", "expected tokens (or no role for a lock node), got %q", n.Role)
 		}

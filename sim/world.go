@@ -11,6 +11,7 @@ package sim
 
 import (
 	"container/heap"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -63,6 +64,9 @@ func (q *eventQueue) Pop() any {
 	*q = old[:n-1]
 	return e
 }
+
+// maxEventsPerInstant bounds the events at one instant of true time.
+const maxEventsPerInstant = 1_000_000
 
 // World is one simulated universe. Create it with New, build nodes and
 // processes, then call Run. A World is not safe for use by several real
@@ -143,6 +147,7 @@ func (w *World) OnClose(fn func()) { w.closers = append(w.closers, fn) }
 // process still alive, so no goroutine of the run outlives it.
 func (w *World) Run(limit time.Duration) error {
 	defer w.shutdown()
+	sameInstant := 0
 	for w.queue.Len() > 0 && w.failure == nil && !w.stopped {
 		e := heap.Pop(&w.queue).(*Event)
 		if e.cancelled {
@@ -151,6 +156,16 @@ func (w *World) Run(limit time.Duration) error {
 		if e.At > limit {
 			w.now = limit
 			break
+		}
+		// A process that retries with no delay over a network with no
+		// latency would spin forever at one instant; say so instead.
+		if e.At == w.now {
+			if sameInstant++; sameInstant > maxEventsPerInstant {
+				w.Fail(fmt.Errorf("simulated time stopped at %v: %d events at the same instant (a retry loop with no delay and no latency?)", w.now, sameInstant))
+				break
+			}
+		} else {
+			sameInstant = 0
 		}
 		w.now = e.At
 		e.fn()

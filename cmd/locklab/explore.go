@@ -42,7 +42,8 @@ Flags:
                     violating run; the first is shrunk
   --out FILE        where to save the counterexample
                     (default locklab-counterexample-ALGORITHM-SEED.yaml)
-  --report FILE     also write the counterexample's HTML report
+  --report FILE     where to write the counterexample's HTML report
+                    (default: beside the scenario file, with .html)
   --json            print one JSON object instead of text
 
 Exit status: 1 when a violation was found, 0 when none was, 2 on bad input.
@@ -140,6 +141,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	out := *outPath
 	if out == "" {
 		out = fmt.Sprintf("locklab-counterexample-%s-%d.yaml", alg, opt.Seed)
+	}
+	if *reportPath == "" {
+		*reportPath = strings.TrimSuffix(out, filepath.Ext(out)) + ".html"
 	}
 
 	progress := isTerminal(stderr) && !*asJSON

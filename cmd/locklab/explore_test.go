@@ -37,6 +37,9 @@ func TestExploreRedlockClockJumpAndReplay(t *testing.T) {
 	if _, err := os.Stat(out); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(strings.TrimSuffix(out, ".yaml") + ".html"); err != nil {
+		t.Fatalf("no report beside the counterexample: %v", err)
+	}
 	// The replay command reproduces it, byte for byte.
 	code, rout, _ := runCLI(t, "replay", out, "--json")
 	var replay map[string]any
@@ -46,7 +49,7 @@ func TestExploreRedlockClockJumpAndReplay(t *testing.T) {
 	}
 	// Human output names the minimal schedule and the replay line.
 	_, text, _ := runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--out", out)
-	for _, want := range []string{"Minimal schedule:", "clock-jump", "Replay: locklab replay " + out} {
+	for _, want := range []string{"Minimal schedule:", "clock-jump", "Replay: locklab replay " + out, "Report: " + strings.TrimSuffix(out, ".yaml") + ".html"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("output lacks %q:\n%s", want, text)
 		}
