@@ -397,6 +397,19 @@ func ShrinkCandidates(s Schedule) []Schedule {
 	return out
 }
 
+// Clone copies the schedule deeply: the copy shares no pointers or slices
+// with s.
+func (s Schedule) Clone() Schedule {
+	if s == nil {
+		return nil
+	}
+	out := make(Schedule, len(s))
+	for i, f := range s {
+		out[i] = f.clone()
+	}
+	return out
+}
+
 // clone copies f deeply, so a candidate never shares pointers or slices
 // with the schedule it came from.
 func (f Fault) clone() Fault {

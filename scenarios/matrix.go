@@ -150,7 +150,7 @@ func (c *Cell) ExampleScenario() *Scenario {
 	sc.ID = fmt.Sprintf("matrix-%s-%s-%d", c.Algorithm, c.Class, ex.Seed)
 	sc.Title = fmt.Sprintf("%s under random %s faults (locklab matrix, seed %d)", c.Algorithm, c.Class, ex.Seed)
 	sc.Seed = ex.Seed
-	sc.Faults = cloneSchedule(ex.Schedule)
+	sc.Faults = ex.Schedule.Clone()
 	var broke []string
 	if ex.Verdict.MutualExclusion == checker.Violated {
 		sc.Expect.MutualExclusion = checker.Violated
@@ -361,32 +361,6 @@ func matrixRNG(algorithm string, class faults.Class, i int) *rand.Rand {
 // value Matrix draws, for tools that want to rerun one run.
 func MatrixSchedule(base *Scenario, class faults.Class, i int) faults.Schedule {
 	return faults.Generate(matrixRNG(base.Algorithm, class, i), []faults.Class{class}, generatorNames(base), MatrixHorizon, base.TTL.D())
-}
-
-func cloneSchedule(s faults.Schedule) faults.Schedule {
-	if s == nil {
-		return nil
-	}
-	out := make(faults.Schedule, len(s))
-	for i, f := range s {
-		if f.At != nil {
-			at := *f.At
-			f.At = &at
-		}
-		if f.After != nil {
-			tr := *f.After
-			f.After = &tr
-		}
-		if f.Groups != nil {
-			gs := make([][]string, len(f.Groups))
-			for j, g := range f.Groups {
-				gs[j] = slices.Clone(g)
-			}
-			f.Groups = gs
-		}
-		out[i] = f
-	}
-	return out
 }
 
 // safeRun runs sc and turns a panic on the caller's goroutine into an

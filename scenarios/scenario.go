@@ -559,7 +559,7 @@ func (s *Scenario) Clone() *Scenario {
 			c.Clients.Each[k] = v // fields are pointers to values never mutated in place
 		}
 	}
-	c.Faults = cloneSchedule(s.Faults)
+	c.Faults = s.Faults.Clone()
 	return &c
 }
 
