@@ -18,6 +18,11 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     fence_start: "32"             #   the counter's value before the run
     validity_from: start          #   start (default) or reply: when the lease begins
     verify_ownership: "true"      #   read the key back when SET NX says busy
+    session_timeout: 6s           #   ZooKeeper: the session the clients ask for
+    lost_after: 6s                #   ZooKeeper: SUSPENDED turns LOST after this
+    guid_protection: "true"       #   zk-queue: find its own node after a lost reply
+    stop_on_suspended: "false"    #   zk-queue: stop holding on SUSPENDED, not LOST
+    # fencing for zk-queue is "sequence" or "zxid" (the znode's numbers)
   nodes:                          # Redis nodes, by name or in full:
     - A
     - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica

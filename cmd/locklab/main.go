@@ -45,10 +45,10 @@ func commands() []command {
 
 const mainUsage = `locklab — a deterministic fault-injection lab for distributed locks.
 
-Lock algorithms run against simulated Redis nodes whose clocks jump, whose
-replies are lost and whose clients pause; a checker flags mutual-exclusion
-violations, lost updates and lost liveness. The same seed gives the same run,
-byte for byte.
+Lock algorithms run against simulated Redis nodes and a simulated ZooKeeper
+whose clocks jump, whose replies are lost and whose clients pause; a checker
+flags mutual-exclusion violations, lost updates and lost liveness and names
+the witness. The same seed gives the same run, byte for byte.
 
 Usage:
   locklab <command> [arguments]
@@ -58,8 +58,9 @@ Commands:
 Run 'locklab help <command>' for details, 'locklab help scenario' for the
 scenario file format.
 
-Exit status: 0 when a run matches its scenario's expectation, 1 when it does
-not, 2 on bad input.
+Exit status: 0 when a run matches its scenario's expectation (explore: no
+violation found), 1 when it does not (explore: a violation found), 2 on bad
+input.
 `
 
 func main() {
