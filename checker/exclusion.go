@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -60,15 +62,15 @@ func FirstOverlap(in []Interval) *Overlap {
 			idx = append(idx, i)
 		}
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		x, y := in[idx[a]], in[idx[b]]
-		if x.Start != y.Start {
-			return x.Start < y.Start
+	slices.SortStableFunc(idx, func(a, b int) int {
+		x, y := &in[a], &in[b]
+		if c := cmp.Compare(x.Start, y.Start); c != 0 {
+			return c
 		}
-		if x.End != y.End {
-			return x.End > y.End
+		if c := cmp.Compare(y.End, x.End); c != 0 {
+			return c
 		}
-		return x.Client < y.Client
+		return strings.Compare(x.Client, y.Client)
 	})
 	longest := -1 // the hold seen so far that ends last
 	for _, k := range idx {

@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -93,7 +95,7 @@ const (
 // the lock unless a global fault window covers it or every waiter is
 // paused.
 func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Unavailable {
-	var edges []liveEdge
+	edges := make([]liveEdge, 0, 2*(len(h.Intervals)+len(h.Wants)+len(windows)))
 	stuck := map[string]bool{}
 	for _, iv := range h.Intervals {
 		if iv.End <= iv.Start {
@@ -122,7 +124,7 @@ func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Una
 		}
 		edges = append(edges, liveEdge{at: w.From, kind: kind, delta: +1, client: w.Client, excuse: k}, liveEdge{at: w.To, kind: kind, delta: -1, client: w.Client, excuse: k})
 	}
-	sort.SliceStable(edges, func(i, j int) bool { return edges[i].at < edges[j].at })
+	slices.SortStableFunc(edges, func(a, b liveEdge) int { return cmp.Compare(a.at, b.at) })
 
 	var (
 		holders    int
@@ -133,12 +135,18 @@ func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Una
 		excusing   = map[int]int{} // active global windows
 		best, open *Unavailable
 		share      map[int]time.Duration // window index -> excused time in the open stretch
+		waited     map[string]bool       // clients that wanted the lock in the open stretch
+		joined     []string              // clients whose want began at this instant
 	)
 	isLive := func(c string) bool { return wanting[c] > 0 && paused[c] == 0 }
 	for i := 0; i < len(edges); {
 		at := edges[i].at
+		joined = joined[:0]
 		for ; i < len(edges) && edges[i].at == at; i++ {
 			e := edges[i]
+			if e.kind == edgeWant && e.delta > 0 {
+				joined = append(joined, e.client)
+			}
 			switch e.kind {
 			case edgeHold:
 				holders += e.delta
@@ -167,15 +175,26 @@ func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Una
 		case unavailable && open == nil:
 			open = &Unavailable{From: at, To: at}
 			share = map[int]time.Duration{}
+			waited = map[string]bool{}
 		case !unavailable && open != nil:
 			open.To = at
-			best = better(best, open, windows, share)
+			best = better(best, open, windows, share, waited)
 			open = nil
 		}
 		if open == nil {
 			continue
 		}
-		open.Waiting = mergeNames(open.Waiting, waitingClients(wanting))
+		if len(waited) == 0 {
+			for c, n := range wanting {
+				if n > 0 {
+					waited[c] = true
+				}
+			}
+		} else {
+			for _, c := range joined {
+				waited[c] = true
+			}
+		}
 		next := h.End
 		if i < len(edges) {
 			next = edges[i].at
@@ -204,7 +223,7 @@ func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Una
 		}
 	}
 	if open != nil {
-		best = better(best, open, windows, share)
+		best = better(best, open, windows, share, waited)
 	}
 	if best != nil {
 		for _, iv := range h.Intervals {
@@ -218,10 +237,15 @@ func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Una
 
 // better keeps the stretch with the most blamed time (the earlier on a
 // tie), filling in its excuses when it is the new one.
-func better(best, cand *Unavailable, windows []Window, share map[int]time.Duration) *Unavailable {
+func better(best, cand *Unavailable, windows []Window, share map[int]time.Duration, waited map[string]bool) *Unavailable {
 	if best != nil && cand.Blamed <= best.Blamed {
 		return best
 	}
+	cand.Waiting = cand.Waiting[:0]
+	for c := range waited {
+		cand.Waiting = append(cand.Waiting, c)
+	}
+	sort.Strings(cand.Waiting)
 	keys := make([]int, 0, len(share))
 	for k := range share {
 		keys = append(keys, k)
@@ -240,17 +264,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func waitingClients(m map[string]int) []string {
-	var out []string
-	for c, n := range m {
-		if n > 0 {
-			out = append(out, c)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func mergeNames(a, b []string) []string {

@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/anishathalye/porcupine"
@@ -79,8 +81,8 @@ const segmentOps = 128
 // the lock free, which is the model's initial state, so checking the
 // partitions one by one is exactly checking the whole history.
 func quietSegments(history []porcupine.Operation) [][]porcupine.Operation {
-	ops := append([]porcupine.Operation(nil), history...)
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	ops := slices.Clone(history)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	var out [][]porcupine.Operation
 	open, from := 0, 0
 	for i, op := range ops {
