@@ -130,7 +130,22 @@ type Client struct {
 	PPM    *int64    `yaml:"ppm,omitempty" json:"ppm,omitempty"`
 	// LibraryRetries overrides clients.library_retries for this client.
 	LibraryRetries *bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
+	// Clock overrides clients.clock for this client.
+	Clock *string `yaml:"clock,omitempty" json:"clock,omitempty"`
 }
+
+// Clock kinds an algorithm may time its own lease with (Redlock's elapsed
+// time and validity, the workload's validity check).
+const (
+	// ClockMonotonic is Go's time.Since: steps of the wall clock do not
+	// move it; drift does. The default.
+	ClockMonotonic = "monotonic"
+	// ClockWall is the wall clock (time.Now().Round(0), a Unix timestamp):
+	// a step back stretches every lease measured with it.
+	ClockWall = "wall"
+)
+
+func validClockKind(k string) bool { return k == "" || k == ClockMonotonic || k == ClockWall }
 
 // Clients describes the workload: Count clients named c1..cN, each running
 // Cycles lock cycles (acquire, read the resource, work, write it back minus
@@ -146,6 +161,9 @@ type Clients struct {
 	// LibraryRetries keeps go-redis's default retries (re-sends after a
 	// timeout); off, a lost reply is an error the algorithm sees.
 	LibraryRetries bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
+	// Clock is the clock kind clients time their leases with: "monotonic"
+	// (default) or "wall".
+	Clock string `yaml:"clock,omitempty" json:"clock,omitempty"`
 	// CheckValidity makes clients check their lease before writing, and
 	// skip the write once it has expired on their own clock.
 	CheckValidity bool `yaml:"check_validity,omitempty" json:"check_validity,omitempty"`
@@ -357,6 +375,14 @@ func (s *Scenario) Validate() error {
 		{"liveness_bound", s.LivenessBound}, {"max_hold", s.MaxHold}} {
 		if d.v < 0 {
 			return s.fieldErr(d.field, "expected a duration >= 0, got %v", d.v)
+		}
+	}
+	if !validClockKind(s.Clients.Clock) {
+		return s.fieldErr("clients.clock", "expected monotonic or wall, got %q", s.Clients.Clock)
+	}
+	for _, name := range sortedKeys(s.Clients.Each) {
+		if c := s.Clients.Each[name].Clock; c != nil && (*c == "" || !validClockKind(*c)) {
+			return s.fieldErr("clients.each", "%s.clock: expected monotonic or wall, got %q", name, *c)
 		}
 	}
 	if s.Wait.Attempts < 0 {
