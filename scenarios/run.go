@@ -168,6 +168,10 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	var tokenNode *sim.RedisNode
 	for _, spec := range sc.Nodes {
 		n := w.NewRedisNode(spec.Name, sim.NewClock(spec.Offset.D(), spec.PPM))
+		n.MinReplicasToWrite, n.MinReplicasMaxLag = spec.MinReplicasToWrite, spec.MinReplicasMaxLag.D()
+		if n.MinReplicasMaxLag == 0 {
+			n.MinReplicasMaxLag = 10 * time.Second
+		}
 		if !opt.PlainLua {
 			n.ScriptFastPath = sim.NativeScripts
 		}

@@ -109,6 +109,11 @@ type Node struct {
 	// Role is "" for a lock node, or "tokens" for the node that only hands
 	// out fencing tokens (INCR) and takes no part in the lock.
 	Role string `yaml:"role,omitempty" json:"role,omitempty"`
+	// MinReplicasToWrite is Redis's min-replicas-to-write (0: off): the
+	// master refuses writes unless that many replicas acknowledged within
+	// MinReplicasMaxLag (default 10s, Redis's default).
+	MinReplicasToWrite int      `yaml:"min_replicas_to_write,omitempty" json:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  Duration `yaml:"min_replicas_max_lag,omitempty" json:"min_replicas_max_lag,omitempty"`
 }
 
 // UnmarshalYAML accepts a bare name as shorthand for {name: X}.
@@ -418,6 +423,12 @@ func (s *Scenario) Validate() error {
 		}
 		if n.Role != "" && n.Role != "tokens" {
 			return s.fieldErr(field+".role", "expected tokens (or no role for a lock node), got %q", n.Role)
+		}
+		if n.MinReplicasToWrite < 0 || n.MinReplicasToWrite > 100 {
+			return s.fieldErr(field+".min_replicas_to_write", "expected a number of replicas between 0 and 100, got %d", n.MinReplicasToWrite)
+		}
+		if n.MinReplicasMaxLag < 0 || n.MinReplicasMaxLag > 0 && n.MinReplicasMaxLag.D() < time.Second {
+			return s.fieldErr(field+".min_replicas_max_lag", "expected a lag of at least 1s (Redis counts whole seconds), got %v", n.MinReplicasMaxLag)
 		}
 		if n.PPM <= -1_000_000 || n.PPM > 1_000_000 {
 			return s.fieldErr(field+".ppm", "expected a rate offset in (-1000000, 1000000], got %d", n.PPM)

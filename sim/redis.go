@@ -340,7 +340,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		// The dialer never fails: a failed dial makes go-redis retry on real
 		// timers. Refusal is modelled by the conn itself.
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			target := n.current()
+			target := n.masterFor(host.Name)
 			c := &redisConn{node: target, host: host, timeout: o.Timeout}
 			target.conns = append(target.conns, c)
 			n.w.Tracef(host.Name, "dial %s", target.Name)
@@ -364,8 +364,11 @@ type redisConn struct {
 	wbuf    []byte
 	rbuf    []byte
 	closed  bool
-	waiter  *Process
-	waitID  uint64
+	// switched is set when Sentinel told the client that the master moved
+	// (+switch-master): the next command fails and go-redis redials.
+	switched bool
+	waiter   *Process
+	waitID   uint64
 }
 
 type timeoutError struct{}
@@ -374,11 +377,19 @@ func (timeoutError) Error() string   { return "i/o timeout (simulated)" }
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
-var errConnClosed = errors.New("use of closed simulated connection")
+var (
+	errConnClosed  = errors.New("use of closed simulated connection")
+	errMasterMoved = errors.New("connection closed: Sentinel reports a new master")
+)
 
 func (c *redisConn) Write(b []byte) (int, error) {
 	if c.closed {
 		return 0, errConnClosed
+	}
+	if c.switched {
+		c.closed = true
+		c.node.w.Tracef(c.host.Name, "connection to %s closed: the master moved", c.node.Name)
+		return 0, errMasterMoved
 	}
 	w := c.node.w
 	c.wbuf = append(c.wbuf, b...)
