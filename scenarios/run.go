@@ -310,6 +310,14 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	if backend != nil {
 		res.Metrics = backend.Metrics()
 	}
+	refused, guarded := 0, false
+	for _, spec := range sc.Nodes {
+		refused += targets.Nodes[spec.Name].Refused
+		guarded = guarded || spec.MinReplicasToWrite > 0
+	}
+	if guarded {
+		res.Metrics = append(res.Metrics, Metric{Name: "writes refused (NOREPLICAS)", Value: int64(refused)})
+	}
 	return res, nil
 }
 

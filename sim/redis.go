@@ -33,6 +33,9 @@ type RedisNode struct {
 
 	// Commands counts the commands executed.
 	Commands int
+	// Refused counts client writes refused with NOREPLICAS
+	// (min-replicas-to-write): the availability that setting costs.
+	Refused int
 
 	// MinReplicasToWrite and MinReplicasMaxLag are Redis's
 	// min-replicas-to-write and min-replicas-max-lag: with N > 0 the master
@@ -139,6 +142,7 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	if write {
 		refusal = n.writeRefusal()
 		if refusal != "" && !isScript(args) {
+			n.Refused++
 			return errorReply(refusal)
 		}
 	}
@@ -148,6 +152,7 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 			// Redis checks a script's first write, not the EVAL: a script
 			// that only reads runs; one that writes fails there.
 			n.restore(args)
+			n.Refused++
 			return errorReply(refusal)
 		}
 		n.propagate(args)
