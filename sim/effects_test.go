@@ -368,3 +368,21 @@ func TestSentinelSplitBrainAndRejoin(t *testing.T) {
 		t.Fatalf("c1 after the heal reads %q, want new (it followed the master)", oldSide)
 	}
 }
+
+// A write queued for shipping dies with the master even if it restarts
+// before the shipping time.
+func TestQueuedReplicationDiesWithTheMaster(t *testing.T) {
+	w := New(1)
+	a := w.NewRedisNode("A", nil)
+	b := w.NewRedisNode("B", nil)
+	a.Replicate(b, time.Second)
+	runClient(t, w, a, func(p *Process, c *redis.Client) {
+		c.Set(p.Context(), "x", "1", 0)
+		w.At(w.Now()+100*time.Millisecond, a.Crash)
+		w.At(w.Now()+200*time.Millisecond, func() { a.Restart("always") })
+		p.Sleep(2 * time.Second)
+	})
+	if b.Miniredis().Exists("x") {
+		t.Fatal("the replica got a write its master had queued before crashing")
+	}
+}

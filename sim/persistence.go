@@ -31,6 +31,7 @@ func (n *RedisNode) Crash() {
 		return
 	}
 	n.up = false
+	n.incarnation++ // writes queued for shipping die with the process
 	n.crashedAt = n.w.now
 	n.w.Net.SetDown(n.Name, true)
 	for _, r := range n.waits {

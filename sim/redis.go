@@ -68,6 +68,7 @@ type RedisNode struct {
 	waits       []*waitRequest
 	acking      bool
 	applyPeer   *server.Peer
+	incarnation int // bumped by Crash
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
@@ -141,7 +142,7 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	refusal := ""
 	if write {
 		refusal = n.writeRefusal()
-		if refusal != "" && !isScript(args) {
+		if refusal != "" && !deferredWrite(args) {
 			n.Refused++
 			return errorReply(refusal)
 		}
@@ -190,6 +191,13 @@ func isScript(args []string) bool {
 		return true
 	}
 	return false
+}
+
+// deferredWrite reports whether a command may or may not write depending on
+// what it runs (a script, a transaction): Redis refuses it at its first
+// write, so the node runs it and undoes it if it changed anything.
+func deferredWrite(args []string) bool {
+	return isScript(args) || strings.EqualFold(args[0], "EXEC")
 }
 
 func errorReply(msg string) []byte { return []byte("-" + msg + "\r\n") }
@@ -265,7 +273,7 @@ func (n *RedisNode) execReplica(peer *server.Peer, args []string) []byte {
 		return errorReply("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not advised) writes to the replica are just local and are not propagated.")
 	}
 	write := n.isWrite(args)
-	if write && !isScript(args) {
+	if write && !deferredWrite(args) {
 		return errorReply(readOnly)
 	}
 	hidden := n.expiredOnReplica()

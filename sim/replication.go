@@ -87,8 +87,9 @@ func (n *RedisNode) ship(link *replicaLink, args []string, offset int64) {
 	if args != nil {
 		summary, op = commandSummary(args), "REPLICATE"
 	}
+	incarnation := n.incarnation
 	w.Net.Later(link.lag, func() {
-		if !n.up {
+		if !n.up || n.incarnation != incarnation {
 			if args != nil {
 				w.Tracef(n.Name, "replication of %s to %s lost: %s is down", summary, replica.Name, n.Name)
 			}
