@@ -370,19 +370,26 @@ func TestSentinelSplitBrainAndRejoin(t *testing.T) {
 }
 
 // A write queued for shipping dies with the master even if it restarts
-// before the shipping time.
-func TestQueuedReplicationDiesWithTheMaster(t *testing.T) {
-	w := New(1)
-	a := w.NewRedisNode("A", nil)
-	b := w.NewRedisNode("B", nil)
-	a.Replicate(b, time.Second)
-	runClient(t, w, a, func(p *Process, c *redis.Client) {
-		c.Set(p.Context(), "x", "1", 0)
-		w.At(w.Now()+100*time.Millisecond, a.Crash)
-		w.At(w.Now()+200*time.Millisecond, func() { a.Restart("always") })
-		p.Sleep(2 * time.Second)
-	})
-	if b.Miniredis().Exists("x") {
-		t.Fatal("the replica got a write its master had queued before crashing")
+// before the shipping time; the replicas then resynchronise with what the
+// master came back with — nothing, without persistence.
+func TestMasterRestartResyncsReplicas(t *testing.T) {
+	for _, c := range []struct {
+		persistence string
+		want        bool
+	}{{"none", false}, {"always", true}} {
+		w := New(1)
+		a := w.NewRedisNode("A", nil)
+		b := w.NewRedisNode("B", nil)
+		a.Apply("SET", "old", "1")
+		a.Replicate(b, time.Second)
+		runClient(t, w, a, func(p *Process, cl *redis.Client) {
+			cl.Set(p.Context(), "x", "1", 0)
+			w.At(w.Now()+100*time.Millisecond, a.Crash)
+			w.At(w.Now()+200*time.Millisecond, func() { a.Restart(c.persistence) })
+			p.Sleep(2 * time.Second)
+		})
+		if b.Miniredis().Exists("x") != c.want || b.Miniredis().Exists("old") != c.want {
+			t.Fatalf("persistence %s: replica has x=%v old=%v, want %v", c.persistence, b.Miniredis().Exists("x"), b.Miniredis().Exists("old"), c.want)
+		}
 	}
 }

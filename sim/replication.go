@@ -68,10 +68,14 @@ func (n *RedisNode) fullSync(m *RedisNode) {
 		n.dispatchEffect([]string{"DEL", k})
 	}
 	clear(n.shadow)
+	n.aof = nil // the AOF is rewritten from the loaded snapshot
 	for _, k := range m.allKeys() {
 		if s, ok := m.readKey(k); ok {
 			n.shadow[k] = s
 			n.restoreKey(k, s, true)
+			for _, c := range rebuild(k, keyState{}, false, s, true) {
+				n.aof = append(n.aof, aofEntry{at: n.w.now, args: c})
+			}
 		}
 	}
 	n.offset = m.offset
