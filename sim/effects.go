@@ -61,7 +61,7 @@ func (s keyState) equal(o keyState) bool {
 // mstime); the node's TTL is then aligned to that instant, so the master
 // expires the key exactly when a replica told "PXAT ms" would.
 func (n *RedisNode) readKey(k string) (keyState, bool) {
-	mr := n.mr
+	mr := n.mr.DB(0) // one clock tick here; the accessors below do not tick
 	t := mr.Type(k)
 	if t == "" {
 		return keyState{}, false
