@@ -105,22 +105,37 @@ func RegisterBackend(name string, hosts func(sc *Scenario) []string, f BackendFa
 	backends[name] = backendEntry{hosts: hosts, build: f}
 }
 
-// Env adapts a simulated process to the algorithms.Env interface.
-func Env(p *sim.Process) algorithms.Env { return procEnv{p} }
+// Env adapts a simulated process to the algorithms.Env interface; its Now
+// is the host's wall clock.
+func Env(p *sim.Process) algorithms.Env { return procEnv{p: p} }
 
-type procEnv struct{ p *sim.Process }
+// envWithClock is Env whose Now reads the given clock kind: the wall clock,
+// or the host's oscillator (a monotonic clock, which steps do not move).
+func envWithClock(p *sim.Process, kind string) algorithms.Env {
+	return procEnv{p: p, mono: kind != ClockWall}
+}
 
-func (e procEnv) Now() time.Time           { return e.p.Now() }
+type procEnv struct {
+	p    *sim.Process
+	mono bool
+}
+
+func (e procEnv) Now() time.Time {
+	if e.mono {
+		return e.p.Host.Clock.Oscillator().Time(e.p.TrueNow())
+	}
+	return e.p.Now()
+}
 func (e procEnv) Sleep(d time.Duration)    { e.p.Sleep(d) }
 func (e procEnv) Rand() *rand.Rand         { return e.p.Rand() }
 func (e procEnv) Context() context.Context { return e.p.Context() }
 func (e procEnv) Go(fn func(algorithms.Env)) {
-	e.p.GoBackground("watchdog", func(c *sim.Process) { fn(procEnv{c}) })
+	e.p.GoBackground("watchdog", func(c *sim.Process) { fn(procEnv{p: c, mono: e.mono}) })
 }
 func (e procEnv) Parallel(fns ...func(algorithms.Env)) {
 	wrapped := make([]func(*sim.Process), len(fns))
 	for i, fn := range fns {
-		wrapped[i] = func(c *sim.Process) { fn(procEnv{c}) }
+		wrapped[i] = func(c *sim.Process) { fn(procEnv{p: c, mono: e.mono}) }
 	}
 	e.p.Parallel("req", wrapped...)
 }
@@ -157,6 +172,10 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	var tokenNode *sim.RedisNode
 	for _, spec := range sc.Nodes {
 		n := w.NewRedisNode(spec.Name, sim.NewClock(spec.Offset.D(), spec.PPM))
+		n.MinReplicasToWrite, n.MinReplicasMaxLag = spec.MinReplicasToWrite, spec.MinReplicasMaxLag.D()
+		if n.MinReplicasMaxLag == 0 {
+			n.MinReplicasMaxLag = 10 * time.Second
+		}
 		if !opt.PlainLua {
 			n.ScriptFastPath = sim.NativeScripts
 		}
@@ -176,6 +195,19 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		}
 		res.Hosts = append(res.Hosts, Host{Name: spec.Name, Role: role, Offset: spec.Offset.D(), PPM: spec.PPM})
 	}
+	if start, ok := sc.Params["fence_start"]; ok {
+		// Pre-existing history of the counter (Kleppmann's example starts
+		// at 33), on the token node or the first lock node. It is written
+		// as a client's write is, so it is in the node's AOF; its replicas
+		// get it from their initial synchronisation below.
+		seed := tokenNode
+		if seed == nil && len(lockNodes) > 0 {
+			seed = lockNodes[0]
+		}
+		if seed != nil {
+			seed.Apply("SET", algorithms.FenceKey(sc.Key), start)
+		}
+	}
 	for _, spec := range sc.Nodes {
 		if spec.Replica != "" {
 			lag := spec.Lag.D()
@@ -183,19 +215,6 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 				lag = 100 * time.Millisecond
 			}
 			targets.Nodes[spec.Replica].Replicate(targets.Nodes[spec.Name], lag)
-		}
-	}
-	if start, ok := sc.Params["fence_start"]; ok {
-		// Pre-existing history of the counter (Kleppmann's example starts
-		// at 33), on the token node or the first lock node and its replicas.
-		seed := tokenNode
-		if seed == nil && len(lockNodes) > 0 {
-			seed = lockNodes[0]
-		}
-		for _, spec := range sc.Nodes {
-			if n := targets.Nodes[spec.Name]; n == seed || (seed != nil && spec.Replica == seed.Name) {
-				n.Miniredis().Set(algorithms.FenceKey(sc.Key), start)
-			}
 		}
 	}
 	rule := sim.FenceRule(sc.Resource.Fencing)
@@ -294,6 +313,14 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	if backend != nil {
 		res.Metrics = backend.Metrics()
 	}
+	refused, guarded := 0, false
+	for _, spec := range sc.Nodes {
+		refused += targets.Nodes[spec.Name].Refused
+		guarded = guarded || spec.MinReplicasToWrite > 0
+	}
+	if guarded {
+		res.Metrics = append(res.Metrics, Metric{Name: "writes refused (NOREPLICAS)", Value: int64(refused)})
+	}
 	return res, nil
 }
 
@@ -371,7 +398,11 @@ type workload struct {
 }
 
 func (wl *workload) run(p *sim.Process) {
-	env := Env(p)
+	kind := wl.sc.Clients.Clock
+	if wl.over.Clock != nil {
+		kind = *wl.over.Clock
+	}
+	env := envWithClock(p, kind)
 	cycles := wl.sc.Clients.Cycles
 	if wl.over.Cycles != nil {
 		cycles = *wl.over.Cycles
@@ -403,7 +434,7 @@ func (wl *workload) run(p *sim.Process) {
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
-			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(p.Now()) {
+			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(env.Now()) {
 				// The client consults its lease and stops acting: its hold
 				// ends here, at the check, not at the deadline it passed.
 				wl.rec.stop(wl.name, "validity")
