@@ -43,6 +43,7 @@ func init() {
 		Summary:  "SET NX PX, plain DEL release",
 		Backend:  "redis",
 		MinNodes: 1,
+		Params:   setNXPXParams,
 		New: func(p Params, c Conns) (Lock, error) {
 			return newSetNXPX(p, c, "set-nx-px-del", false)
 		},
@@ -52,10 +53,18 @@ func init() {
 		Summary:  "SET NX PX, Lua compare-and-delete release",
 		Backend:  "redis",
 		MinNodes: 1,
+		Params:   setNXPXParams,
 		New: func(p Params, c Conns) (Lock, error) {
 			return newSetNXPX(p, c, "set-nx-px-lua", true)
 		},
 	})
+}
+
+// setNXPXParams: where the lease's validity is counted from, and whether a
+// "busy" answer is followed by a check that the key holds our own token.
+var setNXPXParams = []Param{
+	{Name: "validity_from", Expect: "start or reply", Check: OneOf("start", "reply")},
+	{Name: "verify_ownership", Expect: "true or false", Check: BoolParam},
 }
 
 func newSetNXPX(p Params, c Conns, name string, cad bool) (Lock, error) {

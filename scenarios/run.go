@@ -61,6 +61,9 @@ type Result struct {
 	Messages    int
 	Dropped     int
 	End         time.Duration
+	// Warnings name faults that changed nothing: never fired, or matched
+	// no message.
+	Warnings []string
 }
 
 // Matches reports whether every property the scenario asserts came out as
@@ -270,12 +273,13 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			}
 		})
 	}
-	faults.Arm(w, targets, sc.Faults, &res.Applied)
+	firing := faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
 
 	if err := w.Run(sc.Duration.D()); err != nil {
 		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
 	}
 	res.End = w.Now()
+	res.Warnings = firing.Silent(sc.Faults)
 	res.History = rec.finish(res.End, inv)
 	timeout := opt.CheckTimeout
 	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Timeout: timeout, Excused: excusedWindows(res.Applied, res.End)})
