@@ -31,6 +31,7 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("id: x\nalgorithm: setnx-expire\nttl: 1s\nnodes: [A]\nclients: {count: 1, work: 5s..1s}\n"))
 	f.Add([]byte("faults: [{kind: partition, groups: [[c1], []]}]"))
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"))
+	f.Add([]byte("counterexample: {format: 1, seed: 3, trace_sha256: x}\n" + base))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseWith("fuzz.yaml", data, fuzzLimits)
 		if err != nil {
@@ -41,8 +42,15 @@ func FuzzScenario(f *testing.F) {
 			}
 			return
 		}
-		// Catalogue scenarios run longer than the fuzz limits allow for
-		// the ZooKeeper herd (100 clients); the limits refused them above.
+		// A counterexample block is checked against the file, never
+		// trusted: whatever it says, the check answers without panicking.
+		if err := s.CheckFile(); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "fuzz.yaml") {
+					t.Fatalf("counterexample error does not name the file: %q", line)
+				}
+			}
+		}
 		res, err := Run(s, s.Seed, Options{CheckTimeout: time.Second})
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {

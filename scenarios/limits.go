@@ -21,6 +21,10 @@ type Limits struct {
 	Cycles int
 	// Duration bounds the simulated run length (--max-duration).
 	Duration time.Duration
+	// Connections bounds clients × Redis nodes (a watchdog doubles a
+	// client's share): every client holds one go-redis connection per
+	// node, about 60 KB each (--max-connections).
+	Connections int
 }
 
 // DefaultLimits are the limits when no flag raises them.
@@ -29,8 +33,10 @@ var DefaultLimits = Limits{
 	Nodes:     64,
 	Clients:   1000,
 	Faults:    1000,
-	Cycles:    100_000,
+	Cycles:    20_000,
 	Duration:  24 * time.Hour,
+	// 64 nodes × 100 clients measured 390 MB peak (BENCHMARKS.md).
+	Connections: 8000,
 }
 
 // LoadWith resolves a command-line argument under the given limits: a path

@@ -163,6 +163,13 @@ func (s *Scenario) Validate() error {
 		bad("clients.cycles", "expected at most %d lock cycles in all (clients × cycles; the limit, raise it with --max-cycles), found %.0f", lim.Cycles, total)
 	}
 
+	conns := float64(s.Clients.Count) * float64(len(s.Nodes))
+	if s.Params["watchdog"] == "true" {
+		conns *= 2
+	}
+	if lim.Connections > 0 && conns > float64(lim.Connections) {
+		bad("clients.count", "expected at most %d connections (clients × Redis nodes%s; the limit, raise it with --max-connections), found %.0f", lim.Connections, map[bool]string{true: " × 2 for the watchdog"}[s.Params["watchdog"] == "true"], conns)
+	}
 	lockNodes := 0
 	for _, n := range s.Nodes {
 		if n.Replica == "" && n.Role == "" {

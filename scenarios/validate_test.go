@@ -42,7 +42,7 @@ var crashInputs = []struct {
 	{"negative partition", "kind: pause\n    target: c1\n    at: 1s\n    duration: 2s", "kind: partition\n    groups: [[c1], [A]]\n    at: 1s\n    duration: -1s", `x.yaml:13:15: faults[0].duration: expected a duration between 0s and 8760h, found "-1s"`},
 	{"negative drop", "kind: pause\n    target: c1\n    at: 1s\n    duration: 2s", "kind: drop\n    client: c1\n    at: 1s\n    duration: -5s", `faults[0].duration: expected a duration between 0s and 8760h, found "-5s"`},
 	{"stopped client clock", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, each: {c1: {ppm: -1000000}}}", `x.yaml:7:49: clients.each.c1.ppm: expected a whole number between -999999 and 1000000, found "-1000000"`},
-	{"per-client cycles", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, each: {c2: {cycles: 1000000000000}}}", `clients.each.c2.cycles: expected between 0 and 100000 lock cycles, found 1000000000000`},
+	{"per-client cycles", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, each: {c2: {cycles: 1000000000000}}}", `clients.each.c2.cycles: expected between 0 and 20000 lock cycles, found 1000000000000`},
 	{"unknown key in a node", "{name: B, replica_of: A}", "{name: B, replica_of: A, colour: red}", `x.yaml:6:30: nodes[1].colour: unknown field "colour"; expected one of name, offset, ppm, replica_of, lag, role`},
 	{"typo in a node", "{name: B, replica_of: A}", "{name: B, replica_off: A}", `nodes[1].replica_off: unknown field "replica_off"; expected one of name, offset, ppm, replica_of, lag, role (did you mean replica_of?)`},
 	{"unknown params key", "ttl: 10s", "ttl: 10s\nparams: {verify_ownershp: \"true\"}", `x.yaml:4:27: params.verify_ownershp: set-nx-px-lua does not read "verify_ownershp"; expected one of fence_start, validity_from, verify_ownership, watchdog, fencing (did you mean verify_ownership?)`},
@@ -59,7 +59,7 @@ var crashInputs = []struct {
 	{"negative ttl", "ttl: 10s", "ttl: -1s", `x.yaml:3:6: ttl: expected a duration between 1ms and 24h, found "-1s"`},
 	{"type error without Go names", "clients: {count: 2, cycles: 2}", "clients: {count: [2], cycles: 2}", `x.yaml:7:18: clients.count: expected a whole number, found a list`},
 	{"huge work range", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, work: 0s..2562047h}", `x.yaml:7:38: clients.work: expected durations between 0s and 24h, found "0s..2562047h"`},
-	{"cycles 1e12", "cycles: 2}", "cycles: 1e12}", `clients.cycles: expected at most 100000 lock cycles in all`},
+	{"cycles 1e12", "cycles: 2}", "cycles: 1e12}", `clients.cycles: expected at most 20000 lock cycles in all`},
 	{"client clock offset", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, each: {c1: {offset: 9000h}}}", `clients.each.c1.offset: expected a duration between -8760h and 8760h, found "9000h"`},
 	{"bool as text", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, check_validity: yes please}", `clients.check_validity: expected true or false, found "yes please"`},
 	{"unknown each client", "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, each: {c3: {cycles: 1}}}", `clients.each.c3: unknown client "c3"; expected one of c1, c2`},
@@ -152,6 +152,7 @@ func TestLimits(t *testing.T) {
 	}
 	lim := DefaultLimits
 	lim.Nodes = 30000
+	lim.Connections = 1 << 20
 	if _, err := ParseWith("x.yaml", []byte(big), lim); err != nil {
 		t.Fatalf("raised node limit: %v", err)
 	}
@@ -167,6 +168,11 @@ func TestLimits(t *testing.T) {
 		if _, err := Parse("x.yaml", []byte(strings.Replace(base, c.from, c.to, 1))); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.to, err)
 		}
+	}
+	lim = DefaultLimits
+	lim.Connections = 300
+	if _, err := ParseWith("x.yaml", []byte(strings.Replace(base, "count: 2,", "count: 200,", 1)), lim); err == nil || !strings.Contains(err.Error(), "x.yaml:7:18: clients.count: expected at most 300 connections (clients × Redis nodes; the limit, raise it with --max-connections), found 400") {
+		t.Errorf("connections: %v", err)
 	}
 	lim = DefaultLimits
 	lim.Duration = 72 * time.Hour

@@ -32,12 +32,13 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 	faultsN := fs.Int("max-faults", d.Faults, "")
 	cycles := fs.Int("max-cycles", d.Cycles, "")
 	dur := fs.String("max-duration", d.Duration.String(), "")
+	conns := fs.Int("max-connections", d.Connections, "")
 	return func() (scenarios.Limits, error) {
-		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles}
+		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns}
 		for _, c := range []struct {
 			name string
 			v    int64
-		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}} {
+		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}, {"--max-connections", int64(*conns)}} {
 			if c.v < 1 {
 				return lim, usagef("%s: expected a limit >= 1, found %d", c.name, c.v)
 			}
@@ -57,8 +58,10 @@ defaults):
   --max-nodes N          Redis nodes per scenario (default 64)
   --max-clients N        clients per scenario (default 1000)
   --max-faults N         faults per scenario (default 1000)
-  --max-cycles N         lock cycles of all clients together (default 100000)
+  --max-cycles N         lock cycles of all clients together (default 20000)
   --max-duration D       simulated run length (default 24h)
+  --max-connections N    clients × Redis nodes, doubled with a watchdog
+                         (default 8000)
 `
 
 // interrupt turns the first SIGINT or SIGTERM into a cancelled context, so
