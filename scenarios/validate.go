@@ -211,6 +211,19 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, path string, field *ref
 				w.errorf(k, path, "expected a key name, found %s", found(k))
 				continue
 			}
+			if k.ShortTag() == "!!merge" {
+				// "<<: *defaults" merges another mapping (or a list of
+				// them) into this one: its keys are checked as this
+				// level's.
+				if v.Kind == yaml.SequenceNode {
+					for _, e := range v.Content {
+						w.walk(e, t, path, field)
+					}
+				} else {
+					w.walk(v, t, path, field)
+				}
+				continue
+			}
 			f, ok := fields[k.Value]
 			if !ok {
 				msg := fmt.Sprintf("unknown field %q; expected one of %s", Printable(k.Value, 40), strings.Join(names, ", "))

@@ -131,6 +131,21 @@ func TestEveryErrorOfAFileAtOnce(t *testing.T) {
 	}
 }
 
+func TestMergeKeysAreCheckedAsTheirLevel(t *testing.T) {
+	ok := strings.Replace(base, "clients: {count: 2, cycles: 2}", "x-defaults: &d {count: 2, cycles: 2}\nclients: {<<: *d}", 1)
+	if _, err := Parse("x.yaml", []byte(ok)); err == nil || !strings.Contains(err.Error(), `x.yaml:7:1: x-defaults: unknown field "x-defaults"`) {
+		t.Fatalf("top-level extension key: %v", err)
+	}
+	merged := strings.Replace(base, "clients: {count: 2, cycles: 2}", "clients:\n  <<: {count: 2, cycels: 2}", 1)
+	if _, err := Parse("x.yaml", []byte(merged)); err == nil || !strings.Contains(err.Error(), `clients.cycels: unknown field "cycels"`) {
+		t.Fatalf("merged typo: %v", err)
+	}
+	merged = strings.Replace(base, "clients: {count: 2, cycles: 2}", "clients:\n  <<: {count: 2, cycles: 2}", 1)
+	if _, err := Parse("x.yaml", []byte(merged)); err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+}
+
 func TestFaultThatCannotFireWarns(t *testing.T) {
 	s, err := Parse("x.yaml", []byte(strings.Replace(base, "at: 1s", "at: 40s", 1)))
 	if err != nil {
@@ -189,5 +204,19 @@ func TestLoadRefusesDevicesAndHugeFilesFast(t *testing.T) {
 	_, err = Load(t.TempDir() + "/")
 	if err == nil || !strings.Contains(err.Error(), "found a directory") {
 		t.Fatalf("directory: %v", err)
+	}
+}
+
+func TestMessageBudgetStopsARun(t *testing.T) {
+	sc, err := Get("del-wrong-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(sc, 1, Options{MaxMessages: 100})
+	if err == nil || !strings.Contains(err.Error(), "the run delivered more than 100 messages (the limit; raise it with --max-messages)") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := Run(sc, 1, Options{}); err != nil {
+		t.Fatalf("default budget: %v", err)
 	}
 }

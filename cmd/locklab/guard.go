@@ -33,12 +33,13 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 	cycles := fs.Int("max-cycles", d.Cycles, "")
 	dur := fs.String("max-duration", d.Duration.String(), "")
 	conns := fs.Int("max-connections", d.Connections, "")
+	msgs := fs.Int("max-messages", d.Messages, "")
 	return func() (scenarios.Limits, error) {
-		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns}
+		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns, Messages: *msgs}
 		for _, c := range []struct {
 			name string
 			v    int64
-		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}, {"--max-connections", int64(*conns)}} {
+		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}, {"--max-connections", int64(*conns)}, {"--max-messages", int64(*msgs)}} {
 			if c.v < 1 {
 				return lim, usagef("%s: expected a limit >= 1, found %d", c.name, c.v)
 			}
@@ -62,6 +63,8 @@ defaults):
   --max-duration D       simulated run length (default 24h)
   --max-connections N    clients × Redis nodes, doubled with a watchdog
                          (default 8000)
+  --max-messages N       messages one run may deliver; a run that sends more
+                         stops with an error (default 1500000)
 `
 
 // interrupt turns the first SIGINT or SIGTERM into a cancelled context, so

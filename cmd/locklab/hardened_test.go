@@ -353,3 +353,10 @@ func assertNoTempFiles(t *testing.T, dir string) {
 		t.Fatalf("temporary files left: %v", tmp)
 	}
 }
+
+func TestMessageLimitFlag(t *testing.T) {
+	code, _, stderr := runCLI(t, "run", "del-wrong-client", "--max-messages", "100")
+	if code != 2 || !strings.Contains(stderr, "locklab: scenario del-wrong-client, seed 1: the run delivered more than 100 messages (the limit; raise it with --max-messages)") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
