@@ -44,7 +44,7 @@ var DefaultLimits = Limits{
 	Connections: 8000,
 	// 1,450,000 messages (1000 clients, 20000 cycles on one key) measured
 	// 630 MB peak.
-	Messages: 1_500_000,
+	Messages: 500_000,
 }
 
 // messageLimit is the message budget of a run of s.

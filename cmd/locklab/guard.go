@@ -64,7 +64,7 @@ defaults):
   --max-connections N    clients × Redis nodes, doubled with a watchdog
                          (default 8000)
   --max-messages N       messages one run may deliver; a run that sends more
-                         stops with an error (default 1500000)
+                         stops with an error (default 500000)
 `
 
 // interrupt turns the first SIGINT or SIGTERM into a cancelled context, so
