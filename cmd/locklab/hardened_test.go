@@ -258,29 +258,58 @@ type buildFailure struct{ out string }
 
 func (b *buildFailure) Error() string { return b.out }
 
-// interrupted starts the CLI, waits until it has worked for a while (its
-// stderr shows progress or the wait passes), sends sig, and returns the
-// exit status and output. The deadline only guards against a hang; no
-// assertion depends on how fast the machine is.
-func interrupted(t *testing.T, dir string, sig syscall.Signal, twice bool, args ...string) (int, string, string) {
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// interrupted starts the CLI, waits until it is busy (its stderr shows
+// marker, or 1.5s pass for commands that print nothing while they work),
+// sends sig (twice: a second Ctrl-C), and returns the exit status and
+// output. The deadline only guards against a hang; no assertion depends on
+// how fast the machine is.
+func interrupted(t *testing.T, dir, marker string, sig syscall.Signal, twice bool, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(locklabBinary(t), args...)
 	cmd.Dir = dir
-	var out, errb bytes.Buffer
+	var out, errb lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	time.Sleep(1500 * time.Millisecond)
+	if marker == "" {
+		time.Sleep(1500 * time.Millisecond)
+	} else {
+		for !strings.Contains(errb.String(), marker) {
+			select {
+			case <-done:
+				t.Fatalf("%v ended before %q appeared:\n%s", args, marker, errb.String())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 	cmd.Process.Signal(sig)
 	if twice {
 		cmd.Process.Signal(sig)
 	}
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(120 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("%v did not stop after %v", args, sig)
 	}
@@ -291,7 +320,7 @@ func TestInterruptExploreKeepsWhatWasFound(t *testing.T) {
 	dir := t.TempDir()
 	// --all goes on after the first violation, so the run is long enough
 	// to be interrupted.
-	code, out, stderr := interrupted(t, dir, syscall.SIGINT, false, "explore", "redlock", "--faults", "clock", "--all", "--runs", "10000000", "--workers", "1", "--out", "cx.yaml")
+	code, out, stderr := interrupted(t, dir, "", syscall.SIGINT, false, "explore", "redlock", "--faults", "clock", "--all", "--runs", "10000000", "--workers", "1", "--out", "cx.yaml")
 	if code != 130 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -306,7 +335,7 @@ func TestInterruptExploreKeepsWhatWasFound(t *testing.T) {
 
 func TestInterruptMatrixPrintsTheTableSoFar(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := interrupted(t, dir, syscall.SIGTERM, false, "matrix", "--seeds", "1000000", "--algorithms", "set-nx-px-lua", "--classes", "pause", "--workers", "1", "--examples", "ex")
+	code, out, stderr := interrupted(t, dir, "", syscall.SIGTERM, false, "matrix", "--seeds", "1000000", "--algorithms", "set-nx-px-lua", "--classes", "pause", "--workers", "1", "--examples", "ex")
 	if code != 143 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -315,7 +344,7 @@ func TestInterruptMatrixPrintsTheTableSoFar(t *testing.T) {
 	}
 	assertNoTempFiles(t, filepath.Join(dir, "ex"))
 	// A second signal quits at once, still with the signal's status.
-	code, _, _ = interrupted(t, dir, syscall.SIGINT, true, "matrix", "--seeds", "1000000", "--algorithms", "set-nx-px-lua", "--classes", "pause", "--workers", "1")
+	code, _, _ = interrupted(t, dir, "", syscall.SIGINT, true, "matrix", "--seeds", "1000000", "--algorithms", "set-nx-px-lua", "--classes", "pause", "--workers", "1")
 	if code != 130 {
 		t.Fatalf("second signal: exit %d", code)
 	}
@@ -323,13 +352,17 @@ func TestInterruptMatrixPrintsTheTableSoFar(t *testing.T) {
 
 func TestInterruptCourseLeavesWholePages(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := interrupted(t, dir, syscall.SIGINT, false, "course", "--out", "c")
+	code, out, stderr := interrupted(t, dir, "course: [1/", syscall.SIGINT, false, "course", "--out", "c")
 	if code != 130 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
 	pages, _ := filepath.Glob(filepath.Join(dir, "c", "*.html"))
-	if len(pages) == 0 {
-		t.Fatal("no page written, not even the index")
+	if len(pages) < 2 {
+		t.Fatalf("pages written: %v; want the first lesson and the index", pages)
+	}
+	index, _ := os.ReadFile(filepath.Join(dir, "c", "index.html"))
+	if !bytes.Contains(index, []byte("not run: interrupted")) {
+		t.Errorf("the index does not say which lessons were not run")
 	}
 	for _, p := range pages {
 		b, _ := os.ReadFile(p)
