@@ -11,7 +11,8 @@ import (
 // connection carries the requests of the ZooKeeper protocol (and WATCH
 // notifications, which travel as replies); REPLICATE is the stream from a
 // master to its replicas. An op outside this vocabulary cannot match
-// anything, so it is a typo, refused with a did-you-mean.
+// anything, so it is a typo, refused with a did-you-mean. A host that
+// learns to send a new op must add it here.
 var (
 	// RedisOps are Redis commands (https://redis.io/commands), the ones a
 	// lock or the harness may send.
@@ -21,10 +22,12 @@ var (
 		"HEXISTS", "HGET", "HGETALL", "HINCRBY", "HSET", "HSETNX", "INCR", "INCRBY", "INFO", "KEYS", "MGET",
 		"MULTI", "MSET", "PERSIST", "PEXPIRE", "PEXPIREAT", "PING", "PSETEX", "PTTL", "PUBLISH", "READONLY",
 		"SCRIPT", "SELECT", "SET", "SETEX", "SETNX", "SUBSCRIBE", "TTL", "TYPE", "UNLINK", "UNWATCH", "WAIT",
-		"WAITAOF", "WATCH", "REPLICAOF", "ROLE",
+		"WAITAOF", "WATCH", "REPLICAOF", "SLAVEOF", "ROLE", "SENTINEL", "REPLCONF", "PSYNC", "SYNC", "FAILOVER",
 	}
 	// ZooKeeperOps are the requests of the simulated ZooKeeper protocol.
-	ZooKeeperOps = []string{"CONNECT", "PING", "CREATE", "DELETE", "EXISTS", "GETDATA", "SETDATA", "CHILDREN", "SETWATCHES", "WATCH", "CLOSE"}
+	ZooKeeperOps = []string{"CONNECT", "PING", "CREATE", "CREATE2", "CREATETTL", "CREATECONTAINER", "DELETE", "EXISTS", "GETDATA", "SETDATA",
+		"CHILDREN", "GETCHILDREN", "GETCHILDREN2", "MULTI", "CHECK", "SYNC", "SETWATCHES", "SETWATCHES2", "ADDWATCH", "REMOVEWATCHES",
+		"WATCH", "CLOSE", "AUTH", "GETACL", "SETACL"}
 	// ResourceOps are the protected resource's operations.
 	ResourceOps = []string{"READ", "WRITE"}
 	// InternalOps are messages between servers.
