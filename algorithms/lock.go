@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -168,6 +170,47 @@ type Info struct {
 	New      Factory
 	// Hidden algorithms resolve by name but are not listed (Custom).
 	Hidden bool
+	// Params declares the keys of Params.Extra the algorithm reads, so a
+	// scenario file's params are checked (with file and line) before
+	// anything runs. Build's cross-cutting options (RedisParams) are
+	// accepted by every Redis algorithm on top of these.
+	Params []Param
+}
+
+// Param is one algorithm-specific setting a scenario may give in params.
+type Param struct {
+	Name string
+	// Expect says what a value looks like, for error messages ("true or
+	// false", "a number in [0, 1)").
+	Expect string
+	// Check validates a value; nil accepts any text.
+	Check func(v string) error
+}
+
+// RedisParams are the options Build applies to any Redis algorithm.
+var RedisParams = []Param{
+	{Name: "watchdog", Expect: "true or false", Check: BoolParam},
+	{Name: "fencing", Expect: "incr or none", Check: OneOf("incr", "none")},
+}
+
+// BoolParam accepts the texts strconv.ParseBool does.
+func BoolParam(v string) error {
+	if _, err := strconv.ParseBool(v); err != nil {
+		return errors.New("expected true or false")
+	}
+	return nil
+}
+
+// OneOf accepts exactly the given words.
+func OneOf(words ...string) func(string) error {
+	return func(v string) error {
+		for _, w := range words {
+			if v == w {
+				return nil
+			}
+		}
+		return fmt.Errorf("expected one of %s", strings.Join(words, ", "))
+	}
 }
 
 var registry = map[string]Info{}

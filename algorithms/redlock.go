@@ -48,6 +48,13 @@ func init() {
 			Summary:  summary,
 			Backend:  "redis",
 			MinNodes: 3,
+			Params: []Param{{Name: "drift_factor", Expect: "a number in [0, 1), such as 0.01", Check: func(v string) error {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || f < 0 || f >= 1 {
+					return errors.New("expected a number in [0, 1), such as 0.01")
+				}
+				return nil
+			}}},
 			New: func(p Params, c Conns) (Lock, error) {
 				if err := needNodes(c, 3, name); err != nil {
 					return nil, err

@@ -51,6 +51,7 @@ func init() {
 		Summary:  "SET NX PX, plain DEL release",
 		Backend:  "redis",
 		MinNodes: 1,
+		Params:   setNXPXParams,
 		New: func(p Params, c Conns) (Lock, error) {
 			return newSetNXPX(p, c, "set-nx-px-del", false)
 		},
@@ -60,10 +61,30 @@ func init() {
 		Summary:  "SET NX PX, Lua compare-and-delete release",
 		Backend:  "redis",
 		MinNodes: 1,
+		Params:   setNXPXParams,
 		New: func(p Params, c Conns) (Lock, error) {
 			return newSetNXPX(p, c, "set-nx-px-lua", true)
 		},
 	})
+}
+
+// setNXPXParams: where the lease's validity is counted from, and whether a
+// "busy" answer is followed by a check that the key holds our own token.
+var setNXPXParams = []Param{
+	{Name: "validity_from", Expect: "start or reply", Check: OneOf("start", "reply")},
+	{Name: "verify_ownership", Expect: "true or false", Check: BoolParam},
+	{Name: "wait_replicas", Expect: "a number of replicas >= 1", Check: func(v string) error {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			return errors.New("expected a number of replicas >= 1")
+		}
+		return nil
+	}},
+	{Name: "wait_timeout", Expect: "a duration of at least 1ms such as 200ms", Check: func(v string) error {
+		if d, err := time.ParseDuration(v); err != nil || d < time.Millisecond {
+			return errors.New("expected a duration of at least 1ms such as 200ms")
+		}
+		return nil
+	}},
 }
 
 func newSetNXPX(p Params, c Conns, name string, cad bool) (Lock, error) {

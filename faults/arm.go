@@ -2,7 +2,6 @@ package faults
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,146 +22,6 @@ func (n Names) hosts() []string {
 	return append(append(append([]string(nil), n.Clients...), n.Nodes...), n.Others...)
 }
 
-// Validate checks one fault against the names of a scenario and says which
-// field is wrong and what was expected.
-func (f Fault) Validate(n Names) error {
-	if f.At != nil && f.After != nil {
-		return fmt.Errorf("give either at or after, not both")
-	}
-	if f.At == nil && f.After == nil && f.Kind != Drop && f.Kind != Delay && f.Kind != Drift {
-		return fmt.Errorf("at: missing; expected a true time such as 1.5s, or an after trigger")
-	}
-	if f.At != nil && *f.At < 0 {
-		return fmt.Errorf("at: expected a time >= 0, got %v", *f.At)
-	}
-	if f.After != nil {
-		if f.After.Client != "" && !slices.Contains(n.Clients, f.After.Client) {
-			return fmt.Errorf("after.client: unknown client %q; expected one of %s", f.After.Client, strings.Join(n.Clients, ", "))
-		}
-		if f.After.Node != "" && !slices.Contains(n.hosts(), f.After.Node) {
-			return fmt.Errorf("after.node: unknown node %q; expected one of %s", f.After.Node, strings.Join(n.hosts(), ", "))
-		}
-		if f.After.Dir != "" && f.After.Dir != "reply" && f.After.Dir != "request" {
-			return fmt.Errorf("after.dir: expected request or reply, got %q", f.After.Dir)
-		}
-		if f.After.Nth < 0 {
-			return fmt.Errorf("after.nth: expected a count >= 1, got %d", f.After.Nth)
-		}
-	}
-	needTarget := func(kinds string, names []string) error {
-		if f.Target == "" {
-			return fmt.Errorf("target: missing; expected one of %s", strings.Join(names, ", "))
-		}
-		if !slices.Contains(names, f.Target) {
-			return fmt.Errorf("target: unknown %s %q; expected one of %s", kinds, f.Target, strings.Join(names, ", "))
-		}
-		return nil
-	}
-	switch f.Kind {
-	case Pause:
-		if err := needTarget("client", n.Clients); err != nil {
-			return err
-		}
-		if f.Duration <= 0 {
-			return fmt.Errorf("duration: expected how long the pause lasts, such as 15s")
-		}
-	case Crash:
-		return needTarget("client", n.Clients)
-	case Hang:
-		if err := needTarget("client", n.Clients); err != nil {
-			return err
-		}
-		if f.Duration < 0 {
-			return fmt.Errorf("duration: expected how long the worker hangs (0: for good), got %v", f.Duration)
-		}
-	case Failover:
-		if len(n.Replicas) == 0 {
-			return fmt.Errorf("target: this scenario has no replica to promote; give a node replica_of")
-		}
-		return needTarget("replica", n.Replicas)
-	case ClockJump:
-		if err := needTarget("client or node", n.hosts()); err != nil {
-			return err
-		}
-		if f.Jump == 0 {
-			return fmt.Errorf("jump: expected a non-zero clock jump such as 10s or -2s")
-		}
-	case Drift:
-		if err := needTarget("client or node", n.hosts()); err != nil {
-			return err
-		}
-		if f.PPM <= -1_000_000 || f.PPM > 1_000_000 {
-			return fmt.Errorf("ppm: expected a rate offset in (-1000000, 1000000], got %d", f.PPM)
-		}
-	case Drop, Delay:
-		if f.Dir != "" && f.Dir != "request" && f.Dir != "reply" {
-			return fmt.Errorf("dir: expected request or reply, got %q", f.Dir)
-		}
-		if f.Client != "" && !slices.Contains(n.Clients, f.Client) {
-			return fmt.Errorf("client: unknown client %q; expected one of %s", f.Client, strings.Join(n.Clients, ", "))
-		}
-		if f.Node != "" && !slices.Contains(n.hosts(), f.Node) {
-			return fmt.Errorf("node: unknown node %q; expected one of %s", f.Node, strings.Join(n.hosts(), ", "))
-		}
-		if f.Probability < 0 || f.Probability > 1 {
-			return fmt.Errorf("probability: expected a number in [0, 1], got %v", f.Probability)
-		}
-		if f.Count < 0 {
-			return fmt.Errorf("count: expected a count >= 0, got %d", f.Count)
-		}
-		if f.Kind == Delay && f.Duration <= 0 {
-			return fmt.Errorf("duration: expected the delay to add, such as 2s")
-		}
-	case NodeCrash:
-		if err := needTarget("node", n.Nodes); err != nil {
-			return err
-		}
-		switch f.Persistence {
-		case "", "none", "everysec", "always":
-		default:
-			return fmt.Errorf("persistence: expected none, everysec or always, got %q", f.Persistence)
-		}
-	case Partition:
-		if len(f.Groups) != 2 {
-			return fmt.Errorf("groups: expected two groups of hosts, such as [[c1, A], [B, C]]")
-		}
-		for _, g := range f.Groups {
-			if len(g) == 0 {
-				return fmt.Errorf("groups: a group is empty")
-			}
-			for _, h := range g {
-				if !slices.Contains(n.hosts(), h) {
-					return fmt.Errorf("groups: unknown host %q; expected names from %s", h, strings.Join(n.hosts(), ", "))
-				}
-			}
-		}
-	case Heal:
-	case "":
-		return fmt.Errorf("kind: missing; expected one of %s", kindList())
-	default:
-		return fmt.Errorf("kind: unknown fault kind %q; expected one of %s", f.Kind, kindList())
-	}
-	return nil
-}
-
-func kindList() string {
-	var s []string
-	for _, k := range Kinds {
-		s = append(s, string(k))
-	}
-	return strings.Join(s, ", ")
-}
-
-// Validate checks every fault; errors name the fault by index.
-func (s Schedule) Validate(n Names) error {
-	for i, f := range s {
-		if err := f.Validate(n); err != nil {
-			return fmt.Errorf("faults[%d] (%s): %w", i, f.Kind, err)
-		}
-	}
-	return nil
-}
-
 // Targets are the simulated things a schedule acts on, by name.
 type Targets struct {
 	Clients map[string]*sim.Host
@@ -181,10 +40,42 @@ type Applied struct {
 
 // Arm schedules every fault of s in w. Each fault that takes effect is
 // appended to *log.
-func Arm(w *sim.World, t Targets, s Schedule, log *[]Applied) {
+func Arm(w *sim.World, t Targets, s Schedule, log *[]Applied) { ArmWatched(w, t, s, log) }
+
+// Firing records, per fault of a schedule, whether it fired and, for drop
+// and delay rules, how many messages it matched: a fault that never fired
+// (its time after the run, a trigger on a message nobody sends) or a rule
+// that matched nothing changed nothing, and the user should hear so.
+type Firing struct {
+	Fired   []bool
+	Matched []int
+}
+
+// Silent lists, for each fault that changed nothing, its index and why.
+func (f *Firing) Silent(s Schedule) []string {
+	var out []string
+	for i, fl := range s {
+		switch {
+		case !f.Fired[i] && fl.After != nil:
+			out = append(out, fmt.Sprintf("faults[%d] (%s) never fired: no message matched its trigger (%s)", i, fl.Kind, fl.After.String()))
+		case !f.Fired[i]:
+			out = append(out, fmt.Sprintf("faults[%d] (%s) never fired: the run ended first", i, fl.Kind))
+		case (fl.Kind == Drop || fl.Kind == Delay) && f.Matched[i] == 0:
+			out = append(out, fmt.Sprintf("faults[%d] (%s) matched no message: %s", i, fl.Kind, fl.String()))
+		}
+	}
+	return out
+}
+
+// ArmWatched is Arm that also reports which faults fired.
+func ArmWatched(w *sim.World, t Targets, s Schedule, log *[]Applied) *Firing {
+	firing := &Firing{Fired: make([]bool, len(s)), Matched: make([]int, len(s))}
 	for i := range s {
 		f := s[i]
-		fire := func() { apply(w, t, f, log) }
+		fire := func() {
+			firing.Fired[i] = true
+			apply(w, t, f, log, &firing.Matched[i])
+		}
 		switch {
 		case f.At != nil:
 			w.At(time.Duration(*f.At), fire)
@@ -194,6 +85,7 @@ func Arm(w *sim.World, t Targets, s Schedule, log *[]Applied) {
 			w.At(0, fire)
 		}
 	}
+	return firing
 }
 
 // plumbing are messages a trigger without an op does not count: connection
@@ -228,7 +120,7 @@ func armTrigger(w *sim.World, tr *Trigger, fire func()) {
 	})
 }
 
-func apply(w *sim.World, t Targets, f Fault, log *[]Applied) {
+func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 	now := w.Now()
 	rec := Applied{At: now, Fault: f, Text: f.String()}
 	w.Tracef("faults", "apply %s", f.String())
@@ -260,7 +152,7 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied) {
 		if f.Duration > 0 && f.Kind == Drop {
 			rec.Until = now + f.Duration.D()
 		}
-		w.Net.AddFilter(messageRule(w, f, now))
+		w.Net.AddFilter(messageRule(w, f, now, matched))
 	case NodeCrash:
 		n := t.Nodes[f.Target]
 		n.Crash()
@@ -305,7 +197,7 @@ func cut(w *sim.World, f Fault, on bool) {
 }
 
 // messageRule builds the network filter of a drop or delay fault.
-func messageRule(w *sim.World, f Fault, armed time.Duration) sim.Filter {
+func messageRule(w *sim.World, f Fault, armed time.Duration, matched *int) sim.Filter {
 	used := 0
 	return func(m *sim.Message) (bool, time.Duration, string) {
 		if f.Duration > 0 && f.Kind == Drop && w.Now() >= armed+f.Duration.D() {
@@ -330,6 +222,9 @@ func messageRule(w *sim.World, f Fault, armed time.Duration) sim.Filter {
 			return false, 0, ""
 		}
 		used++
+		if matched != nil {
+			*matched++
+		}
 		if f.Kind == Delay {
 			return false, f.Duration.D(), "fault: " + f.String()
 		}

@@ -39,7 +39,7 @@ type Trigger struct {
 	Node   string `yaml:"node,omitempty" json:"node,omitempty"`
 	Op     string `yaml:"op,omitempty" json:"op,omitempty"`
 	Dir    string `yaml:"dir,omitempty" json:"dir,omitempty"` // "reply" (default) or "request"
-	Nth    int    `yaml:"nth,omitempty" json:"nth,omitempty"`
+	Nth    int    `yaml:"nth,omitempty" json:"nth,omitempty" range:"0..1000000000"`
 }
 
 func (t *Trigger) String() string {
@@ -80,9 +80,9 @@ type Fault struct {
 	// stays armed (0: forever).
 	Duration Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	// Jump is the clock jump (clock-jump).
-	Jump Duration `yaml:"jump,omitempty" json:"jump,omitempty"`
+	Jump Duration `yaml:"jump,omitempty" json:"jump,omitempty" range:"-8760h..8760h"`
 	// PPM is the clock rate offset in parts per million (drift).
-	PPM int64 `yaml:"ppm,omitempty" json:"ppm,omitempty"`
+	PPM int64 `yaml:"ppm,omitempty" json:"ppm,omitempty" range:"-999999..1000000"`
 
 	// Message pattern for drop and delay: Dir "request" or "reply" (both if
 	// empty), Client, Node, Op (command name, READ or WRITE), Count (at most

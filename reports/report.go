@@ -101,28 +101,41 @@ func WriteRun(w io.Writer, res *scenarios.Result, cmp []scenarios.Comparison, re
 	return pages.ExecuteTemplate(w, "run-page", p)
 }
 
-// writeFile writes a page through a buffer and reports errors of both the
+// writeFile writes a page through a buffer to a temporary name in the
+// same directory and renames it into place, so a page is whole or absent
+// even when the program is interrupted; it reports errors of both the
 // template and the file.
 func writeFile(path string, render func(io.Writer) error) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if _, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("cannot write report %s: %w", path, err)
-		}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("cannot write report %s: %w", path, err)
 	}
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("cannot write report: %w", err)
 	}
+	tmp := f.Name()
+	fail := func(format string, err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf(format, path, err)
+	}
 	bw := bufio.NewWriterSize(f, 1<<16)
 	if err := render(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot render report %s: %w", path, err)
+		return fail("cannot render report %s: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("cannot write report %s: %w", path, err)
+		return fail("cannot write report %s: %w", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail("cannot write report %s: %w", err)
 	}
 	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write report %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("cannot write report %s: %w", path, err)
 	}
 	return nil

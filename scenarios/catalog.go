@@ -51,16 +51,11 @@ func Get(id string) (*Scenario, error) {
 	return nil, fmt.Errorf("unknown scenario %q; expected a built-in id (see `locklab list`: %s) or a path to a .yaml file", id, strings.Join(ids, ", "))
 }
 
-// Load resolves a command-line argument: a path to a scenario file if it
-// looks like one, otherwise a built-in id.
-func Load(arg string) (*Scenario, error) {
+// Load resolves a command-line argument under the default limits: a path
+// to a scenario file if it looks like one, otherwise a built-in id.
+func Load(arg string) (*Scenario, error) { return LoadWith(arg, DefaultLimits) }
+
+func looksLikePath(arg string) bool {
 	ext := path.Ext(arg)
-	if ext == ".yaml" || ext == ".yml" || ext == ".json" || strings.ContainsRune(arg, os.PathSeparator) {
-		data, err := os.ReadFile(arg)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read scenario file: %w", err)
-		}
-		return Parse(arg, data)
-	}
-	return Get(arg)
+	return ext == ".yaml" || ext == ".yml" || ext == ".json" || strings.ContainsRune(arg, os.PathSeparator)
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -57,6 +58,13 @@ type ExploreOptions struct {
 	// Progress is called after each run with the runs done and violations
 	// found so far; it may be called from several goroutines at once.
 	Progress func(runs, found int)
+	// Context, when cancelled (Ctrl-C), stops the exploration: no new run
+	// starts, shrinking stops at the smallest counterexample so far, and
+	// the result covers what was done (ExploreResult.Interrupted).
+	Context context.Context
+	// MaxFindings bounds the violating runs kept with All (default 1000);
+	// further ones are counted in ExploreResult.MoreFindings.
+	MaxFindings int
 }
 
 // Finding is one violating run.
@@ -84,6 +92,10 @@ type ExploreResult struct {
 	// FoundAfter is the wall time until the first violating run finished.
 	FoundAfter time.Duration
 	Elapsed    time.Duration
+	// Interrupted is set when the context was cancelled.
+	Interrupted bool
+	// MoreFindings counts violating runs beyond MaxFindings.
+	MoreFindings int
 }
 
 // ExploreBase returns the setup explore starts from for an algorithm: the
@@ -188,6 +200,15 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		workers = runtime.NumCPU()
 	}
 	runOpt := Options{Factory: opt.Factory, NoTrace: true}
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	maxFindings := opt.MaxFindings
+	if maxFindings <= 0 {
+		maxFindings = 1000
+	}
+	more := 0
 
 	var (
 		next     atomic.Int64 // next run index to hand out
@@ -210,7 +231,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1))
-				if runs > 0 && i > runs {
+				if runs > 0 && i > runs || ctx.Err() != nil {
 					return
 				}
 				if !deadline.IsZero() && time.Now().After(deadline) {
@@ -241,6 +262,13 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 					}
 					mu.Lock()
 					hits = append(hits, Finding{Run: i, Property: prop, Scenario: sc, Result: res})
+					if len(hits) > 2*maxFindings {
+						// Keep the lowest-numbered runs only: memory stays
+						// bounded however long --all runs.
+						slices.SortFunc(hits, func(a, b Finding) int { return a.Run - b.Run })
+						more += len(hits) - maxFindings
+						hits = hits[:maxFindings]
+					}
 					mu.Unlock()
 				}
 				if opt.Progress != nil {
@@ -259,12 +287,20 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if !opt.All && len(hits) > 1 {
 		hits = hits[:1]
 	}
-	out := &ExploreResult{Runs: int(done.Load()), Findings: hits, FoundAfter: time.Duration(firstAt.Load())}
+	if len(hits) > maxFindings {
+		more += len(hits) - maxFindings
+		hits = hits[:maxFindings]
+	}
+	out := &ExploreResult{Runs: int(done.Load()), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
+	out.Interrupted = ctx.Err() != nil
 	if len(hits) > 0 && !opt.NoShrink {
 		f := &out.Findings[0]
 		t0 := time.Now()
-		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns})
+		// Shrinking stops at once when interrupted and keeps the smallest
+		// counterexample found so far (the drawn run itself at worst).
+		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Context: ctx})
 		f.ShrinkTime = time.Since(t0)
+		out.Interrupted = ctx.Err() != nil
 	}
 	out.Elapsed = time.Since(start)
 	return out, nil
@@ -275,6 +311,9 @@ type ShrinkOptions struct {
 	Factory algorithms.Factory
 	// MaxRuns bounds the number of candidate runs (default 2000).
 	MaxRuns int
+	// Context, when cancelled, ends shrinking with the smallest
+	// counterexample so far.
+	Context context.Context
 }
 
 // Shrink looks for a simpler scenario that, run with the same seed, still
@@ -289,6 +328,10 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 		maxRuns = 2000
 	}
 	runOpt := Options{Factory: opt.Factory, NoTrace: true}
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	cur := sc.Clone()
 	curRes, err := Run(cur, cur.Seed, runOpt)
 	if err != nil || !violates(curRes.Report.Verdict, prop) {
@@ -297,7 +340,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	runs := 1
 	try := func(cands []*Scenario) bool {
 		for _, cand := range cands {
-			if runs >= maxRuns {
+			if runs >= maxRuns || ctx.Err() != nil {
 				return false
 			}
 			runs++

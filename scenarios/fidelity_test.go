@@ -11,10 +11,10 @@ func TestParseFidelityFields(t *testing.T) {
 	for _, c := range []struct {
 		edit, repl, want string
 	}{
-		{"clients: {count: 2}", "clients: {count: 2, clock: solar}", `mine.yaml:5: clients.clock: expected monotonic or wall, got "solar"`},
-		{"clients: {count: 2}", "clients: {count: 2, each: {c1: {clock: sundial}}}", `mine.yaml:5: clients.each: c1.clock: expected monotonic or wall, got "sundial"`},
-		{"nodes: [A]", "nodes: [{name: A, min_replicas_to_write: 1, min_replicas_max_lag: 500ms}]", `mine.yaml:4: nodes[0].min_replicas_max_lag: expected a lag of at least 1s (Redis counts whole seconds), got 500ms`},
-		{"nodes: [A]", "nodes: [{name: A, min_replicas_to_write: -1}]", `mine.yaml:4: nodes[0].min_replicas_to_write: expected a number of replicas between 0 and 100, got -1`},
+		{"clients: {count: 2}", "clients: {count: 2, clock: solar}", `mine.yaml:5:28: clients.clock: expected monotonic or wall, found "solar"`},
+		{"clients: {count: 2}", "clients: {count: 2, each: {c1: {clock: sundial}}}", `mine.yaml:5:40: clients.each.c1.clock: expected monotonic or wall, found "sundial"`},
+		{"nodes: [A]", "nodes: [{name: A, min_replicas_to_write: 1, min_replicas_max_lag: 500ms}]", `mine.yaml:4:67: nodes[0].min_replicas_max_lag: expected a lag between 1s and 1h (Redis counts whole seconds), found 500ms`},
+		{"nodes: [A]", "nodes: [{name: A, min_replicas_to_write: -1}]", `mine.yaml:4:42: nodes[0].min_replicas_to_write: expected a whole number between 0 and 100, found "-1"`},
 	} {
 		_, err := Parse("mine.yaml", []byte(strings.Replace(validScenario, c.edit, c.repl, 1)))
 		if err == nil || err.Error() != c.want {
@@ -28,13 +28,11 @@ func TestParseFidelityFields(t *testing.T) {
 	}
 }
 
-// A bad WAIT option is refused when the algorithm is built, naming it.
+// A bad WAIT option is refused by the validation pass, naming the file,
+// line and parameter.
 func TestWaitReplicasOption(t *testing.T) {
-	s, err := Parse("mine.yaml", []byte(strings.Replace(validScenario, "nodes: [A]", "params: {wait_replicas: \"none\"}\nnodes: [A]", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(s, 1, Options{NoTrace: true}); err == nil || !strings.Contains(err.Error(), `wait_replicas: expected a number of replicas >= 1, got "none"`) {
-		t.Fatalf("run: %v", err)
+	_, err := Parse("mine.yaml", []byte(strings.Replace(validScenario, "nodes: [A]", "params: {wait_replicas: \"none\"}\nnodes: [A]", 1)))
+	if err == nil || !strings.Contains(err.Error(), `mine.yaml:4:25: params.wait_replicas: expected a number of replicas >= 1, found "none"`) {
+		t.Fatalf("parse: %v", err)
 	}
 }

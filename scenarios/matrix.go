@@ -11,6 +11,7 @@ package scenarios
 // on the number of workers nor on the order in which runs finish.
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -54,6 +55,10 @@ type MatrixOptions struct {
 	// Progress, if set, is called after each run with the number of runs
 	// done and the total; calls are serialised.
 	Progress func(done, total int)
+	// Context, when cancelled (Ctrl-C), stops handing out runs; the runs
+	// in flight finish and the result covers the runs done
+	// (MatrixResult.Interrupted).
+	Context context.Context
 }
 
 // Counts counts runs per property.
@@ -182,6 +187,9 @@ type MatrixResult struct {
 	Setups []MatrixSetup `json:"setups"`
 	// Cells are ordered by algorithm (row), then class (column).
 	Cells []Cell `json:"cells"`
+	// Interrupted is set when the context was cancelled before every run
+	// was done; each cell's Runs then counts the runs it did.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // MatrixSetup is what a row's runs share.
@@ -374,11 +382,6 @@ func safeRun(sc *Scenario, seed uint64) (res *Result, err error) {
 	return Run(sc, seed, Options{})
 }
 
-type matrixJob struct {
-	cell  int
-	index int // 1-based
-}
-
 type matrixOutcome struct {
 	schedule faults.Schedule
 	verdict  checker.Verdict
@@ -440,44 +443,34 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 		})
 	}
 
-	var jobs []matrixJob
+	// Jobs are not materialised: job j of the applicable cells, in (cell,
+	// index) order, is found from a running count, and outcomes are folded
+	// into their cell as they arrive. Memory does not grow with Seeds.
+	type span struct{ cell, first int } // the cell's first job number
+	var spans []span
+	total := 0
 	for ai, a := range algs {
 		names := generatorNames(bases[ai])
 		for _, c := range classes {
 			cell := Cell{Algorithm: a, Class: c, Applicable: faults.Applicable(c, names), base: bases[ai]}
 			if cell.Applicable {
-				cell.Runs = opt.Seeds
-				for i := 1; i <= opt.Seeds; i++ {
-					jobs = append(jobs, matrixJob{cell: len(res.Cells), index: i})
-				}
+				spans = append(spans, span{cell: len(res.Cells), first: total})
+				total += opt.Seeds
 			}
 			res.Cells = append(res.Cells, cell)
 		}
 	}
 	rowOf := func(cell int) int { return cell / len(classes) }
-
-	outcomes := make([]matrixOutcome, len(jobs))
-	run := func(j int) {
-		job := jobs[j]
-		ai := rowOf(job.cell)
-		if baseErrs[ai] != nil {
-			outcomes[j] = matrixOutcome{err: baseErrs[ai]}
-			return
+	jobAt := func(j int) (cell, index int) {
+		k, _ := slices.BinarySearchFunc(spans, j, func(s span, j int) int { return s.first - j })
+		if k == len(spans) || spans[k].first > j {
+			k--
 		}
-		c := &res.Cells[job.cell]
-		sched := MatrixSchedule(bases[ai], c.Class, job.index)
-		sc := bases[ai].copyForRun()
-		sc.Faults = sched
-		sc.Seed = uint64(job.index)
-		out := matrixOutcome{schedule: sched}
-		if err := sc.Validate(); err != nil {
-			out.err = err
-		} else if r, err := safeRun(sc, uint64(job.index)); err != nil {
-			out.err = err
-		} else {
-			out.verdict = r.Report.Verdict
-		}
-		outcomes[j] = out
+		return spans[k].cell, j - spans[k].first + 1
+	}
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
 	}
 
 	var (
@@ -485,8 +478,53 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 		next int
 		done int
 		wg   sync.WaitGroup
+		// firstErr and example keep the lowest index per cell, so the
+		// result does not depend on which worker finished first.
+		firstErrAt = map[int]int{}
+		exampleAt  = map[int]int{}
 	)
-	for range min(workers, max(len(jobs), 1)) {
+	fold := func(cell, index int, o matrixOutcome) {
+		c := &res.Cells[cell]
+		c.Runs++
+		if o.err != nil {
+			c.Errors++
+			if at, ok := firstErrAt[cell]; !ok || index < at {
+				firstErrAt[cell] = index
+				c.FirstError = fmt.Sprintf("seed %d: %v", index, o.err)
+			}
+			return
+		}
+		c.Violated.add(o.verdict, checker.Violated)
+		c.Unknown.add(o.verdict, checker.Unknown)
+		v := o.verdict
+		if v.MutualExclusion == checker.Violated || v.Resource == checker.Violated || v.Liveness == checker.Violated {
+			if at, ok := exampleAt[cell]; !ok || index < at {
+				exampleAt[cell] = index
+				c.Example = &Example{Seed: uint64(index), Schedule: o.schedule, Verdict: v}
+			}
+		}
+	}
+	run := func(cell, index int) matrixOutcome {
+		ai := rowOf(cell)
+		if baseErrs[ai] != nil {
+			return matrixOutcome{err: baseErrs[ai]}
+		}
+		c := &res.Cells[cell]
+		sched := MatrixSchedule(bases[ai], c.Class, index)
+		sc := bases[ai].copyForRun()
+		sc.Faults = sched
+		sc.Seed = uint64(index)
+		out := matrixOutcome{schedule: sched}
+		if err := sc.Validate(); err != nil {
+			out.err = err
+		} else if r, err := safeRun(sc, uint64(index)); err != nil {
+			out.err = err
+		} else {
+			out.verdict = r.Report.Verdict
+		}
+		return out
+	}
+	for range min(workers, max(total, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -495,39 +533,22 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 				j := next
 				next++
 				mu.Unlock()
-				if j >= len(jobs) {
+				if j >= total || ctx.Err() != nil {
 					return
 				}
-				run(j)
+				cell, index := jobAt(j)
+				o := run(cell, index)
 				mu.Lock()
+				fold(cell, index, o)
 				done++
 				if opt.Progress != nil {
-					opt.Progress(done, len(jobs))
+					opt.Progress(done, total)
 				}
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-
-	// Jobs are in (cell, index) order, so the first violating run met is
-	// the one with the lowest seed.
-	for j, job := range jobs {
-		c := &res.Cells[job.cell]
-		o := outcomes[j]
-		if o.err != nil {
-			c.Errors++
-			if c.FirstError == "" {
-				c.FirstError = fmt.Sprintf("seed %d: %v", job.index, o.err)
-			}
-			continue
-		}
-		c.Violated.add(o.verdict, checker.Violated)
-		c.Unknown.add(o.verdict, checker.Unknown)
-		v := o.verdict
-		if c.Example == nil && (v.MutualExclusion == checker.Violated || v.Resource == checker.Violated || v.Liveness == checker.Violated) {
-			c.Example = &Example{Seed: uint64(job.index), Schedule: o.schedule, Verdict: v}
-		}
-	}
+	res.Interrupted = done < total
 	return res, nil
 }

@@ -31,6 +31,10 @@ type Options struct {
 	// Factory, when set, builds every client's lock instead of the
 	// scenario's registered algorithm (a user's own lock).
 	Factory algorithms.Factory
+	// MaxMessages stops a run that delivers more messages, with an error
+	// (default: the scenario's Limits.Messages). Memory grows with the
+	// messages a run delivers; this bounds it whatever the file asks.
+	MaxMessages int
 }
 
 // Host describes one simulated host of a run, for reports.
@@ -65,6 +69,9 @@ type Result struct {
 	Messages    int
 	Dropped     int
 	End         time.Duration
+	// Warnings name faults that changed nothing: never fired, or matched
+	// no message.
+	Warnings []string
 }
 
 // Matches reports whether every property the scenario asserts came out as
@@ -293,12 +300,23 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			}
 		})
 	}
-	faults.Arm(w, targets, sc.Faults, &res.Applied)
+	firing := faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
+	budget := opt.MaxMessages
+	if budget <= 0 {
+		budget = sc.messageLimit()
+	}
+	delivered := 0
+	w.Net.Observe(func(*sim.Message) {
+		if delivered++; delivered == budget+1 {
+			w.Fail(fmt.Errorf("the run delivered more than %d messages (the limit; raise it with --max-messages)", budget))
+		}
+	})
 
 	if err := w.Run(sc.Duration.D()); err != nil {
 		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
 	}
 	res.End = w.Now()
+	res.Warnings = firing.Silent(sc.Faults)
 	res.History = rec.finish(res.End, inv)
 	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End)})
 	res.TraceSHA256 = w.Trace.SHA256()

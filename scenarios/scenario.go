@@ -8,14 +8,9 @@ package scenarios
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,19 +95,19 @@ func ParseRange(s string) (Range, error) {
 type Node struct {
 	Name string `yaml:"name" json:"name"`
 	// Offset is the clock's offset from true time; PPM its rate offset.
-	Offset Duration `yaml:"offset,omitempty" json:"offset,omitempty"`
-	PPM    int64    `yaml:"ppm,omitempty" json:"ppm,omitempty"`
+	Offset Duration `yaml:"offset,omitempty" json:"offset,omitempty" range:"-8760h..8760h"`
+	PPM    int64    `yaml:"ppm,omitempty" json:"ppm,omitempty" range:"-999999..1000000"`
 	// Replica, when set, names the master this node replicates from.
 	Replica string `yaml:"replica_of,omitempty" json:"replica_of,omitempty"`
 	// Lag is the replication delay of a replica (default 100ms).
-	Lag Duration `yaml:"lag,omitempty" json:"lag,omitempty"`
+	Lag Duration `yaml:"lag,omitempty" json:"lag,omitempty" range:"0..1h"`
 	// Role is "" for a lock node, or "tokens" for the node that only hands
 	// out fencing tokens (INCR) and takes no part in the lock.
 	Role string `yaml:"role,omitempty" json:"role,omitempty"`
 	// MinReplicasToWrite is Redis's min-replicas-to-write (0: off): the
 	// master refuses writes unless that many replicas acknowledged within
 	// MinReplicasMaxLag (default 10s, Redis's default).
-	MinReplicasToWrite int      `yaml:"min_replicas_to_write,omitempty" json:"min_replicas_to_write,omitempty"`
+	MinReplicasToWrite int      `yaml:"min_replicas_to_write,omitempty" json:"min_replicas_to_write,omitempty" range:"0..100"`
 	MinReplicasMaxLag  Duration `yaml:"min_replicas_max_lag,omitempty" json:"min_replicas_max_lag,omitempty"`
 }
 
@@ -131,8 +126,8 @@ type Client struct {
 	Work   *Range    `yaml:"work,omitempty" json:"work,omitempty"`
 	Start  *Range    `yaml:"start,omitempty" json:"start,omitempty"`
 	Cycles *int      `yaml:"cycles,omitempty" json:"cycles,omitempty"`
-	Offset *Duration `yaml:"offset,omitempty" json:"offset,omitempty"`
-	PPM    *int64    `yaml:"ppm,omitempty" json:"ppm,omitempty"`
+	Offset *Duration `yaml:"offset,omitempty" json:"offset,omitempty" range:"-8760h..8760h"`
+	PPM    *int64    `yaml:"ppm,omitempty" json:"ppm,omitempty" range:"-999999..1000000"`
 	// LibraryRetries overrides clients.library_retries for this client.
 	LibraryRetries *bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
 	// Clock overrides clients.clock for this client.
@@ -162,7 +157,7 @@ type Clients struct {
 	Think  Range `yaml:"think,omitempty" json:"think"`
 	Start  Range `yaml:"start,omitempty" json:"start"`
 	// Timeout is the go-redis read timeout on the client's oscillator.
-	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty" range:"0..1h"`
 	// LibraryRetries keeps go-redis's default retries (re-sends after a
 	// timeout); off, a lost reply is an error the algorithm sees.
 	LibraryRetries bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
@@ -180,7 +175,7 @@ type Clients struct {
 
 // Resource describes the protected resource.
 type Resource struct {
-	Initial int64 `yaml:"initial,omitempty" json:"initial"`
+	Initial int64 `yaml:"initial,omitempty" json:"initial" range:"-1000000000000000..1000000000000000"`
 	// Fencing is "none", ">" or ">=".
 	Fencing string `yaml:"fencing,omitempty" json:"fencing,omitempty"`
 }
@@ -202,24 +197,28 @@ type Narrative struct {
 
 // Network tunes latency.
 type Network struct {
-	Latency Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
-	Jitter  Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Latency Duration `yaml:"latency,omitempty" json:"latency,omitempty" range:"0..1h"`
+	Jitter  Duration `yaml:"jitter,omitempty" json:"jitter,omitempty" range:"0..1h"`
 }
 
 // Wait is the lock's wait policy.
 type Wait struct {
 	Attempts int      `yaml:"attempts,omitempty" json:"attempts,omitempty"`
-	Delay    Duration `yaml:"delay,omitempty" json:"delay,omitempty"`
-	Jitter   Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Delay    Duration `yaml:"delay,omitempty" json:"delay,omitempty" range:"0..1h"`
+	Jitter   Duration `yaml:"jitter,omitempty" json:"jitter,omitempty" range:"0..1h"`
 }
 
 // Scenario is one runnable scenario.
 type Scenario struct {
+	// Counterexample, when set, is the proof of origin of a file written
+	// by locklab explore (see counterexample.go); written first.
+	Counterexample *Provenance `yaml:"counterexample,omitempty" json:"-"`
+
 	ID        string            `yaml:"id" json:"id"`
 	Title     string            `yaml:"title" json:"title"`
 	Algorithm string            `yaml:"algorithm" json:"algorithm"`
 	Key       string            `yaml:"key,omitempty" json:"key,omitempty"`
-	TTL       Duration          `yaml:"ttl" json:"ttl"`
+	TTL       Duration          `yaml:"ttl" json:"ttl" range:"1ms..24h"`
 	Wait      Wait              `yaml:"wait,omitempty" json:"wait"`
 	Params    map[string]string `yaml:"params,omitempty" json:"params,omitempty"`
 	Nodes     []Node            `yaml:"nodes" json:"nodes"`
@@ -246,7 +245,10 @@ type Scenario struct {
 
 	// File is where the scenario was read from ("" for the catalogue).
 	File string `yaml:"-" json:"-"`
-	root *yaml.Node
+	// Warnings are faults that can never fire, found by Validate.
+	Warnings []*FieldError `yaml:"-" json:"-"`
+	root     *yaml.Node
+	limits   *Limits
 }
 
 // ClientNames returns c1..cN.
@@ -325,251 +327,6 @@ func (s *Scenario) applyDefaults() {
 	if s.Seed == 0 {
 		s.Seed = 1
 	}
-}
-
-// FieldError is a validation error that names a field of the file.
-type FieldError struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-func (s *Scenario) fieldErr(field, format string, args ...any) error {
-	return &FieldError{File: s.File, Line: lineOf(s.root, field), Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// Validate checks the scenario and returns the first problem as a
-// *FieldError naming the field and what was expected.
-func (s *Scenario) Validate() error {
-	if s.ID == "" {
-		return s.fieldErr("id", "missing; expected a short name such as my-scenario")
-	}
-	info, err := algorithms.Lookup(s.Algorithm)
-	if err != nil {
-		return s.fieldErr("algorithm", "unknown algorithm %q; expected one of %s", s.Algorithm, strings.Join(algorithms.Names(), ", "))
-	}
-	if s.TTL <= 0 {
-		return s.fieldErr("ttl", "missing; expected the lock's time to live, such as 10s")
-	}
-	if s.Clients.Count < 1 || s.Clients.Count > 1000 {
-		return s.fieldErr("clients.count", "expected between 1 and 1000 clients, got %d", s.Clients.Count)
-	}
-	if s.Clients.Cycles < 0 {
-		return s.fieldErr("clients.cycles", "expected a number of lock cycles >= 1, got %d", s.Clients.Cycles)
-	}
-	for _, d := range []struct {
-		field string
-		v     Duration
-	}{{"wait.delay", s.Wait.Delay}, {"wait.jitter", s.Wait.Jitter}, {"clients.timeout", s.Clients.Timeout},
-		{"network.latency", s.Network.Latency}, {"network.jitter", s.Network.Jitter},
-		{"liveness_bound", s.LivenessBound}, {"max_hold", s.MaxHold}} {
-		if d.v < 0 {
-			return s.fieldErr(d.field, "expected a duration >= 0, got %v", d.v)
-		}
-	}
-	if !validClockKind(s.Clients.Clock) {
-		return s.fieldErr("clients.clock", "expected monotonic or wall, got %q", s.Clients.Clock)
-	}
-	for _, name := range sortedKeys(s.Clients.Each) {
-		if c := s.Clients.Each[name].Clock; c != nil && (*c == "" || !validClockKind(*c)) {
-			return s.fieldErr("clients.each", "%s.clock: expected monotonic or wall, got %q", name, *c)
-		}
-	}
-	if s.Wait.Attempts < 0 {
-		return s.fieldErr("wait.attempts", "expected a number of attempts >= 0 (0: until acquired), got %d", s.Wait.Attempts)
-	}
-	if s.Duration <= 0 || s.Duration.D() > 24*time.Hour {
-		return s.fieldErr("duration", "expected a simulated run length between 1ms and 24h, got %v", s.Duration)
-	}
-	lockNodes := 0
-	for _, n := range s.Nodes {
-		if n.Replica == "" && n.Role == "" {
-			lockNodes++
-		}
-	}
-	if info.Backend == "redis" && lockNodes < info.MinNodes {
-		return s.fieldErr("nodes", "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), got %d", s.Algorithm, info.MinNodes, lockNodes)
-	}
-	seen := map[string]bool{ResourceHost: true}
-	for _, c := range s.ClientNames() {
-		seen[c] = true
-	}
-	for i, n := range s.Nodes {
-		field := fmt.Sprintf("nodes[%d]", i)
-		if n.Name == "" {
-			return s.fieldErr(field, "missing node name")
-		}
-		if seen[n.Name] {
-			return s.fieldErr(field, "duplicate host name %q (clients are c1..cN, the resource is %q)", n.Name, ResourceHost)
-		}
-		seen[n.Name] = true
-		if n.Lag < 0 {
-			return s.fieldErr(field+".lag", "expected a replication lag >= 0, got %v", n.Lag)
-		}
-		if n.Role != "" && n.Role != "tokens" {
-			return s.fieldErr(field+".role", "expected tokens (or no role for a lock node), got %q", n.Role)
-		}
-		if n.MinReplicasToWrite < 0 || n.MinReplicasToWrite > 100 {
-			return s.fieldErr(field+".min_replicas_to_write", "expected a number of replicas between 0 and 100, got %d", n.MinReplicasToWrite)
-		}
-		if n.MinReplicasMaxLag < 0 || n.MinReplicasMaxLag > 0 && n.MinReplicasMaxLag.D() < time.Second {
-			return s.fieldErr(field+".min_replicas_max_lag", "expected a lag of at least 1s (Redis counts whole seconds), got %v", n.MinReplicasMaxLag)
-		}
-		if n.PPM <= -1_000_000 || n.PPM > 1_000_000 {
-			return s.fieldErr(field+".ppm", "expected a rate offset in (-1000000, 1000000], got %d", n.PPM)
-		}
-	}
-	for i, n := range s.Nodes {
-		if n.Replica != "" && (!seen[n.Replica] || n.Replica == n.Name) {
-			return s.fieldErr(fmt.Sprintf("nodes[%d].replica_of", i), "expected the name of another node, got %q", n.Replica)
-		}
-	}
-	for _, name := range sortedKeys(s.Clients.Each) {
-		if !seen[name] || !strings.HasPrefix(name, "c") {
-			return s.fieldErr("clients.each", "unknown client %q; expected one of %s", name, strings.Join(s.ClientNames(), ", "))
-		}
-	}
-	for i, a := range s.Compare {
-		if _, err := algorithms.Lookup(a); err != nil {
-			return s.fieldErr(fmt.Sprintf("compare[%d]", i), "unknown algorithm %q; expected one of %s", a, strings.Join(algorithms.Names(), ", "))
-		}
-	}
-	switch s.Resource.Fencing {
-	case "none", ">", ">=":
-	default:
-		return s.fieldErr("resource.fencing", "expected none, \">\" or \">=\", got %q", s.Resource.Fencing)
-	}
-	for i, f := range s.Faults {
-		if err := f.Validate(s.Names()); err != nil {
-			field := fmt.Sprintf("faults[%d]", i)
-			msg := err.Error()
-			// Fault errors start with the offending field ("target: ...").
-			if sub, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(sub, " ") {
-				return &FieldError{File: s.File, Line: lineOf(s.root, field+"."+sub), Field: field + "." + sub, Msg: rest}
-			}
-			return s.fieldErr(field, "%s", msg)
-		}
-	}
-	for _, e := range []struct {
-		field string
-		st    checker.Status
-	}{{"expect.mutual_exclusion", s.Expect.MutualExclusion}, {"expect.resource", s.Expect.Resource}, {"expect.liveness", s.Expect.Liveness}} {
-		field, st := e.field, e.st
-		switch st {
-		case "", checker.OK, checker.Violated, checker.Unknown:
-		default:
-			return s.fieldErr(field, "expected ok, violated or unknown, got %q", st)
-		}
-	}
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+): `)
-
-// Parse reads a scenario from YAML. file names the source in errors.
-func Parse(file string, data []byte) (*Scenario, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err)
-	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, &FieldError{File: file, Msg: "empty file; expected a scenario (see `locklab help scenario`)"}
-	}
-	if root.Content[0].Kind != yaml.MappingNode {
-		return nil, &FieldError{File: file, Line: root.Content[0].Line, Msg: "expected a mapping of scenario fields (id, algorithm, ttl, nodes, clients, faults, ...)"}
-	}
-	s := &Scenario{File: file, root: &root}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(s); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlError(file, err)
-	}
-	s.applyDefaults()
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// yamlError turns yaml.v3's messages into "file:line: message".
-func yamlError(file string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-	msg = strings.ReplaceAll(msg, "\n  ", "; ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = strings.Replace(msg, m[0], "", 1)
-	}
-	msg = strings.ReplaceAll(msg, "in type scenarios.", "in ")
-	msg = strings.ReplaceAll(msg, "in type faults.", "in ")
-	return &FieldError{File: file, Line: line, Msg: msg}
-}
-
-// lineOf finds the line of a dotted field path such as "faults[2].target" in
-// the parsed document, falling back to the nearest parent found.
-func lineOf(root *yaml.Node, path string) int {
-	if root == nil || len(root.Content) == 0 {
-		return 0
-	}
-	n := root.Content[0]
-	line := n.Line
-	for _, part := range strings.Split(path, ".") {
-		name, idx := part, -1
-		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
-			name = part[:i]
-			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
-		}
-		if n.Kind != yaml.MappingNode {
-			return line
-		}
-		var next *yaml.Node
-		for k := 0; k+1 < len(n.Content); k += 2 {
-			if n.Content[k].Value == name {
-				line = n.Content[k].Line
-				next = n.Content[k+1]
-				break
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-		if idx >= 0 {
-			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
-				return line
-			}
-			n = n.Content[idx]
-			line = n.Line
-		}
-	}
-	return line
 }
 
 // Marshal renders the scenario as YAML (used by explore to save

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/algorithms"
 	_ "github.com/locklab/locklab/algorithms/zklock" // registers zk-simple and zk-queue
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/sim"
@@ -20,6 +21,17 @@ import (
 //	                      2/3 of the session timeout, the client's read timeout)
 func init() {
 	RegisterBackend("zookeeper", func(*Scenario) []string { return []string{zk.DefaultServerName} }, newZooKeeper)
+	positive := func(v string) error {
+		if d, err := faults.ParseDuration(v); err != nil || d <= 0 || d.D() > time.Hour {
+			return fmt.Errorf("expected a positive duration such as 6s")
+		}
+		return nil
+	}
+	backendParams["zookeeper"] = []algorithms.Param{
+		{Name: "session_timeout", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
+		{Name: "lost_after", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
+		{Name: "request_timeout", Expect: "a duration between 1ns and 1h, such as 4s", Check: positive},
+	}
 }
 
 type zooKeeper struct {

@@ -8,3 +8,6 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -race -count=1 ./...
+# A short fuzzing pass over the scenario parser and runner (issue 15); the
+# corpus in scenarios/testdata/fuzz also runs in the normal suite above.
+go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime 20s ./scenarios

@@ -36,6 +36,7 @@ func init() {
 		Name:    "zk-simple",
 		Summary: "ZooKeeper ephemeral node, every waiter watches it",
 		Backend: "zookeeper",
+		Params:  []algorithms.Param{stopOnSuspendedParam, {Name: "fencing", Expect: "none or zxid", Check: algorithms.OneOf("none", "zxid")}},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			conn, opt, err := setup("zk-simple", p, c)
 			if err != nil {
@@ -51,6 +52,11 @@ func init() {
 		Name:    "zk-queue",
 		Summary: "ZooKeeper ephemeral-sequential queue (Curator InterProcessMutex)",
 		Backend: "zookeeper",
+		Params: []algorithms.Param{
+			{Name: "guid_protection", Expect: "true or false", Check: algorithms.BoolParam},
+			stopOnSuspendedParam,
+			{Name: "fencing", Expect: "none, sequence or zxid", Check: algorithms.OneOf("none", "sequence", "zxid")},
+		},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			conn, opt, err := setup("zk-queue", p, c)
 			if err != nil {
@@ -63,6 +69,8 @@ func init() {
 		},
 	})
 }
+
+var stopOnSuspendedParam = algorithms.Param{Name: "stop_on_suspended", Expect: "true or false", Check: algorithms.BoolParam}
 
 // Fencing says what a lease carries as its fencing token.
 type Fencing string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -27,6 +28,9 @@ Flags:
   --out DIR   directory to write the course into (required)
 
 Progress goes to stderr, one line per lesson; the last line names the index.
+Every page is written to a temporary name and renamed, so a page is whole
+or absent. SIGINT/SIGTERM stops after the lesson in progress: the index
+lists the lessons written (the rest as not run), exit status 130/143.
 Exit status: 0 when every lesson was written and every run matched its
 expectation, 1 when a run did not match or a lesson could not be written, 2 on
 bad flags.
@@ -50,6 +54,7 @@ func runCourse(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	mismatches := 0
+	in := onInterrupt(stderr, "course")
 	index, err := reports.WriteCourse(*out, all, reports.CourseOptions{
 		Progress: func(done, total int, l reports.Lesson, file string, err error) {
 			status := "ok"
@@ -59,6 +64,9 @@ func runCourse(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "course: [%d/%d] %s → %s (%s)\n", done, total, strings.Join(l.IDs(), " + "), file, status)
 		},
 		Run: func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error) {
+			if in.ctx.Err() != nil {
+				return nil, nil, errors.New("not run: interrupted")
+			}
 			res, cmp, err := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
 			if err == nil && !res.Matches() {
 				mismatches++
@@ -67,6 +75,7 @@ func runCourse(args []string, stdout, stderr io.Writer) error {
 			return res, cmp, err
 		},
 	})
+	signalled := in.stop()
 	if err != nil {
 		fmt.Fprintf(stderr, "locklab: %v\n", err)
 	}
@@ -75,7 +84,10 @@ func runCourse(args []string, stdout, stderr io.Writer) error {
 		if aerr != nil {
 			abs = index
 		}
-		fmt.Fprintf(stdout, "Course index: %s\n", abs)
+		fmt.Fprintf(stdout, "Course index: %s\n", term(abs, false))
+	}
+	if signalled != 0 {
+		return &exitError{signalled}
 	}
 	if err != nil {
 		return &exitError{1}

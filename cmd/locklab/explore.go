@@ -40,14 +40,23 @@ Flags:
   --workers K       parallel runs (default: the number of CPUs)
   --all             go on after the first violation and list every
                     violating run; the first is shrunk
-  --out FILE        where to save the counterexample
-                    (default locklab-counterexample-ALGORITHM-SEED.yaml)
+  --out FILE        where to save the counterexample; .yaml is appended
+                    unless FILE ends in .yaml or .yml
+                    (default locklab-counterexample-ALGORITHM-SEED.yaml,
+                    or -2, -3, ... added when that name is taken)
   --report FILE     where to write the counterexample's HTML report
-                    (default: beside the scenario file, with .html)
+                    (default: the counterexample's name with .html;
+                    "-": stdout, the summary then goes to stderr)
+  --force           replace existing files named by --out or --report
+  --max-runs N      the largest --runs accepted (default 10000000)
   --json            print one JSON object instead of text
 
-Exit status: 1 when a violation was found, 0 when none was, 2 on bad input.
-A progress line is shown on a terminal; in CI the output is plain lines.
+Exit status: 1 when a violation was found, 0 when none was, 2 on bad input,
+130/143 when SIGINT/SIGTERM stopped it: the runs in flight finish,
+shrinking keeps the smallest counterexample so far, the summary (runs done,
+violations found, replay command) is printed and the counterexample saved.
+A second signal quits at once. A progress line is shown on a terminal; in CI
+the output is plain lines.
 `
 
 func exploreHelp() string {
@@ -69,6 +78,10 @@ type exploreOutput struct {
 	Violations []exploreViolation `json:"violations"`
 	// Counterexample is the shrunk first violation.
 	Counterexample *counterexampleOutput `json:"counterexample,omitempty"`
+	// Interrupted is set when SIGINT or SIGTERM stopped the exploration.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// MoreViolations counts violating runs beyond the ones listed.
+	MoreViolations int `json:"more_violations,omitempty"`
 }
 
 type exploreViolation struct {
@@ -91,10 +104,18 @@ type counterexampleOutput struct {
 	ShrinkRuns  int             `json:"shrink_runs"`
 }
 
+// maxExploreWorkers bounds --workers: more goroutines than this only cost
+// memory on any machine locklab runs on.
+const maxExploreWorkers = 1024
+
+// exploreMaxRuns is the default bound of --runs (raise it with --max-runs).
+const exploreMaxRuns = 10_000_000
+
 func runExplore(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("explore", exploreHelp(), stdout)
 	faultsText := fs.String("faults", "all", "")
 	runsText := fs.String("runs", "", "")
+	maxRunsText := fs.String("max-runs", strconv.Itoa(exploreMaxRuns), "")
 	timeText := fs.String("time", "", "")
 	seedText := fs.String("seed", "1", "")
 	workersText := fs.String("workers", "", "")
@@ -102,6 +123,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	outPath := fs.String("out", "", "")
 	reportPath := fs.String("report", "", "")
 	asJSON := fs.Bool("json", false, "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -111,7 +133,11 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	alg := pos[0]
 	if _, err := algorithms.Lookup(alg); err != nil {
-		return usagef("unknown algorithm %q; expected one of %s", alg, strings.Join(algorithms.Names(), ", "))
+		msg := fmt.Sprintf("unknown algorithm %q; expected one of %s", term(alg, false), strings.Join(algorithms.Names(), ", "))
+		if d := scenarios.DidYouMean(alg, algorithms.Names()); d != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", d)
+		}
+		return usagef("%s", msg)
 	}
 	classes, err := faults.ParseClasses(*faultsText)
 	if err != nil {
@@ -121,10 +147,19 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if opt.Seed, err = strconv.ParseUint(*seedText, 10, 64); err != nil {
 		return usagef("--seed: expected a non-negative integer, got %q", *seedText)
 	}
+	maxRuns, err := parseCount("--max-runs", *maxRunsText, 1, 1<<62)
+	if err != nil {
+		return err
+	}
 	if *runsText != "" {
-		if opt.Runs, err = strconv.Atoi(*runsText); err != nil || opt.Runs < 1 {
+		n, err := strconv.ParseInt(*runsText, 10, 64)
+		if err != nil || n < 1 {
 			return usagef("--runs: expected a number of runs >= 1, got %q", *runsText)
 		}
+		if n > maxRuns {
+			return usagef("--runs: expected at most %d runs (the limit; raise it with --max-runs), found %d", maxRuns, n)
+		}
+		opt.Runs = int(n)
 	}
 	if *timeText != "" {
 		d, err := time.ParseDuration(*timeText)
@@ -132,18 +167,27 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			return usagef("--time: expected a duration such as 30s or 2m, got %q", *timeText)
 		}
 		opt.Time = d
-	}
-	if *workersText != "" {
-		if opt.Workers, err = strconv.Atoi(*workersText); err != nil || opt.Workers < 1 {
-			return usagef("--workers: expected a number of parallel runs >= 1, got %q", *workersText)
+		if opt.Runs == 0 {
+			opt.Runs = int(maxRuns)
 		}
 	}
-	out := *outPath
-	if out == "" {
-		out = fmt.Sprintf("locklab-counterexample-%s-%d.yaml", alg, opt.Seed)
+	if *workersText != "" {
+		n, err := parseCount("--workers", *workersText, 1, maxExploreWorkers)
+		if err != nil {
+			return err
+		}
+		opt.Workers = int(n)
 	}
-	if *reportPath == "" {
-		*reportPath = strings.TrimSuffix(out, filepath.Ext(out)) + ".html"
+	out, report, err := explorePaths(*outPath, *reportPath, alg, opt.Seed, *force)
+	if err != nil {
+		return err
+	}
+	textOut := stdout
+	if report == "-" {
+		if *asJSON {
+			return usagef("--report - and --json both want stdout; write the report to a file")
+		}
+		textOut = stderr
 	}
 
 	progress := isTerminal(stderr) && !*asJSON
@@ -156,66 +200,129 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "\rexplore %s: %d runs, %d violating (%.1fs)", alg, runs, found, time.Since(start).Seconds())
 		}
 	}
+	in := onInterrupt(stderr, "explore")
+	opt.Context = in.ctx
 	res, err := scenarios.Explore(opt)
+	signalled := in.stop()
 	if progress {
+		mu.Lock()
 		fmt.Fprint(stderr, "\r\033[K")
+		mu.Unlock()
 	}
 	if err != nil {
 		return err
 	}
 
-	report := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}}
+	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings}
 	for _, c := range classes {
-		report.Faults = append(report.Faults, string(c))
+		summary.Faults = append(summary.Faults, string(c))
 	}
 	for _, f := range res.Findings {
-		report.Violations = append(report.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
+		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
 	}
 	var first *scenarios.Finding
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
 		first = &res.Findings[0]
 		min := first.Minimal
 		min.ID = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+		if err := min.Seal(first.MinimalResult, first.Property); err != nil {
+			return err
+		}
 		data, err := min.Marshal()
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(out, data, 0o644); err != nil {
+		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
+		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
 			return fmt.Errorf("cannot save the counterexample: %w", err)
 		}
-		report.Counterexample = &counterexampleOutput{
+		summary.Counterexample = &counterexampleOutput{
 			Property:    first.Property,
 			Faults:      min.Faults,
 			Clients:     min.Clients.Count,
 			Seed:        min.Seed,
 			File:        out,
-			Replay:      "locklab replay " + out,
+			Replay:      "locklab replay " + shellWord(out),
 			TraceSHA256: first.MinimalResult.TraceSHA256,
 			Witness:     witnessText(first.MinimalResult.Report),
 			ShrinkRuns:  first.ShrinkRuns,
 		}
-		if *reportPath != "" {
-			if err := reports.WriteRunFile(*reportPath, first.MinimalResult, nil, report.Counterexample.Replay); err != nil {
+		if report == "-" {
+			if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
+				return err
+			}
+		} else if report != "" {
+			if err := reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
 				return err
 			}
 		}
 	}
 
 	if *asJSON {
-		if err := writeJSON(stdout, report); err != nil {
+		if err := writeJSON(stdout, summary); err != nil {
 			return err
 		}
 	} else {
-		printExplore(stdout, alg, opt, res, report, *reportPath)
+		printExplore(textOut, alg, opt, res, summary, report)
 	}
-	if report.Found {
+	if signalled != 0 {
+		return &exitError{signalled}
+	}
+	if summary.Found {
 		return &exitError{1}
 	}
 	return nil
 }
 
+// explorePaths picks the counterexample's and the report's file names.
+// The naming rule: --out gets .yaml appended unless it ends in .yaml or
+// .yml (so 'locklab replay FILE' reads it as a file); the report defaults
+// to the same name with .html; the two may never be the same file. An
+// existing file named by a flag is replaced only with --force; when the
+// default names are taken, -2, -3, ... is added before the extension.
+func explorePaths(out, report, alg string, seed uint64, force bool) (string, string, error) {
+	explicitOut := out != ""
+	if !explicitOut {
+		out = fmt.Sprintf("locklab-counterexample-%s-%d.yaml", alg, seed)
+	} else if ext := strings.ToLower(filepath.Ext(out)); ext != ".yaml" && ext != ".yml" {
+		out += ".yaml"
+	}
+	if strings.HasSuffix(out, string(os.PathSeparator)) || out == "-" {
+		return "", "", usagef("--out: expected a file name such as cx.yaml, found %q", term(out, false))
+	}
+	explicitReport := report != ""
+	htmlOf := func(p string) string { return strings.TrimSuffix(p, filepath.Ext(p)) + ".html" }
+	if !explicitReport {
+		report = htmlOf(out)
+	}
+	if report != "-" && filepath.Clean(report) == filepath.Clean(out) {
+		return "", "", usagef("--report and --out name the same file %s; the report would overwrite the counterexample", term(out, false))
+	}
+	if !explicitOut && !force {
+		stem := strings.TrimSuffix(out, ".yaml")
+		for n := 2; exists(out) || (!explicitReport && exists(report)); n++ {
+			out = fmt.Sprintf("%s-%d.yaml", stem, n)
+			if !explicitReport {
+				report = htmlOf(out)
+			}
+		}
+	}
+	if !force {
+		if explicitOut && exists(out) {
+			return "", "", usagef("--out: %s exists; pass --force to replace it, or name another file", term(out, false))
+		}
+		if report != "-" && exists(report) {
+			return "", "", usagef("--report: %s exists; pass --force to replace it, or name another file", term(report, false))
+		}
+	}
+	return out, report, nil
+}
+
 func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
 	fmt.Fprintf(w, "explore %s — faults %s, seed %d\n", alg, strings.Join(out.Faults, ","), opt.Seed)
+	if out.Interrupted {
+		fmt.Fprintf(w, "interrupted after %d runs; %d violating run(s) found so far\n", res.Runs, len(out.Violations)+out.MoreViolations)
+	}
 	if !out.Found {
 		fmt.Fprintf(w, "no violation in %d runs (%.1fs)\n", res.Runs, res.Elapsed.Seconds())
 		return
@@ -224,6 +331,9 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	fmt.Fprintf(w, "found: %s violated in run %d after %d runs (%.2fs)\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, res.Runs, res.FoundAfter.Seconds())
 	for _, v := range out.Violations[1:] {
 		fmt.Fprintf(w, "also: run %d violated %s\n", v.Run, strings.ReplaceAll(v.Property, "_", " "))
+	}
+	if out.MoreViolations > 0 {
+		fmt.Fprintf(w, "and %d more violating runs (not listed)\n", out.MoreViolations)
 	}
 	c := out.Counterexample
 	if c == nil {
@@ -243,13 +353,13 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	for _, t := range c.Witness {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", c.File, c.Replay, c.TraceSHA256)
-	if reportPath != "" {
-		fmt.Fprintf(w, "Report: %s\n", reportPath)
+	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
+	if reportPath != "" && reportPath != "-" {
+		fmt.Fprintf(w, "Report: %s\n", term(reportPath, false))
 	}
 }
 
-const replayUsage = `Usage: locklab replay FILE [--seed N] [--json] [--trace] [--report FILE]
+const replayUsage = `Usage: locklab replay FILE [--seed N] [--json] [--trace] [--report FILE] [--force]
 
 Runs a saved scenario file — typically a counterexample written by 'locklab
 explore' — with the seed stored in it, and prints the verdict, the witness
@@ -257,8 +367,14 @@ and the SHA-256 of the full event trace. The same file and seed always give
 the same trace, byte for byte. It is 'locklab run FILE' under the name you
 reach for when reproducing a failure.
 
-Exit status: 0 when the run reproduces the file's expectation, 1 when it
-does not, 2 on bad input.
+A counterexample file carries a block with its format version, seed,
+expectation, trace digest and a digest of the scenario. Replay checks them
+and says exactly what differs: a file cut short or edited is refused (exit
+2), and a run whose trace digest differs from the file's does not reproduce
+it (exit 1). Takes the flags and limits of 'locklab run'.
+
+Exit status: 0 when the run reproduces the file's expectation (and its
+trace digest), 1 when it does not, 2 on bad input.
 `
 
 func runReplay(args []string, stdout, stderr io.Writer) error {

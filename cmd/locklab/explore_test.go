@@ -47,8 +47,9 @@ func TestExploreRedlockClockJumpAndReplay(t *testing.T) {
 	if code != 0 || replay["trace_sha256"] != c.TraceSHA256 || replay["matches_expectation"] != true {
 		t.Fatalf("replay exit %d, trace %v, want %s", code, replay["trace_sha256"], c.TraceSHA256)
 	}
-	// Human output names the minimal schedule and the replay line.
-	_, text, _ := runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--out", out)
+	// Human output names the minimal schedule and the replay line (the
+	// files exist now, so replacing them takes --force).
+	_, text, _ := runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--out", out, "--force")
 	for _, want := range []string{"Minimal schedule:", "clock-jump", "Replay: locklab replay " + out, "Report: " + strings.TrimSuffix(out, ".yaml") + ".html"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("output lacks %q:\n%s", want, text)

@@ -80,5 +80,20 @@ Algorithms: run 'locklab list' to see them in use; the names are
 setnx-expire, set-nx-px-del, set-nx-px-lua, reentrant, redlock,
 redlock-naive, and the ZooKeeper locks zk-simple and zk-queue.
 
-Errors name the file, the line and the field, and exit with status 2.
+Checks: the whole file is checked before anything runs. Every key must be
+one of the fields above (typos get a did-you-mean), every value its exact
+type (count: 2.5 is refused), durations lie in [0, 8760h] unless said
+otherwise (ttl 1ms..24h; offsets and jumps ±8760h; wait, network, lag and
+timeout up to 1h; work, think and start up to 24h), ppm in (-1000000,
+1000000], names resolve against their kind (replica_of names another Redis
+node; a fault's op is a Redis command, a ZooKeeper request or READ/WRITE),
+params are the ones the algorithm reads, and a field a fault kind does not
+use (a probability on a pause) is an error. Every problem of the file is
+printed at once, one per line:
+
+  locklab: my.yaml:8:13: faults[0].target: unknown client "c7"; expected one of c1, c2 (did you mean c1?)
+
+and the exit status is 2. Faults that can never fire are warned about on
+stderr. Limits (clients, nodes, faults, cycles, duration, file size) and
+the flags that raise them: 'locklab help run'.
 `

@@ -60,7 +60,7 @@ scenario file format.
 
 Exit status: 0 when a run matches its scenario's expectation (explore: no
 violation found), 1 when it does not (explore: a violation found), 2 on bad
-input.
+input, 130 (SIGINT) or 143 (SIGTERM) when interrupted.
 `
 
 func main() {
@@ -79,11 +79,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "locklab: %s\n", ue.msg)
+		printErrorLines(stderr, ue.msg)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "locklab: %v\n", err)
+		printErrorLines(stderr, err.Error())
 		return 2
+	}
+}
+
+// printErrorLines prints each problem on its own line (a file's errors
+// come all at once), without control characters.
+func printErrorLines(w io.Writer, msg string) {
+	for _, line := range strings.Split(msg, "\n") {
+		fmt.Fprintf(w, "locklab: %s\n", term(line, false))
 	}
 }
 

@@ -75,7 +75,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"run"}, "run needs exactly one scenario"},
 		{[]string{"run", "del-wrong-client", "--seed", "minus"}, `--seed: expected a non-negative integer, got "minus"`},
 		{[]string{"run", "del-wrong-client", "--colour"}, "flag provided but not defined: -colour"},
-		{[]string{"run", broken}, broken + `:8: faults[0].target: unknown client "c7"; expected one of c1, c2`},
+		{[]string{"run", broken}, broken + `:8:13: faults[0].target: unknown client "c7"; expected one of c1, c2`},
 		{[]string{"run", filepath.Join(dir, "missing.yaml")}, "cannot read scenario file"},
 	}
 	for _, c := range cases {

@@ -44,11 +44,15 @@ Flags:
   --examples DIR     write the first violating run of each cell as a scenario
                      file DIR/ALGORITHM-CLASS.yaml, replayable with
                      'locklab run DIR/ALGORITHM-CLASS.yaml'
+  --max-seeds N      the largest --seeds accepted (default 1000000); runs
+                     are streamed, so memory does not grow with --seeds
 
 Fault classes:
 %s
 Exit status: 0 when the matrix ran (violations are findings, not failures),
-2 on bad input (unknown class or algorithm, bad flag).
+2 on bad input (unknown class or algorithm, bad flag), 130/143 when SIGINT/
+SIGTERM stopped it: the runs in flight finish and the table (and --json,
+--examples, --report) covers the runs done. A second signal quits at once.
 `
 
 func matrixHelp() string {
@@ -91,6 +95,9 @@ type matrixOutput struct {
 	Options matrixOptionsOutput     `json:"options"`
 	Setups  []scenarios.MatrixSetup `json:"setups"`
 	Cells   []matrixCellOutput      `json:"cells"`
+	// Interrupted is set when SIGINT/SIGTERM stopped the matrix; each
+	// cell's runs then count the runs done.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 type matrixOptionsOutput struct {
@@ -114,6 +121,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "")
 	examplesDir := fs.String("examples", "", "")
 	reportPath := fs.String("report", "", "")
+	maxSeedsText := fs.String("max-seeds", strconv.Itoa(matrixMaxSeeds), "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -121,10 +129,18 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usagef("matrix takes no arguments, got %q (see 'locklab help matrix')", pos[0])
 	}
-	seeds, err := strconv.Atoi(*seedsText)
-	if err != nil || seeds < 1 {
+	maxSeeds, err := parseCount("--max-seeds", *maxSeedsText, 1, 1<<40)
+	if err != nil {
+		return err
+	}
+	seeds64, err := strconv.ParseInt(*seedsText, 10, 64)
+	if err != nil || seeds64 < 1 {
 		return usagef("--seeds: expected a number of runs per cell >= 1, got %q", *seedsText)
 	}
+	if seeds64 > maxSeeds {
+		return usagef("--seeds: expected at most %d runs per cell (the limit; raise it with --max-seeds), found %d", maxSeeds, seeds64)
+	}
+	seeds := int(seeds64)
 	classes, err := faults.ParseClasses(*classesText)
 	if err != nil {
 		return usagef("--classes: %v", err)
@@ -135,10 +151,11 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	}
 	workers := 0
 	if *workersText != "" {
-		workers, err = strconv.Atoi(*workersText)
-		if err != nil || workers < 1 {
-			return usagef("--workers: expected a number of parallel runs >= 1, got %q", *workersText)
+		n, err := parseCount("--workers", *workersText, 1, maxExploreWorkers)
+		if err != nil {
+			return err
 		}
+		workers = int(n)
 	}
 	if *examplesDir != "" {
 		if err := os.MkdirAll(*examplesDir, 0o755); err != nil {
@@ -154,11 +171,20 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "\rmatrix: %d/%d runs (%.0fs)", done, total, time.Since(start).Seconds())
 		}
 	}
+	in := onInterrupt(stderr, "matrix")
+	opt.Context = in.ctx
 	res, err := scenarios.Matrix(opt)
+	signalled := in.stop()
 	if progress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
+		return err
+	}
+	exit := func(err error) error {
+		if err == nil && signalled != 0 {
+			return &exitError{signalled}
+		}
 		return err
 	}
 
@@ -175,7 +201,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			path := filepath.Join(*examplesDir, fmt.Sprintf("%s-%s.yaml", c.Algorithm, c.Class))
-			if err := os.WriteFile(path, data, 0o644); err != nil {
+			if err := writeFileAtomic(path, data); err != nil {
 				return fmt.Errorf("cannot write example: %w", err)
 			}
 			files[c] = path
@@ -190,22 +216,28 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 
 	if *asJSON {
 		out := matrixOutput{
-			Options: matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
-			Setups:  res.Setups,
-			Cells:   []matrixCellOutput{},
+			Options:     matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
+			Setups:      res.Setups,
+			Cells:       []matrixCellOutput{},
+			Interrupted: res.Interrupted,
 		}
 		for i := range res.Cells {
 			c := &res.Cells[i]
 			out.Cells = append(out.Cells, matrixCellOutput{Cell: *c, Shares: c.Shares(), ExampleFile: files[c]})
 		}
-		return writeJSON(stdout, out)
+		return exit(writeJSON(stdout, out))
 	}
 	printMatrix(stdout, res, files)
 	if *reportPath != "" {
-		fmt.Fprintf(stdout, "\nReport: %s\n", *reportPath)
+		fmt.Fprintf(stdout, "\nReport: %s\n", term(*reportPath, false))
 	}
-	return nil
+	return exit(nil)
 }
+
+// matrixMaxSeeds is the default bound of --seeds (raise it with
+// --max-seeds). The matrix never holds its runs in memory, so the bound is
+// about time, not memory: a million runs per cell is days of work.
+const matrixMaxSeeds = 1_000_000
 
 // writeMatrixReport writes the heatmap to path and, beside it in
 // PATH-examples/, the report of each cell's first violating run, which the
@@ -238,7 +270,9 @@ func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
 			name := fmt.Sprintf("%s-%s.html", c.Algorithm, c.Class)
 			yaml := strings.TrimSuffix(name, ".html") + ".yaml"
 			if b, err := sc.Marshal(); err == nil {
-				os.WriteFile(filepath.Join(dir, yaml), b, 0o644)
+				if err := writeFileAtomic(filepath.Join(dir, yaml), b); err != nil {
+					return err
+				}
 			}
 			replay := fmt.Sprintf("locklab run %s --seed %d", filepath.Join(dir, yaml), sc.Seed)
 			if err := reports.WriteRunFile(filepath.Join(dir, name), run, nil, replay); err != nil {
@@ -251,12 +285,7 @@ func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
-	defer f.Close()
-	return reports.WriteMatrix(f, data)
+	return writeAtomic(path, func(w io.Writer) error { return reports.WriteMatrix(w, data) })
 }
 
 // parseAlgorithms reads --algorithms; empty means every registered one.
@@ -317,6 +346,9 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 	}
 	fmt.Fprintf(w, "locklab matrix — %d algorithms × %d fault classes × %d seeds (1..%d): %d runs\n",
 		len(res.Algorithms), len(res.Classes), res.Seeds, res.Seeds, total)
+	if res.Interrupted {
+		fmt.Fprintf(w, "interrupted: the table covers the %d runs done\n", total)
+	}
 
 	nameWidth := len("ALGORITHM")
 	for _, a := range res.Algorithms {

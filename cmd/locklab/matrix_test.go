@@ -17,7 +17,7 @@ func TestMatrixBadFlagsExitTwo(t *testing.T) {
 		{[]string{"matrix", "--algorithms", "set-nx-px-del,nope"}, []string{`--algorithms: unknown algorithm "nope"`, "set-nx-px-lua"}},
 		{[]string{"matrix", "--seeds", "0"}, []string{`--seeds: expected a number of runs per cell >= 1, got "0"`}},
 		{[]string{"matrix", "--seeds", "many"}, []string{`--seeds: expected a number of runs per cell >= 1, got "many"`}},
-		{[]string{"matrix", "--workers", "-3"}, []string{`--workers: expected a number of parallel runs >= 1, got "-3"`}},
+		{[]string{"matrix", "--workers", "-3"}, []string{`--workers: expected a number between 1 and 1024, found "-3"`}},
 		{[]string{"matrix", "--classes", ""}, []string{"--classes: no fault class given"}},
 		{[]string{"matrix", "pause"}, []string{`matrix takes no arguments, got "pause"`}},
 		{[]string{"matrix", "--colour"}, []string{"flag provided but not defined: -colour"}},

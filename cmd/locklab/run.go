@@ -73,10 +73,21 @@ Flags:
              matches_expectation, witness, trace_sha256, faults, metrics, replay)
   --trace    also print the full event trace (human output only)
   --report FILE
-             write a self-contained HTML report of the run to FILE
+             write a self-contained HTML report of the run to FILE ("-":
+             stdout, the summary then goes to stderr); an existing FILE is
+             replaced only with --force
+  --force    replace an existing report file
+
+` + limitsHelp + `
+A scenario file written by 'locklab explore' carries a counterexample
+block (format, seed, expectation, trace digest, scenario digest): a file
+that disagrees with its block is refused (exit 2), and a run whose trace
+digest differs from the recorded one does not match (exit 1).
 
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
-2 on bad input (unknown scenario, invalid file, bad flag).
+2 on bad input (unknown scenario, invalid file, bad flag, a limit exceeded).
+Faults that can never fire, or fired and changed nothing, are warned about
+on stderr (and listed in --json as "warnings").
 `
 
 // runOutput is the JSON shape of 'locklab run --json'.
@@ -96,6 +107,10 @@ type runOutput struct {
 	SimulatedSeconds   float64                `json:"simulated_seconds"`
 	Compared           []scenarios.Comparison `json:"compared,omitempty"`
 	Replay             string                 `json:"replay"`
+	// Warnings name faults that can never fire or changed nothing.
+	Warnings []string `json:"warnings"`
+	// Mismatch says how a counterexample's replay differs from its file.
+	Mismatch string `json:"mismatch,omitempty"`
 }
 
 type witnessOutput struct {
@@ -118,6 +133,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "")
 	trace := fs.Bool("trace", false, "")
 	reportPath := fs.String("report", "", "")
+	force := fs.Bool("force", false, "")
+	limits := limitFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -125,8 +142,23 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("run needs exactly one scenario (an id from 'locklab list' or a .yaml file), got %d arguments", len(pos))
 	}
-	sc, err := scenarios.Load(pos[0])
+	lim, err := limits()
 	if err != nil {
+		return err
+	}
+	if *reportPath == "-" && *asJSON {
+		return usagef("--report - and --json both want stdout; write the report to a file")
+	}
+	if *reportPath != "" && *reportPath != "-" && exists(*reportPath) && !*force {
+		return usagef("--report: %s exists; pass --force to replace it, or name another file", term(*reportPath, false))
+	}
+	sc, err := scenarios.LoadWith(pos[0], lim)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	// A counterexample must agree with itself before it runs: a file cut
+	// short or edited is bad input, not a pass.
+	if err := sc.CheckFile(); err != nil {
 		return &usageError{err.Error()}
 	}
 	seed := sc.Seed
@@ -136,13 +168,44 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("--seed: expected a non-negative integer, got %q", *seedText)
 		}
 	}
+	// With --report -, the HTML is stdout and the summary goes to stderr.
+	textOut := stdout
+	if *reportPath == "-" {
+		textOut = stderr
+	}
+	for _, w := range sc.Warnings {
+		fmt.Fprintf(stderr, "locklab: warning: %s\n", term(w.Error(), false))
+	}
 	res, cmp, err := scenarios.RunCompared(sc, seed, scenarios.Options{KeepTrace: *trace || *reportPath != ""})
 	if err != nil {
 		return err
 	}
 	out := buildRunOutput(res, pos[0])
 	out.Compared = cmp
-	if *reportPath != "" {
+	// A fault already warned about before the run is not warned about
+	// again when it indeed did not fire.
+	warned := map[string]bool{}
+	for _, w := range sc.Warnings {
+		out.Warnings = append(out.Warnings, w.Error())
+		warned[strings.SplitN(w.Field, ".", 2)[0]] = true
+	}
+	for _, w := range res.Warnings {
+		if warned[strings.SplitN(w, " ", 2)[0]] {
+			continue
+		}
+		out.Warnings = append(out.Warnings, w)
+		fmt.Fprintf(stderr, "locklab: warning: %s\n", term(w, false))
+	}
+	replayErr := sc.CheckReplay(res)
+	if replayErr != nil {
+		out.MatchesExpectation = false
+		out.Mismatch = replayErr.Error()
+	}
+	if *reportPath == "-" {
+		if err := reports.WriteRun(stdout, res, cmp, out.Replay); err != nil {
+			return err
+		}
+	} else if *reportPath != "" {
 		if err := reports.WriteRunFile(*reportPath, res, cmp, out.Replay); err != nil {
 			return err
 		}
@@ -152,10 +215,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		printRun(stdout, res, out, *trace)
-		if *reportPath != "" {
-			fmt.Fprintf(stdout, "Report: %s\n", *reportPath)
+		printRun(textOut, res, out, *trace)
+		if *reportPath != "" && *reportPath != "-" {
+			fmt.Fprintf(textOut, "Report: %s\n", term(*reportPath, false))
 		}
+	}
+	if replayErr != nil {
+		fmt.Fprintf(stderr, "locklab: %s\n", term(replayErr.Error(), false))
 	}
 	if !out.MatchesExpectation {
 		return &exitError{1}
@@ -206,7 +272,8 @@ func buildRunOutput(res *scenarios.Result, arg string) runOutput {
 		TraceEvents:        res.TraceLines,
 		Faults:             []faultOutput{},
 		SimulatedSeconds:   res.End.Seconds(),
-		Replay:             fmt.Sprintf("locklab run %s --seed %d", arg, res.Seed),
+		Replay:             fmt.Sprintf("locklab run %s --seed %d", shellWord(arg), res.Seed),
+		Warnings:           []string{},
 	}
 	for _, a := range res.Applied {
 		fo := faultOutput{At: a.At.Seconds(), Text: a.Text, Fault: a.Fault}
@@ -250,7 +317,7 @@ func witnessText(r *checker.Report) []string {
 
 func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 	sc := res.Scenario
-	fmt.Fprintf(w, "%s — %s\n", sc.ID, sc.Title)
+	fmt.Fprintf(w, "%s — %s\n", term(sc.ID, false), term(sc.Title, false))
 	info, _ := algorithms.Lookup(sc.Algorithm)
 	where := "nodes " + strings.Join(sc.NodeNames(), ",")
 	if info.Backend != "redis" {
@@ -268,7 +335,7 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 		if a.Until > 0 {
 			until = fmt.Sprintf(" (until %s)", checker.Sec(a.Until))
 		}
-		fmt.Fprintf(w, "  %9s  %s%s\n", checker.Sec(a.At), a.Text, until)
+		fmt.Fprintf(w, "  %9s  %s%s\n", checker.Sec(a.At), term(a.Text, false), until)
 	}
 	fmt.Fprintln(w)
 
@@ -318,19 +385,21 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 		fmt.Fprintln(w)
 	}
 	if sc.Narrative.Fix != "" {
-		fmt.Fprintf(w, "\nWhy: %s\nFix: %s\n", sc.Narrative.Why, sc.Narrative.Fix)
+		fmt.Fprintf(w, "\nWhy: %s\nFix: %s\n", term(sc.Narrative.Why, true), term(sc.Narrative.Fix, true))
 	}
 	if sc.Twin != "" {
-		fmt.Fprintf(w, "Twin: locklab run %s\n", sc.Twin)
+		fmt.Fprintf(w, "Twin: locklab run %s\n", term(sc.Twin, false))
 	}
-	fmt.Fprintf(w, "\nTrace: %d events, sha256 %s\nReplay: %s\n", res.TraceLines, res.TraceSHA256, out.Replay)
+	fmt.Fprintf(w, "\nTrace: %d events, sha256 %s\nReplay: %s\n", res.TraceLines, res.TraceSHA256, term(out.Replay, false))
 	if trace {
 		fmt.Fprintln(w, "\nTrace (true time in seconds):")
 		for _, e := range res.Trace {
-			fmt.Fprintf(w, "  %s\n", e)
+			fmt.Fprintf(w, "  %s\n", term(e.String(), false))
 		}
 	}
-	if out.MatchesExpectation {
+	if out.Mismatch != "" {
+		fmt.Fprintln(w, "\nResult: the replay does NOT reproduce the counterexample file (see below).")
+	} else if out.MatchesExpectation {
 		fmt.Fprintln(w, "\nResult: the run matches the scenario's expectation.")
 	} else {
 		fmt.Fprintln(w, "\nResult: the run does NOT match the scenario's expectation.")

@@ -1,0 +1,186 @@
+package main
+
+// Guards for long jobs and output files: limits with flags to raise them,
+// Ctrl-C that keeps what was found, files that are whole or absent, and
+// terminal text without control characters.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/scenarios"
+)
+
+// limitFlags registers --max-file-size, --max-nodes, --max-clients,
+// --max-faults, --max-cycles and --max-duration; the returned function
+// reads them after parsing.
+func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
+	d := scenarios.DefaultLimits
+	size := fs.Int64("max-file-size", d.FileBytes, "")
+	nodes := fs.Int("max-nodes", d.Nodes, "")
+	clients := fs.Int("max-clients", d.Clients, "")
+	faultsN := fs.Int("max-faults", d.Faults, "")
+	cycles := fs.Int("max-cycles", d.Cycles, "")
+	dur := fs.String("max-duration", d.Duration.String(), "")
+	conns := fs.Int("max-connections", d.Connections, "")
+	msgs := fs.Int("max-messages", d.Messages, "")
+	return func() (scenarios.Limits, error) {
+		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns, Messages: *msgs}
+		for _, c := range []struct {
+			name string
+			v    int64
+		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}, {"--max-connections", int64(*conns)}, {"--max-messages", int64(*msgs)}} {
+			if c.v < 1 {
+				return lim, usagef("%s: expected a limit >= 1, found %d", c.name, c.v)
+			}
+		}
+		v, err := time.ParseDuration(*dur)
+		if err != nil || v <= 0 || v > scenarios.MaxDuration {
+			return lim, usagef("--max-duration: expected a duration between 1ns and %v, found %q", scenarios.MaxDuration, *dur)
+		}
+		lim.Duration = v
+		return lim, nil
+	}
+}
+
+const limitsHelp = `Limits (raise them for bigger experiments; memory stays under 1 GB at the
+defaults):
+  --max-file-size BYTES  largest scenario file read (default 1048576)
+  --max-nodes N          Redis nodes per scenario (default 64)
+  --max-clients N        clients per scenario (default 1000)
+  --max-faults N         faults per scenario (default 1000)
+  --max-cycles N         lock cycles of all clients together (default 20000)
+  --max-duration D       simulated run length (default 24h)
+  --max-connections N    clients × Redis nodes, doubled with a watchdog
+                         (default 8000)
+  --max-messages N       messages one run may deliver; a run that sends more
+                         stops with an error (default 500000)
+`
+
+// interrupt turns the first SIGINT or SIGTERM into a cancelled context, so
+// a long job stops handing out work, prints what it found and writes what
+// is complete; a second signal exits at once. Exit status 130 (SIGINT) or
+// 143 (SIGTERM), as shells report a process killed by the signal.
+type interrupt struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	code   atomic.Int32
+	ch     chan os.Signal
+}
+
+func onInterrupt(stderr io.Writer, what string) *interrupt {
+	in := &interrupt{ch: make(chan os.Signal, 2)}
+	in.ctx, in.cancel = context.WithCancel(context.Background())
+	signal.Notify(in.ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range in.ch {
+			code := int32(130)
+			if s == syscall.SIGTERM {
+				code = 143
+			}
+			if in.code.Load() != 0 {
+				os.Exit(int(code))
+			}
+			in.code.Store(code)
+			fmt.Fprintf(stderr, "\nlocklab: interrupted: %s stops, prints what it found and writes what is complete (again to quit at once)\n", what)
+			in.cancel()
+		}
+	}()
+	return in
+}
+
+// stop ends the signal handling; it returns the exit status the signal
+// asks for (0: none came).
+func (in *interrupt) stop() int {
+	signal.Stop(in.ch)
+	close(in.ch)
+	return int(in.code.Load())
+}
+
+// writeAtomic writes a file through a temporary name in the same
+// directory and renames it into place, so the file is whole or absent,
+// whatever interrupts the write.
+func writeAtomic(path string, render func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := render(f); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// term makes user text (ids, titles, narratives, file names) safe for a
+// terminal: control characters are dropped, except newlines and tabs when
+// multiline is set.
+func term(s string, multiline bool) string {
+	if !multiline {
+		return scenarios.Printable(s, 0)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = scenarios.Printable(strings.ReplaceAll(l, "\t", "    "), 0)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// shellWord quotes a file name for a command line a user can paste.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./+=:,@", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(term(s, false), "'", `'\''`) + "'"
+}
+
+func parseCount(name, text string, lo, hi int64) (int64, error) {
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || v < lo || v > hi {
+		return 0, usagef("%s: expected a number between %d and %d, found %q", name, lo, hi, text)
+	}
+	return v, nil
+}

@@ -1,0 +1,315 @@
+package faults
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MaxDuration bounds every duration of a schedule (and, by default, of a
+// scenario file): a year, far beyond any run, and small enough that the sum
+// of a fault's time and its length never overflows int64 nanoseconds.
+const MaxDuration = 8760 * time.Hour
+
+// Problem is one thing wrong with a fault: Field is the yaml key inside the
+// fault ("target", "after.op"), Msg what was expected and found.
+type Problem struct {
+	Field string
+	Msg   string
+}
+
+func (p Problem) Error() string { return p.Field + ": " + p.Msg }
+
+// kindFields are the keys each kind reads beside kind, at, after and note.
+// A key given to a kind that ignores it is an error: a probability on a
+// pause, a jump on a crash would otherwise be silently dropped from the
+// experiment.
+var kindFields = map[Kind][]string{
+	Pause:     {"target", "duration"},
+	Crash:     {"target"},
+	Hang:      {"target", "duration"},
+	Drop:      {"dir", "client", "node", "op", "count", "probability", "duration"},
+	Delay:     {"dir", "client", "node", "op", "count", "probability", "duration"},
+	ClockJump: {"target", "jump"},
+	Drift:     {"target", "ppm"},
+	NodeCrash: {"target", "restart_after", "persistence"},
+	Failover:  {"target"},
+	Partition: {"groups", "one_way", "duration"},
+	Heal:      {},
+}
+
+var commonFields = []string{"kind", "at", "after", "note"}
+
+// Validate checks one fault against the names of a scenario and returns the
+// first problem (see Problems).
+func (f Fault) Validate(n Names) error {
+	if ps := f.Problems(n); len(ps) > 0 {
+		return ps[0]
+	}
+	return nil
+}
+
+// Problems lists everything wrong with one fault: which field, what was
+// expected, what was found. Durations outside [0, MaxDuration] (jumps
+// outside ±MaxDuration) are refused here too, so a schedule built in Go is
+// held to the same ranges as one read from a file.
+func (f Fault) Problems(n Names) []Problem {
+	var out []Problem
+	bad := func(field, format string, args ...any) {
+		out = append(out, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	allowed, known := kindFields[f.Kind]
+	switch {
+	case f.Kind == "":
+		bad("kind", "missing; expected one of %s", kindList())
+		return out
+	case !known:
+		msg := fmt.Sprintf("unknown fault kind %q; expected one of %s", f.Kind, kindList())
+		if s := closest(string(f.Kind), kindNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		bad("kind", "%s", msg)
+		return out
+	}
+	// Fields the kind does not read.
+	v := reflect.ValueOf(f)
+	t := v.Type()
+	for i := range t.NumField() {
+		key, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if key == "" || key == "-" || slices.Contains(commonFields, key) || slices.Contains(allowed, key) {
+			continue
+		}
+		if !v.Field(i).IsZero() {
+			takes := strings.Join(append(slices.Clone(allowed), commonFields[1:]...), ", ")
+			bad(key, "a %s fault does not use %s; expected only %s", f.Kind, key, takes)
+		}
+	}
+
+	if f.At != nil && f.After != nil {
+		bad("after", "give either at or after, not both")
+	}
+	if f.At == nil && f.After == nil && f.Kind != Drop && f.Kind != Delay && f.Kind != Drift {
+		bad("at", "missing; expected a true time such as 1.5s, or an after trigger")
+	}
+	durations := []struct {
+		field string
+		d     Duration
+		lo    time.Duration
+	}{{"duration", f.Duration, 0}, {"restart_after", f.RestartAfter, 0}, {"jump", f.Jump, -MaxDuration}}
+	if f.At != nil {
+		durations = append(durations, struct {
+			field string
+			d     Duration
+			lo    time.Duration
+		}{"at", *f.At, 0})
+	}
+	for _, d := range durations {
+		if d.d.D() < d.lo || d.d.D() > MaxDuration {
+			bad(d.field, "expected a duration between %s and %s, found %v", Human(d.lo), Human(MaxDuration), d.d)
+		}
+	}
+	if f.After != nil {
+		if f.After.Client != "" && !slices.Contains(n.Clients, f.After.Client) {
+			bad("after.client", "%s", unknown("client", f.After.Client, n.Clients))
+		}
+		if f.After.Node != "" && !slices.Contains(n.hosts(), f.After.Node) {
+			bad("after.node", "%s", unknown("node", f.After.Node, n.hosts()))
+		}
+		if f.After.Dir != "" && f.After.Dir != "reply" && f.After.Dir != "request" {
+			bad("after.dir", "expected request or reply, found %q", f.After.Dir)
+		}
+		if f.After.Nth < 0 {
+			bad("after.nth", "expected a count >= 1, found %d", f.After.Nth)
+		}
+		if f.After.Op != "" && !KnownOp(f.After.Op) {
+			bad("after.op", "%s", unknownOp(f.After.Op))
+		}
+	}
+	needTarget := func(kinds string, names []string) {
+		switch {
+		case f.Target == "":
+			bad("target", "missing; expected one of %s", strings.Join(names, ", "))
+		case !slices.Contains(names, f.Target):
+			bad("target", "%s", unknown(kinds, f.Target, names))
+		}
+	}
+	switch f.Kind {
+	case Pause:
+		needTarget("client", n.Clients)
+		if f.Duration <= 0 {
+			bad("duration", "expected how long the pause lasts, such as 15s")
+		}
+	case Crash:
+		needTarget("client", n.Clients)
+	case Hang:
+		needTarget("client", n.Clients)
+	case Failover:
+		if len(n.Replicas) == 0 {
+			bad("target", "this scenario has no replica to promote; give a node replica_of")
+		} else {
+			needTarget("replica", n.Replicas)
+		}
+	case ClockJump:
+		needTarget("client or node", n.hosts())
+		if f.Jump == 0 {
+			bad("jump", "expected a non-zero clock jump such as 10s or -2s")
+		}
+	case Drift:
+		needTarget("client or node", n.hosts())
+		if f.PPM <= -1_000_000 || f.PPM > 1_000_000 {
+			bad("ppm", "expected a rate offset in (-1000000, 1000000] (-1000000 would stop the clock), found %d", f.PPM)
+		}
+	case Drop, Delay:
+		if f.Dir != "" && f.Dir != "request" && f.Dir != "reply" {
+			bad("dir", "expected request or reply, found %q", f.Dir)
+		}
+		if f.Client != "" && !slices.Contains(n.Clients, f.Client) {
+			bad("client", "%s", unknown("client", f.Client, n.Clients))
+		}
+		if f.Node != "" && !slices.Contains(n.hosts(), f.Node) {
+			bad("node", "%s", unknown("node", f.Node, n.hosts()))
+		}
+		if f.Op != "" && !KnownOp(f.Op) {
+			bad("op", "%s", unknownOp(f.Op))
+		}
+		if math.IsNaN(f.Probability) || f.Probability < 0 || f.Probability > 1 {
+			bad("probability", "expected a number in [0, 1], found %v", f.Probability)
+		}
+		if f.Count < 0 {
+			bad("count", "expected a count >= 0, found %d", f.Count)
+		}
+		if f.Kind == Delay && f.Duration <= 0 {
+			bad("duration", "expected the delay to add, such as 2s")
+		}
+	case NodeCrash:
+		needTarget("node", n.Nodes)
+		switch f.Persistence {
+		case "", "none", "everysec", "always":
+		default:
+			bad("persistence", "expected none, everysec or always, found %q", f.Persistence)
+		}
+	case Partition:
+		if len(f.Groups) != 2 {
+			bad("groups", "expected two groups of hosts, such as [[c1, A], [B, C]], found %d", len(f.Groups))
+			break
+		}
+		for gi, g := range f.Groups {
+			if len(g) == 0 {
+				bad(fmt.Sprintf("groups[%d]", gi), "expected at least one host, found an empty group")
+			}
+			for _, h := range g {
+				if !slices.Contains(n.hosts(), h) {
+					bad(fmt.Sprintf("groups[%d]", gi), "%s", unknown("host", h, n.hosts()))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func unknown(kind, name string, names []string) string {
+	msg := fmt.Sprintf("unknown %s %q; expected one of %s", kind, name, strings.Join(names, ", "))
+	if s := closest(name, names); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return msg
+}
+
+func unknownOp(op string) string {
+	msg := fmt.Sprintf("unknown op %q; expected a Redis command (SET, EVAL, ...), a ZooKeeper request (CREATE, DELETE, ...) or READ/WRITE at the resource", op)
+	if s := closest(strings.ToUpper(op), KnownOps()); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return msg
+}
+
+func kindNames() []string {
+	var s []string
+	for _, k := range Kinds {
+		s = append(s, string(k))
+	}
+	return s
+}
+
+func kindList() string { return strings.Join(kindNames(), ", ") }
+
+// Validate checks every fault; errors name the fault by index.
+func (s Schedule) Validate(n Names) error {
+	for i, f := range s {
+		if err := f.Validate(n); err != nil {
+			return fmt.Errorf("faults[%d] (%s): %w", i, f.Kind, err)
+		}
+	}
+	return nil
+}
+
+func closest(s string, candidates []string) string { return Closest(s, candidates) }
+
+// Closest is the candidate a typo of s most likely meant: the nearest by
+// edit distance (ignoring case), if within a third of the word's length
+// (at least one edit); "" when none is that close or s is exact.
+func Closest(s string, candidates []string) string {
+	best, bestD := "", math.MaxInt
+	for _, c := range candidates {
+		if c == s {
+			return ""
+		}
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= max(1, min(len(s), len(best))/3) {
+		return best
+	}
+	return ""
+}
+
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and swaps of neighbours ("pasue") cost one.
+// Inputs are keys and names, cut to 64 runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 {
+		ra = ra[:64]
+	}
+	if len(rb) > 64 {
+		rb = rb[:64]
+	}
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// Human writes a duration without trailing zero units ("24h", not
+// "24h0m0s"), for messages.
+func Human(d time.Duration) string {
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
+}

@@ -1,0 +1,97 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Limits bound what a scenario file may ask for, so that any accepted input
+// runs in bounded memory (under 1 GB at the defaults; BENCHMARKS.md has
+// the measurements). Each has a command-line flag to raise it.
+type Limits struct {
+	// FileBytes is the largest scenario file read (--max-file-size).
+	FileBytes int64
+	// Nodes, Clients and Faults bound the lists of a scenario
+	// (--max-nodes, --max-clients, --max-faults).
+	Nodes, Clients, Faults int
+	// Cycles bounds the lock cycles of all clients together, which bound
+	// the history's size (--max-cycles).
+	Cycles int
+	// Duration bounds the simulated run length (--max-duration).
+	Duration time.Duration
+	// Connections bounds clients × Redis nodes (a watchdog doubles a
+	// client's share): every client holds one go-redis connection per
+	// node, about 60 KB each (--max-connections).
+	Connections int
+	// Messages bounds the messages one run delivers (--max-messages): a
+	// run's memory grows with them (about 400 bytes each, measured), and
+	// no static check can bound them (a thousand clients retrying for a
+	// day).
+	Messages int
+}
+
+// DefaultLimits are the limits when no flag raises them.
+var DefaultLimits = Limits{
+	FileBytes: 1 << 20,
+	Nodes:     64,
+	Clients:   1000,
+	Faults:    1000,
+	Cycles:    20_000,
+	Duration:  24 * time.Hour,
+	// 64 nodes × 100 clients measured 390 MB peak (BENCHMARKS.md).
+	Connections: 8000,
+	// 1,450,000 messages (1000 clients, 20000 cycles on one key) measured
+	// 630 MB peak.
+	Messages: 500_000,
+}
+
+// messageLimit is the message budget of a run of s.
+func (s *Scenario) messageLimit() int {
+	if s.limits != nil && s.limits.Messages > 0 {
+		return s.limits.Messages
+	}
+	return DefaultLimits.Messages
+}
+
+// LoadWith resolves a command-line argument under the given limits: a path
+// to a scenario file if it looks like one, otherwise a built-in id. A file
+// is read up to the size limit and no further, so a device or a huge file
+// is refused at once.
+func LoadWith(arg string, lim Limits) (*Scenario, error) {
+	if !looksLikePath(arg) {
+		s, err := Get(arg)
+		if s != nil {
+			s.limits = &lim // the run's message budget
+		}
+		return s, err
+	}
+	data, err := readLimited(arg, lim.FileBytes)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWith(arg, data, lim)
+}
+
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read scenario file: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, &FieldError{File: path, Msg: "expected a scenario file, found a directory"}
+	}
+	if limit <= 0 {
+		limit = DefaultLimits.FileBytes
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read scenario file: %w", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, &FieldError{File: path, Msg: fmt.Sprintf("expected a scenario file of at most %d bytes (the limit; raise it with --max-file-size), found more", limit)}
+	}
+	return data, nil
+}

@@ -1,0 +1,495 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+	"go.yaml.in/yaml/v3"
+)
+
+// FieldError is a validation error that names a field of the file.
+type FieldError struct {
+	File  string
+	Line  int
+	Col   int
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+			if e.Col > 0 {
+				fmt.Fprintf(&b, ":%d", e.Col)
+			}
+		}
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+func (s *Scenario) fieldErr(field, format string, args ...any) *FieldError {
+	line, col := posOf(s.root, field)
+	return &FieldError{File: s.File, Line: line, Col: col, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// backendParams are the params a backend reads (ZooKeeper's session
+// settings), declared where the backend registers.
+var backendParams = map[string][]algorithms.Param{}
+
+// scenarioParams are params the runner itself reads, for any algorithm.
+var scenarioParams = []algorithms.Param{
+	{Name: "fence_start", Expect: "a whole number >= 0, the fencing counter's first value", Check: func(v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > 1<<53 {
+			return errors.New("expected a whole number >= 0, such as 32")
+		}
+		return nil
+	}},
+}
+
+// acceptedParams are the params keys an algorithm accepts.
+func acceptedParams(algorithm string) ([]algorithms.Param, bool) {
+	info, err := algorithms.Lookup(algorithm)
+	if err != nil || info.Name == algorithms.Custom {
+		return nil, false // a user's own lock reads what it likes
+	}
+	out := slices.Concat(scenarioParams, info.Params, backendParams[info.Backend])
+	if info.Backend == "redis" {
+		out = append(out, algorithms.RedisParams...)
+	}
+	return out, true
+}
+
+// Validate checks the meaning of the scenario (the shape of a file was
+// checked when it was parsed): names resolve against their kind,
+// contradictions are refused, params are ones the algorithm reads, and the
+// limits hold. It returns every problem at once, as Errors (nil if none),
+// and records faults that can never fire in s.Warnings.
+func (s *Scenario) Validate() error {
+	var errs Errors
+	bad := func(field, format string, args ...any) { errs = append(errs, s.fieldErr(field, format, args...)) }
+	lim := DefaultLimits
+	if s.limits != nil {
+		lim = *s.limits
+	}
+	s.Warnings = nil
+
+	if s.ID == "" {
+		bad("id", "missing; expected a short name such as my-scenario")
+	}
+	info, err := algorithms.Lookup(s.Algorithm)
+	if err != nil && s.Algorithm == "" {
+		bad("algorithm", "missing; expected one of %s", strings.Join(algorithms.Names(), ", "))
+	} else if err != nil {
+		msg := fmt.Sprintf("unknown algorithm %q; expected one of %s", Printable(s.Algorithm, 40), strings.Join(algorithms.Names(), ", "))
+		if d := DidYouMean(s.Algorithm, algorithms.Names()); d != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", d)
+		}
+		bad("algorithm", "%s", msg)
+	}
+	if s.TTL <= 0 || s.TTL.D() > 24*time.Hour {
+		if s.TTL == 0 {
+			bad("ttl", "missing; expected the lock's time to live, such as 10s")
+		} else {
+			bad("ttl", "expected a duration between 1ms and 24h, found %v", s.TTL)
+		}
+	}
+	if s.Clients.Count < 1 || s.Clients.Count > lim.Clients {
+		bad("clients.count", "expected between 1 and %d clients (the limit; raise it with --max-clients), found %d", lim.Clients, s.Clients.Count)
+	}
+	if s.Clients.Cycles < 0 {
+		bad("clients.cycles", "expected a number of lock cycles >= 1, found %d", s.Clients.Cycles)
+	}
+	if !validClockKind(s.Clients.Clock) {
+		bad("clients.clock", "expected monotonic or wall, found %q", Printable(s.Clients.Clock, 40))
+	}
+	if len(s.Nodes) > lim.Nodes {
+		bad("nodes", "expected at most %d nodes (the limit; raise it with --max-nodes), found %d", lim.Nodes, len(s.Nodes))
+	}
+	if len(s.Faults) > lim.Faults {
+		bad("faults", "expected at most %d faults (the limit; raise it with --max-faults), found %d", lim.Faults, len(s.Faults))
+	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+		hi    time.Duration
+	}{{"wait.delay", s.Wait.Delay, time.Hour}, {"wait.jitter", s.Wait.Jitter, time.Hour}, {"clients.timeout", s.Clients.Timeout, time.Hour},
+		{"network.latency", s.Network.Latency, time.Hour}, {"network.jitter", s.Network.Jitter, time.Hour},
+		{"liveness_bound", s.LivenessBound, MaxDuration}, {"max_hold", s.MaxHold, MaxDuration}} {
+		if d.v < 0 || d.v.D() > d.hi {
+			bad(d.field, "expected a duration between 0s and %s, found %v", human(d.hi), d.v)
+		}
+	}
+	for _, r := range []struct {
+		field string
+		v     Range
+	}{{"clients.work", s.Clients.Work}, {"clients.think", s.Clients.Think}, {"clients.start", s.Clients.Start}} {
+		if r.v.Min < 0 || r.v.Max < r.v.Min || r.v.Max > 24*time.Hour {
+			bad(r.field, "expected a range min..max with 0 <= min <= max <= 24h, found %v", r.v)
+		}
+	}
+	if s.Wait.Attempts < 0 {
+		bad("wait.attempts", "expected a number of attempts >= 0 (0: until acquired), found %d", s.Wait.Attempts)
+	}
+	if s.Duration <= 0 || s.Duration.D() > lim.Duration {
+		bad("duration", "expected a simulated run length between 1ms and %v (the limit; raise it with --max-duration), found %v", human(lim.Duration), s.Duration)
+	}
+	// Total lock cycles bound the history's size (and the run's memory).
+	total := 0.0
+	for _, name := range s.ClientNames() {
+		c := float64(s.Clients.Cycles)
+		if o, ok := s.Clients.Each[name]; ok && o.Cycles != nil {
+			c = float64(*o.Cycles)
+		}
+		total += c
+	}
+	if total > float64(lim.Cycles) {
+		bad("clients.cycles", "expected at most %d lock cycles in all (clients × cycles; the limit, raise it with --max-cycles), found %.0f", lim.Cycles, total)
+	}
+
+	conns := float64(s.Clients.Count) * float64(len(s.Nodes))
+	if s.Params["watchdog"] == "true" {
+		conns *= 2
+	}
+	if lim.Connections > 0 && conns > float64(lim.Connections) {
+		bad("clients.count", "expected at most %d connections (clients × Redis nodes%s; the limit, raise it with --max-connections), found %.0f", lim.Connections, map[bool]string{true: " × 2 for the watchdog"}[s.Params["watchdog"] == "true"], conns)
+	}
+	lockNodes := 0
+	for _, n := range s.Nodes {
+		if n.Replica == "" && n.Role == "" {
+			lockNodes++
+		}
+	}
+	if err == nil && info.Backend == "redis" && lockNodes < info.MinNodes {
+		bad("nodes", "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), found %d", s.Algorithm, info.MinNodes, lockNodes)
+	}
+	// Host names: clients c1..cN, the resource, the backends' own hosts
+	// (for the algorithm and every compared one) and the nodes must differ.
+	reserved := map[string]string{ResourceHost: "the protected resource"}
+	for _, alg := range append([]string{s.Algorithm}, s.Compare...) {
+		if i, err := algorithms.Lookup(alg); err == nil {
+			if b, ok := backends[i.Backend]; ok {
+				for _, h := range b.hosts(s) {
+					reserved[h] = "the " + i.Backend + " server"
+				}
+			}
+		}
+	}
+	clientSet := map[string]bool{}
+	for _, c := range s.ClientNames() {
+		clientSet[c] = true
+	}
+	nodeIndex := map[string]int{}
+	for i, n := range s.Nodes {
+		field := fmt.Sprintf("nodes[%d]", i)
+		switch {
+		case n.Name == "":
+			bad(field+".name", "missing node name; expected a name such as A")
+		case reserved[n.Name] != "":
+			bad(field+".name", "the name %q is taken by %s; expected another node name", n.Name, reserved[n.Name])
+		case clientSet[n.Name] || strings.HasPrefix(n.Name, "c") && isClientName(n.Name):
+			bad(field+".name", "the name %q looks like a client's (clients are c1..cN); expected another node name", n.Name)
+		case nodeIndex[n.Name] > 0:
+			bad(field+".name", "duplicate node name %q (also nodes[%d])", n.Name, nodeIndex[n.Name]-1)
+		}
+		if _, dup := nodeIndex[n.Name]; !dup && n.Name != "" {
+			nodeIndex[n.Name] = i + 1
+		}
+		if n.Lag < 0 || n.Lag.D() > time.Hour {
+			bad(field+".lag", "expected a replication lag between 0s and 1h, found %v", n.Lag)
+		}
+		if n.Role != "" && n.Role != "tokens" {
+			bad(field+".role", "expected tokens (or no role for a lock node), found %q", n.Role)
+		}
+		if n.PPM <= -1_000_000 || n.PPM > 1_000_000 {
+			bad(field+".ppm", "expected a rate offset in (-1000000, 1000000] (-1000000 would stop the clock), found %d", n.PPM)
+		}
+		if n.Offset.D() < -MaxDuration || n.Offset.D() > MaxDuration {
+			bad(field+".offset", "expected a clock offset between -%s and %s, found %v", human(MaxDuration), human(MaxDuration), n.Offset)
+		}
+		if n.MinReplicasToWrite < 0 || n.MinReplicasToWrite > 100 {
+			bad(field+".min_replicas_to_write", "expected a number of replicas between 0 and 100, found %d", n.MinReplicasToWrite)
+		}
+		if n.MinReplicasMaxLag < 0 || n.MinReplicasMaxLag > 0 && n.MinReplicasMaxLag.D() < time.Second || n.MinReplicasMaxLag.D() > time.Hour {
+			bad(field+".min_replicas_max_lag", "expected a lag between 1s and 1h (Redis counts whole seconds), found %v", n.MinReplicasMaxLag)
+		}
+	}
+	for i, n := range s.Nodes {
+		if n.Replica == "" {
+			continue
+		}
+		field := fmt.Sprintf("nodes[%d].replica_of", i)
+		// A replica follows a Redis node: not itself, not a client, not
+		// the resource or a ZooKeeper server (which have no replication
+		// stream to follow).
+		if j := nodeIndex[n.Replica]; j == 0 || n.Replica == n.Name {
+			others := slices.DeleteFunc(s.NodeNames(), func(x string) bool { return x == n.Name })
+			msg := fmt.Sprintf("expected the name of another Redis node (%s), found %q", strings.Join(others, ", "), Printable(n.Replica, 40))
+			if d := DidYouMean(n.Replica, others); d != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", d)
+			}
+			bad(field, "%s", msg)
+		} else if s.Nodes[j-1].Role == "tokens" {
+			bad(field, "expected a lock node to follow, found the tokens node %q", n.Replica)
+		}
+	}
+	for _, name := range sortedKeys(s.Clients.Each) {
+		field := "clients.each." + Printable(name, 40)
+		if !clientSet[name] {
+			msg := fmt.Sprintf("unknown client %q; expected one of %s", Printable(name, 40), strings.Join(s.ClientNames(), ", "))
+			bad(field, "%s", msg)
+			continue
+		}
+		o := s.Clients.Each[name]
+		if o.Clock != nil && (*o.Clock == "" || !validClockKind(*o.Clock)) {
+			bad(field+".clock", "expected monotonic or wall, found %q", Printable(*o.Clock, 40))
+		}
+		if o.Cycles != nil && (*o.Cycles < 0 || *o.Cycles > lim.Cycles) {
+			bad(field+".cycles", "expected between 0 and %d lock cycles, found %d", lim.Cycles, *o.Cycles)
+		}
+		if o.PPM != nil && (*o.PPM <= -1_000_000 || *o.PPM > 1_000_000) {
+			bad(field+".ppm", "expected a rate offset in (-1000000, 1000000] (-1000000 would stop the clock), found %d", *o.PPM)
+		}
+		if o.Offset != nil && (o.Offset.D() < -MaxDuration || o.Offset.D() > MaxDuration) {
+			bad(field+".offset", "expected a clock offset between -%s and %s, found %v", human(MaxDuration), human(MaxDuration), *o.Offset)
+		}
+		for _, r := range []struct {
+			f string
+			v *Range
+		}{{"work", o.Work}, {"start", o.Start}} {
+			if r.v != nil && (r.v.Min < 0 || r.v.Max < r.v.Min || r.v.Max > 24*time.Hour) {
+				bad(field+"."+r.f, "expected a range min..max with 0 <= min <= max <= 24h, found %v", *r.v)
+			}
+		}
+	}
+	for i, a := range s.Compare {
+		if _, err := algorithms.Lookup(a); err != nil {
+			bad(fmt.Sprintf("compare[%d]", i), "unknown algorithm %q; expected one of %s", Printable(a, 40), strings.Join(algorithms.Names(), ", "))
+		}
+	}
+	switch s.Resource.Fencing {
+	case "none", ">", ">=":
+	default:
+		bad("resource.fencing", "expected none, \">\" or \">=\", found %q", Printable(s.Resource.Fencing, 40))
+	}
+	if accepted, ok := acceptedParams(s.Algorithm); ok {
+		var names []string
+		for _, p := range accepted {
+			names = append(names, p.Name)
+		}
+		for _, k := range sortedKeys(s.Params) {
+			i := slices.IndexFunc(accepted, func(p algorithms.Param) bool { return p.Name == k })
+			if i < 0 {
+				msg := fmt.Sprintf("%s does not read %q; expected one of %s", s.Algorithm, Printable(k, 40), strings.Join(names, ", "))
+				if d := DidYouMean(k, names); d != "" {
+					msg += fmt.Sprintf(" (did you mean %s?)", d)
+				}
+				bad("params."+Printable(k, 40), "%s", msg)
+				continue
+			}
+			if c := accepted[i].Check; c != nil {
+				if err := c(s.Params[k]); err != nil {
+					bad("params."+k, "expected %s, found %q", accepted[i].Expect, Printable(s.Params[k], 40))
+				}
+			}
+		}
+	}
+	names := s.Names()
+	// Clock arithmetic stays far from int64's limits: a host's offset plus
+	// every jump of its clock, in absolute value, at most a century.
+	swing := map[string]float64{}
+	for i, f := range s.Faults {
+		field := fmt.Sprintf("faults[%d]", i)
+		for _, p := range f.Problems(names) {
+			bad(field+"."+p.Field, "%s", p.Msg)
+		}
+		if f.Kind == faults.ClockJump {
+			swing[f.Target] += math.Abs(float64(f.Jump))
+			if swing[f.Target] > float64(100*MaxDuration) && swing[f.Target]-math.Abs(float64(f.Jump)) <= float64(100*MaxDuration) {
+				bad(field+".jump", "expected the clock jumps of %s to add up to at most %v, found more", f.Target, 100*MaxDuration)
+			}
+		}
+		if f.At != nil && *f.At >= s.Duration && s.Duration > 0 {
+			s.Warnings = append(s.Warnings, s.fieldErr(field+".at", "this %s fault can never fire: %v is not before the end of the run (duration %v)", f.Kind, *f.At, s.Duration))
+		}
+	}
+	for _, e := range []struct {
+		field string
+		st    checker.Status
+	}{{"expect.mutual_exclusion", s.Expect.MutualExclusion}, {"expect.resource", s.Expect.Resource}, {"expect.liveness", s.Expect.Liveness}} {
+		switch e.st {
+		case "", checker.OK, checker.Violated, checker.Unknown:
+		default:
+			bad(e.field, "expected ok, violated or unknown, found %q", Printable(string(e.st), 40))
+		}
+	}
+	return errs.orNil()
+}
+
+// isClientName reports whether name is c<digits>, a client's name in any
+// scenario (so a node named c7 cannot be confused with client 7 when the
+// client count changes).
+func isClientName(name string) bool {
+	if len(name) < 2 || name[0] != 'c' {
+		return false
+	}
+	for _, r := range name[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// Parse reads a scenario from YAML under the default limits. file names
+// the source in errors.
+func Parse(file string, data []byte) (*Scenario, error) {
+	return ParseWith(file, data, DefaultLimits)
+}
+
+// ParseWith reads a scenario from YAML: the shape of the whole document is
+// checked against the Scenario type, then its meaning (Validate), and every
+// problem is reported at once (Errors).
+func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
+	if lim.FileBytes > 0 && int64(len(data)) > lim.FileBytes {
+		return nil, &FieldError{File: file, Msg: fmt.Sprintf("expected a scenario file of at most %d bytes (the limit; raise it with --max-file-size), found %d bytes", lim.FileBytes, len(data))}
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil, &FieldError{File: file, Line: 1 + bytes.Count(data[:bytes.IndexByte(data, 0)], []byte("\n")), Msg: "expected YAML text, found a NUL byte (a binary file?)"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FieldError{File: file, Msg: "empty file; expected a scenario (see `locklab help scenario`)"}
+		}
+		return nil, yamlError(file, err)
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err == nil {
+		if len(second.Content) > 0 && !(second.Content[0].Kind == yaml.ScalarNode && second.Content[0].ShortTag() == "!!null") {
+			return nil, &FieldError{File: file, Line: second.Content[0].Line, Col: second.Content[0].Column,
+				Msg: "expected one scenario per file, found a second YAML document (after ---)"}
+		}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &FieldError{File: file, Msg: "empty file; expected a scenario (see `locklab help scenario`)"}
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return nil, &FieldError{File: file, Line: doc.Line, Col: doc.Column, Msg: "expected a mapping of scenario fields (id, algorithm, ttl, nodes, clients, faults, ...), found " + found(doc)}
+	}
+	if errs := checkShape(file, doc); len(errs) > 0 {
+		return nil, errs.orNil()
+	}
+	s := &Scenario{File: file, root: &root, limits: &lim}
+	if err := root.Decode(s); err != nil {
+		return nil, yamlError(file, err)
+	}
+	s.applyDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// yamlError turns yaml.v3's messages into "file:line: message".
+func yamlError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	msg = strings.ReplaceAll(msg, "\n", " ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = strings.Replace(msg, m[0], "", 1)
+	}
+	msg = strings.ReplaceAll(msg, "in type scenarios.", "in ")
+	msg = strings.ReplaceAll(msg, "in type faults.", "in ")
+	return &FieldError{File: file, Line: line, Msg: Printable(msg, 200)}
+}
+
+// posOf finds the line and column of a dotted field path such as
+// "faults[2].target" in the parsed document: the value's position, or the
+// nearest parent found.
+func posOf(root *yaml.Node, path string) (int, int) {
+	if root == nil || len(root.Content) == 0 {
+		return 0, 0
+	}
+	n := root.Content[0]
+	line, col := n.Line, n.Column
+	for _, part := range strings.Split(path, ".") {
+		name, idx := part, -1
+		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
+			name = part[:i]
+			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
+		}
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return line, col
+		}
+		var next *yaml.Node
+		for k := 0; k+1 < len(n.Content); k += 2 {
+			if n.Content[k].Value == name {
+				line, col = n.Content[k].Line, n.Content[k].Column
+				next = n.Content[k+1]
+				break
+			}
+		}
+		if next == nil {
+			return line, col
+		}
+		n = next
+		if n.Kind == yaml.ScalarNode {
+			line, col = n.Line, n.Column
+		}
+		if idx >= 0 {
+			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
+				return line, col
+			}
+			n = n.Content[idx]
+			line, col = n.Line, n.Column
+		}
+	}
+	return line, col
+}
+
+// lineOf is posOf's line.
+func lineOf(root *yaml.Node, path string) int {
+	line, _ := posOf(root, path)
+	return line
+}
