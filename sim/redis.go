@@ -116,7 +116,7 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 			}
 		}
 	}
-	reply := n.Dispatch(peer, args)
+	reply := n.dispatchCompat(peer, args)
 	n.noteWrite(args, reply)
 	return reply
 }

@@ -1,0 +1,304 @@
+package differential
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"pgregory.net/rapid"
+)
+
+// TestMain makes 1,000 sequences per property the default (the issue's
+// floor for a CI run); an explicit -rapid.checks wins.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set {
+		flag.Set("rapid.checks", "1000")
+	}
+	os.Exit(m.Run())
+}
+
+// Grid is the time between two phases of a sequence (see the package doc).
+const Grid = 20 * time.Millisecond
+
+const (
+	// phaseWindow is how long after its phase began a real command may
+	// return; expiries fall at half a Grid, so later would be ambiguous.
+	phaseWindow = Grid / 4
+	// ttlTolerance bounds |real - simulated| for a PTTL: a key set and read
+	// each up to phaseWindow into its phase, plus rounding to milliseconds.
+	ttlTolerance = int64(phaseWindow/time.Millisecond) + 2
+	// realAttempts is how often a real run is repeated when it does not
+	// keep time before the sequence is skipped.
+	realAttempts = 5
+)
+
+type stepKind int
+
+const (
+	cmdStep     stepKind = iota
+	advanceStep          // wait for a later phase
+	promoteStep          // the replica becomes master (REPLICAOF NO ONE / Promote)
+	crashStep            // kill -9 and restart from the AOF (Crash / Restart("always"))
+)
+
+// step is one thing a sequence does on both sides.
+type step struct {
+	kind  stepKind
+	args  []string
+	node  int  // 0: the master (or the only node); 1: the replica
+	ttl   bool // the integer reply is a TTL in ms: compared within ttlTolerance
+	pairs bool // the reply is HGETALL's field/value list: compared as a set
+	probe bool // part of the final dataset comparison
+	grid  int  // advanceStep: how many phases to move on
+}
+
+func (s step) String() string {
+	switch s.kind {
+	case advanceStep:
+		return fmt.Sprintf("advance %d", s.grid)
+	case promoteStep:
+		return "promote replica"
+	case crashStep:
+		return "kill -9 and restart"
+	}
+	prefix := ""
+	if s.node == 1 {
+		prefix = "replica> "
+	}
+	return prefix + cliLine(s.args)
+}
+
+// cliLine quotes a command as redis-cli reads it: arguments with spaces or
+// quotes in single quotes (the lock scripts contain double quotes only).
+func cliLine(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \"'\\\t\n") {
+			a = "'" + strings.ReplaceAll(strings.ReplaceAll(a, `\`, `\\`), "'", `\'`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// side is one of the two systems under comparison.
+type side interface {
+	// do runs a command on node 0 or 1 and renders the reply.
+	do(node int, args []string) string
+	// sync returns once the replica has applied everything the master did.
+	sync()
+	promote()
+	// crashRestart kills the master and brings it back from its AOF;
+	// wait moves on to the phase at which it is back.
+	crashRestart(wait func())
+	elapsed() time.Duration
+	sleepUntil(d time.Duration)
+}
+
+// runResult is what one side answered, and the phase each step ran in.
+type runResult struct {
+	replies []string
+	phase   []int
+	late    string // why a real run did not keep time, or ""
+}
+
+// execute runs steps on a side. phases is nil for the real side, which
+// decides them (a phase that would already have begun moves on to the next
+// free one); the simulated side follows the phases the real run used.
+func execute(b side, steps []step, phases []int) runResult {
+	r := runResult{replies: make([]string, len(steps)), phase: make([]int, len(steps))}
+	phase := 0
+	moveOn := func(i, n int) {
+		target := phase + n
+		if phases != nil {
+			target = phases[i]
+		} else if el := b.elapsed(); el >= time.Duration(target)*Grid {
+			target = int(el/Grid) + 1
+		}
+		b.sleepUntil(time.Duration(target) * Grid)
+		phase = target
+	}
+	for i, s := range steps {
+		switch s.kind {
+		case cmdStep:
+			if s.node == 1 {
+				b.sync()
+			}
+			r.replies[i] = b.do(s.node, s.args)
+			if phases == nil {
+				if el := b.elapsed(); el > time.Duration(phase)*Grid+phaseWindow {
+					r.late = fmt.Sprintf("step %d (%s) returned %v after the sequence began, phase %d ends at %v",
+						i+1, s, el.Round(time.Microsecond), phase, time.Duration(phase)*Grid+phaseWindow)
+					return r
+				}
+			}
+		case advanceStep:
+			moveOn(i, s.grid)
+		case promoteStep:
+			b.sync()
+			b.promote()
+		case crashStep:
+			b.crashRestart(func() { moveOn(i, 1) })
+		}
+		r.phase[i] = phase
+	}
+	return r
+}
+
+// render prints a go-redis result the way redis-cli would, so both sides are
+// compared on one canonical text and a difference reads naturally.
+func render(v any, err error) string {
+	if err == redis.Nil {
+		return "(nil)"
+	}
+	if err != nil {
+		return "(error) " + err.Error()
+	}
+	switch x := v.(type) {
+	case nil:
+		return "(nil)"
+	case int64:
+		return "(integer) " + strconv.FormatInt(x, 10)
+	case string:
+		return strconv.Quote(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = render(e, nil)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return fmt.Sprintf("(%T) %v", v, v)
+}
+
+func doRender(c *redis.Client, ctx context.Context, args []string) string {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	return render(c.Do(ctx, a...).Result())
+}
+
+// same says whether two replies to step s agree.
+func same(s step, real, simulated string) bool {
+	if real == simulated {
+		return true
+	}
+	if s.ttl {
+		a, okA := strings.CutPrefix(real, "(integer) ")
+		b, okB := strings.CutPrefix(simulated, "(integer) ")
+		if okA && okB {
+			x, errA := strconv.ParseInt(a, 10, 64)
+			y, errB := strconv.ParseInt(b, 10, 64)
+			if errA == nil && errB == nil && x >= 0 && y >= 0 {
+				return max(x-y, y-x) <= ttlTolerance
+			}
+		}
+	}
+	if s.pairs {
+		return sortedPairs(real) == sortedPairs(simulated)
+	}
+	return false
+}
+
+// sortedPairs renders an HGETALL reply with its pairs sorted: Redis does not
+// define the order of a hash's fields.
+func sortedPairs(r string) string {
+	inner, ok := strings.CutPrefix(r, "[")
+	if !ok {
+		return r
+	}
+	items := strings.Split(strings.TrimSuffix(inner, "]"), ", ")
+	if len(items)%2 != 0 {
+		return r
+	}
+	var pairs []string
+	for i := 0; i < len(items); i += 2 {
+		pairs = append(pairs, items[i]+"="+items[i+1])
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, " ")
+}
+
+// compare fails t at the first step whose replies differ, printing the
+// sequence up to it as a redis-cli session.
+func compare(t *rapid.T, title string, steps []step, real, simulated runResult, setup []string) {
+	for i, s := range steps {
+		if s.kind != cmdStep || same(s, real.replies[i], simulated.replies[i]) {
+			continue
+		}
+		var b strings.Builder
+		what := "reply"
+		if s.probe {
+			what = "final dataset"
+		}
+		fmt.Fprintf(&b, "%s: %s differs at step %d: %s\n  real redis-server: %s\n  simulated node:    %s\n",
+			title, what, i+1, s, real.replies[i], simulated.replies[i])
+		b.WriteString("commands (paste into redis-cli; \"# wait\" lines are pauses):\n")
+		for _, l := range setup {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+		wait := func(j int) {
+			fmt.Fprintf(&b, "  # wait until %v after the first command\n", time.Duration(real.phase[j])*Grid)
+		}
+		for j, p := range steps[:i+1] {
+			switch p.kind {
+			case cmdStep:
+				fmt.Fprintf(&b, "  %-60s # real %s | sim %s\n", p.String(), real.replies[j], simulated.replies[j])
+			case advanceStep:
+				wait(j)
+			case promoteStep:
+				b.WriteString("  replica> REPLICAOF NO ONE\n")
+			case crashStep:
+				b.WriteString("  # kill -9 the server and restart it (appendonly yes, appendfsync always)\n")
+				wait(j)
+			}
+		}
+		t.Fatal(b.String())
+	}
+}
+
+// probe appends the final dataset comparison: for every key of the key
+// space its type, value and TTL, read on node.
+func probe(node int) []step {
+	var out []step
+	for _, k := range keys {
+		out = append(out,
+			step{args: []string{"TYPE", k}, node: node, probe: true},
+			step{args: []string{"GET", k}, node: node, probe: true},
+			step{args: []string{"HGETALL", k}, node: node, probe: true, pairs: true},
+			step{args: []string{"PTTL", k}, node: node, probe: true, ttl: true},
+		)
+	}
+	return out
+}
+
+// differential runs steps on the real side (repeating a run that did not
+// keep time, after reset) and on a fresh simulated side, and compares.
+// skipped counts sequences the machine was too slow to judge.
+func differential(t *rapid.T, title string, steps []step, setup []string, reset func(), realSide func() side, simRun func(phases []int) runResult, skipped *int) {
+	var real runResult
+	for attempt := 1; ; attempt++ {
+		reset()
+		real = execute(realSide(), steps, nil)
+		if real.late == "" {
+			break
+		}
+		if attempt == realAttempts {
+			*skipped++
+			t.Skipf("machine too slow to keep the phase grid %d times: %s", realAttempts, real.late)
+		}
+	}
+	simulated := simRun(real.phase)
+	compare(t, title, steps, real, simulated, setup)
+}

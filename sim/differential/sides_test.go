@@ -1,0 +1,224 @@
+package differential
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2/server"
+	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/internal/realredis"
+	"github.com/redis/go-redis/v9"
+)
+
+// simConfig says which simulated world a sequence runs in.
+type simConfig struct {
+	replica bool // node B replicates node A
+	// plainLua sends every script to miniredis's Lua instead of the native
+	// fast path the scenarios use (scenarios.Options.PlainLua).
+	plainLua bool
+}
+
+// simSide drives simulated nodes from a simulated client process, through
+// go-redis over the simulated network, as the scenarios do.
+type simSide struct {
+	p       *sim.Process
+	host    *sim.Host
+	nodes   []*sim.RedisNode
+	clients []*redis.Client
+}
+
+var simClientOptions = sim.ClientOptions{Timeout: 10 * time.Second}
+
+func (s *simSide) do(node int, args []string) string {
+	return doRender(s.clients[node], s.p.Context(), args)
+}
+func (s *simSide) sync()                  {} // replication has no lag here: see runSim
+func (s *simSide) promote()               { s.nodes[1].Promote() }
+func (s *simSide) elapsed() time.Duration { return s.p.TrueNow() }
+func (s *simSide) sleepUntil(d time.Duration) {
+	if now := s.p.TrueNow(); d > now {
+		s.p.Sleep(d - now)
+	}
+}
+func (s *simSide) crashRestart(wait func()) {
+	n := s.nodes[0]
+	n.Crash()
+	wait()
+	n.Restart("always")
+	s.clients[0] = n.NewClient(s.host, simClientOptions)
+}
+
+// runSim runs steps in a fresh world: true time starts at zero, every clock
+// is exact, and the network has no latency, so a command runs at the instant
+// its phase begins and a write reaches the replica before the next command
+// (a real replica on loopback is behind by microseconds; the real side
+// waits for matching offsets before reading it).
+func runSim(cfg simConfig, steps []step, phases []int) (runResult, error) {
+	w := sim.New(1)
+	w.Trace.Off = true
+	w.Net.Latency, w.Net.Jitter = 0, 0
+	names := []string{"A"}
+	if cfg.replica {
+		names = append(names, "B")
+	}
+	var nodes []*sim.RedisNode
+	for _, name := range names {
+		n := w.NewRedisNode(name, sim.NewClock(0, 0))
+		if !cfg.plainLua {
+			n.ScriptFastPath = sim.NativeScripts
+		}
+		nodes = append(nodes, n)
+	}
+	if cfg.replica {
+		nodes[0].Replicate(nodes[1], 0)
+	}
+	host := w.NewHost("client", nil)
+	var res runResult
+	host.Spawn("driver", 0, func(p *sim.Process) {
+		s := &simSide{p: p, host: host, nodes: nodes}
+		for _, n := range nodes {
+			s.clients = append(s.clients, n.NewClient(host, simClientOptions))
+		}
+		res = execute(s, steps, phases)
+	})
+	err := w.Run(time.Hour)
+	w.Close()
+	return res, err
+}
+
+// realSide drives real servers: servers[0] the master (or only server),
+// servers[1] its replica.
+type realSide struct {
+	t       testing.TB
+	servers []*realredis.Server
+	clients []*redis.Client
+	start   time.Time
+}
+
+func newRealSide(t testing.TB, servers ...*realredis.Server) *realSide {
+	r := &realSide{t: t, servers: servers}
+	for _, s := range servers {
+		r.clients = append(r.clients, s.Client())
+	}
+	t.Cleanup(func() {
+		for _, c := range r.clients {
+			c.Close()
+		}
+	})
+	return r
+}
+
+var bg = context.Background()
+
+func (r *realSide) do(node int, args []string) string { return doRender(r.clients[node], bg, args) }
+func (r *realSide) elapsed() time.Duration             { return time.Since(r.start) }
+func (r *realSide) sleepUntil(d time.Duration)         { time.Sleep(time.Until(r.start.Add(d))) }
+
+func (r *realSide) promote() {
+	if err := r.clients[1].Do(bg, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		r.t.Fatalf("REPLICAOF NO ONE: %v", err)
+	}
+}
+
+func (r *realSide) crashRestart(wait func()) {
+	if err := r.servers[0].Restart(); err != nil {
+		r.t.Fatalf("restart after kill -9: %v", err)
+	}
+	r.clients[0].Close()
+	r.clients[0] = r.servers[0].Client()
+	wait()
+}
+
+// begin starts the sequence's clock.
+func (r *realSide) begin() side {
+	r.start = time.Now()
+	return r
+}
+
+// infoField reads one field of INFO replication.
+func infoField(c *redis.Client, field string) string {
+	info, err := c.Info(bg, "replication").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// sync waits until the replica has processed the master's replication
+// stream up to the master's current offset.
+func (r *realSide) sync() {
+	want, err := strconv.ParseInt(infoField(r.clients[0], "master_repl_offset"), 10, 64)
+	if err != nil {
+		r.t.Fatalf("master_repl_offset: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := strconv.ParseInt(infoField(r.clients[1], "slave_repl_offset"), 10, 64)
+		if err == nil && got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("replica did not reach offset %d within 10s (at %d; %s)", want, got, infoField(r.clients[1], "master_link_status"))
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// must runs a set-up command.
+func (r *realSide) must(node int, args ...any) {
+	if err := r.clients[node].Do(bg, args...).Err(); err != nil {
+		r.t.Fatalf("%v on server %d: %v", args, node, err)
+	}
+}
+
+// follow makes the replica follow the master again (after a promotion) and
+// waits until its link is up.
+func (r *realSide) follow() {
+	if infoField(r.clients[1], "role") == "slave" && infoField(r.clients[1], "master_link_status") == "up" {
+		return
+	}
+	r.must(1, "REPLICAOF", "127.0.0.1", strconv.Itoa(r.servers[0].Port))
+	deadline := time.Now().Add(10 * time.Second)
+	for infoField(r.clients[1], "master_link_status") != "up" {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("replica link to the master not up within 10s")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// emptied empties every server and its script cache between sequences.
+func (r *realSide) emptied() {
+	if len(r.servers) > 1 {
+		r.follow()
+	}
+	r.must(0, "FLUSHALL")
+	for i := range r.servers {
+		r.must(i, "SCRIPT", "FLUSH")
+	}
+	if len(r.servers) > 1 {
+		r.sync()
+	}
+}
+
+// countSkipped reports how many sequences the machine was too slow to
+// judge; more than a tenth means the property was not really tested.
+func countSkipped(t *testing.T, skipped, checks *int) {
+	t.Helper()
+	t.Logf("%d sequences compared, %d skipped (machine too slow to keep the %v phase grid)", *checks-*skipped, *skipped, Grid)
+	if *checks > 0 && *skipped*10 > *checks {
+		t.Fatalf("%d of %d sequences skipped: too few compared to trust the result", *skipped, *checks)
+	}
+}
+
+var _ = fmt.Sprintf
+var _ = server.NewPeer

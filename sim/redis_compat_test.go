@@ -1,0 +1,34 @@
+package sim
+
+import "testing"
+
+// TestScriptCallErrorsAsRedis7 pins the error texts a real redis-server
+// 7.0.15 replied (recorded with redis-cli) for redis.call errors inside a
+// script; sim/differential compares them live.
+func TestScriptCallErrorsAsRedis7(t *testing.T) {
+	w := New(1)
+	defer w.Close()
+	n := w.NewRedisNode("A", nil)
+	p := n.NewPeer()
+	n.Exec(p, []string{"SET", "k", "v"})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVAL", "return redis.call('incr', KEYS[1])", "1", "k"},
+			"-ERR value is not an integer or out of range script: 2bab3b661081db58bd2341920e0ba7cf5dc77b25, on @user_script:1.\r\n"},
+		{[]string{"EVAL", "\nreturn redis.call('incr', KEYS[1])", "1", "k"},
+			"-ERR value is not an integer or out of range script: 34bb648e38f738ab454fa7d551650823b5806d8d, on @user_script:2.\r\n"},
+		{[]string{"EVALSHA", "2BAB3B661081DB58BD2341920E0BA7CF5DC77B25", "1", "k"},
+			"-ERR value is not an integer or out of range script: 2bab3b661081db58bd2341920e0ba7cf5dc77b25, on @user_script:1.\r\n"},
+		{[]string{"EVAL", ScriptReentrantAcquire, "1", "k", "50", "o"},
+			"-WRONGTYPE Operation against a key holding the wrong kind of value script: c0190edfea8d973feff619e97bdb51ffbb43f86b, on @user_script:1.\r\n"},
+		// redis.pcall hands the error to the script, which returns it as is.
+		{[]string{"EVAL", "return redis.pcall('incr', KEYS[1])", "1", "k"},
+			"-ERR value is not an integer or out of range\r\n"},
+	} {
+		if got := string(n.Exec(p, c.args)); got != c.want {
+			t.Errorf("%s:\n got  %q\n want %q", commandSummary(c.args), got, c.want)
+		}
+	}
+}
