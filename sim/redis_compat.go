@@ -7,9 +7,12 @@ package sim
 // real server's text it reproduces.
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/alicebob/miniredis/v2/server"
@@ -21,6 +24,7 @@ import (
 func (n *RedisNode) dispatchCompat(peer *server.Peer, args []string) []byte {
 	// Redis looks a script up by its SHA1 in any letter case
 	// (evalGenericCommand lower-cases it); miniredis only in lower case.
+	n.mr.Server().SetPreHook(commandCompat(n.mr.Server()))
 	if len(args) >= 2 && strings.EqualFold(args[0], "EVALSHA") && args[1] != strings.ToLower(args[1]) {
 		args = append([]string{args[0], strings.ToLower(args[1])}, args[2:]...)
 	}
@@ -110,4 +114,62 @@ func isLetters(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// commandCompat is a miniredis pre-hook: it sees every command, those a
+// client sends and those a script sends with redis.call, and answers the few
+// whose reply miniredis words differently from Redis 7 (returning true),
+// leaving the rest to miniredis (false). It is (re)installed before each
+// command, so a node restarted with a fresh miniredis has it too.
+func commandCompat(srv *server.Server) server.Hook {
+	return func(c *server.Peer, cmd string, args ...string) bool {
+		if cmd != "HINCRBY" || len(args) != 3 || inTransaction(c) {
+			return false
+		}
+		// HINCRBY on a field that holds no integer: Redis 7 (hincrbyCommand,
+		// hashTypeGetValue) replies "ERR hash value is not an integer";
+		// miniredis replies the generic "value is not an integer or out of
+		// range", which Redis keeps for a bad increment.
+		if _, err := strconv.ParseInt(args[2], 10, 64); err != nil {
+			return false
+		}
+		v := sameConnection(srv, c, "HGET", args[0], args[1])
+		if len(v) == 0 || v[0] != '$' || bytes.HasPrefix(v, []byte("$-1")) {
+			return false // no such field, or not a hash: miniredis is right
+		}
+		_, body, _ := bytes.Cut(v, []byte("\r\n"))
+		if _, err := strconv.ParseInt(string(bytes.TrimSuffix(body, []byte("\r\n"))), 10, 64); err == nil {
+			return false
+		}
+		c.WriteError("ERR hash value is not an integer")
+		return true
+	}
+}
+
+// sameConnection runs a read on behalf of c (same database, and inside a
+// script the same nesting miniredis's Lua uses, so no lock is taken twice)
+// and returns its RESP reply.
+func sameConnection(srv *server.Server, c *server.Peer, args ...string) []byte {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	p := server.NewPeer(w)
+	p.Ctx = c.Ctx
+	srv.Dispatch(p, args)
+	w.Flush()
+	return buf.Bytes()
+}
+
+// inTransaction reports whether c is inside MULTI, where miniredis queues a
+// command instead of running it; the hook then leaves it alone (and a queued
+// HINCRBY keeps miniredis's wording).
+func inTransaction(c *server.Peer) bool {
+	if c.Ctx == nil {
+		return false
+	}
+	v := reflect.ValueOf(c.Ctx)
+	l, ok := connLayoutOf(v.Type())
+	if !ok {
+		return true // unknown layout: do not guess
+	}
+	return !v.Elem().FieldByIndex(l.transaction).IsNil()
 }

@@ -32,3 +32,31 @@ func TestScriptCallErrorsAsRedis7(t *testing.T) {
 		}
 	}
 }
+
+// TestHincrbyOnTextAsRedis7: redis-server 7.0.15 replies "ERR hash value is
+// not an integer" to HINCRBY of a field holding text, also inside a script.
+func TestHincrbyOnTextAsRedis7(t *testing.T) {
+	w := New(1)
+	defer w.Close()
+	n := w.NewRedisNode("A", nil)
+	p := n.NewPeer()
+	n.Exec(p, []string{"HSET", "h", "f", "t1", "n", "1"})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"HINCRBY", "h", "f", "1"}, "-ERR hash value is not an integer\r\n"},
+		{[]string{"HINCRBY", "h", "f", "x"}, "-ERR value is not an integer or out of range\r\n"},
+		{[]string{"HINCRBY", "h", "n", "1"}, ":2\r\n"},
+		{[]string{"HINCRBY", "h", "new", "1"}, ":1\r\n"},
+		{[]string{"EVAL", ScriptReentrantAcquire, "1", "h", "50", "f"},
+			"-ERR hash value is not an integer script: c0190edfea8d973feff619e97bdb51ffbb43f86b, on @user_script:1.\r\n"},
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"HINCRBY", "h", "n", "1"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "*1\r\n:3\r\n"},
+	} {
+		if got := string(n.Exec(p, c.args)); got != c.want {
+			t.Errorf("%s:\n got  %q\n want %q", commandSummary(c.args), got, c.want)
+		}
+	}
+}

@@ -115,8 +115,8 @@ func newRealSide(t testing.TB, servers ...*realredis.Server) *realSide {
 var bg = context.Background()
 
 func (r *realSide) do(node int, args []string) string { return doRender(r.clients[node], bg, args) }
-func (r *realSide) elapsed() time.Duration             { return time.Since(r.start) }
-func (r *realSide) sleepUntil(d time.Duration)         { time.Sleep(time.Until(r.start.Add(d))) }
+func (r *realSide) elapsed() time.Duration            { return time.Since(r.start) }
+func (r *realSide) sleepUntil(d time.Duration)        { time.Sleep(time.Until(r.start.Add(d))) }
 
 func (r *realSide) promote() {
 	if err := r.clients[1].Do(bg, "REPLICAOF", "NO", "ONE").Err(); err != nil {
