@@ -118,6 +118,7 @@ type runResult struct {
 func execute(b side, steps []step, phases []int) runResult {
 	r := runResult{replies: make([]string, len(steps)), phase: make([]int, len(steps))}
 	phase := 0
+	promoted := false
 	moveOn := func(i, n int) {
 		target := phase + n
 		if phases != nil {
@@ -131,7 +132,7 @@ func execute(b side, steps []step, phases []int) runResult {
 	for i, s := range steps {
 		switch s.kind {
 		case cmdStep:
-			if s.node == 1 {
+			if s.node == 1 && !promoted {
 				b.sync()
 			}
 			r.replies[i] = b.do(s.node, s.args)
@@ -147,6 +148,7 @@ func execute(b side, steps []step, phases []int) runResult {
 		case promoteStep:
 			b.sync()
 			b.promote()
+			promoted = true
 		case crashStep:
 			b.crashRestart(func() { moveOn(i, 1) })
 		}
@@ -283,6 +285,9 @@ func probe(node int) []step {
 	return out
 }
 
+// lastLate is why the last skipped sequence was skipped, for the log.
+var lastLate string
+
 // differential runs steps on the real side (repeating a run that did not
 // keep time, after reset) and on a fresh simulated side, and compares.
 // skipped counts sequences the machine was too slow to judge.
@@ -296,6 +301,7 @@ func differential(t *rapid.T, title string, steps []step, setup []string, reset 
 		}
 		if attempt == realAttempts {
 			*skipped++
+			lastLate = real.late
 			t.Skipf("machine too slow to keep the phase grid %d times: %s", realAttempts, real.late)
 		}
 	}
