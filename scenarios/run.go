@@ -172,6 +172,19 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		}
 		res.Hosts = append(res.Hosts, Host{Name: spec.Name, Role: role, Offset: spec.Offset.D(), PPM: spec.PPM})
 	}
+	if start, ok := sc.Params["fence_start"]; ok {
+		// Pre-existing history of the counter (Kleppmann's example starts
+		// at 33), on the token node or the first lock node. It is written
+		// as a client's write is, so it is in the node's AOF; its replicas
+		// get it from their initial synchronisation below.
+		seed := tokenNode
+		if seed == nil && len(lockNodes) > 0 {
+			seed = lockNodes[0]
+		}
+		if seed != nil {
+			seed.Apply("SET", algorithms.FenceKey(sc.Key), start)
+		}
+	}
 	for _, spec := range sc.Nodes {
 		if spec.Replica != "" {
 			lag := spec.Lag.D()
@@ -179,19 +192,6 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 				lag = 100 * time.Millisecond
 			}
 			targets.Nodes[spec.Replica].Replicate(targets.Nodes[spec.Name], lag)
-		}
-	}
-	if start, ok := sc.Params["fence_start"]; ok {
-		// Pre-existing history of the counter (Kleppmann's example starts
-		// at 33), on the token node or the first lock node and its replicas.
-		seed := tokenNode
-		if seed == nil && len(lockNodes) > 0 {
-			seed = lockNodes[0]
-		}
-		for _, spec := range sc.Nodes {
-			if n := targets.Nodes[spec.Name]; n == seed || (seed != nil && spec.Replica == seed.Name) {
-				n.Miniredis().Set(algorithms.FenceKey(sc.Key), start)
-			}
 		}
 	}
 	rule := sim.FenceRule(sc.Resource.Fencing)

@@ -54,6 +54,14 @@ type Network struct {
 	observers []Observer
 	Sent      int
 	Dropped   int
+
+	// inFlight counts messages sent and not yet delivered or lost (and
+	// writes queued for shipping to a replica); before counts those among
+	// them whose ID is at most watermark, once the world has set one (see
+	// World.Run: a run never ends with such a message in flight).
+	inFlight  int
+	watermark uint64
+	before    int
 }
 
 func newNetwork(w *World) *Network {
@@ -130,7 +138,9 @@ func (n *Network) Send(m *Message, deliver func()) {
 		at = prev // TCP keeps order within a connection
 	}
 	n.last[key] = at
+	id := n.depart()
 	w.At(at, func() {
+		defer n.arrive(id)
 		if n.down[m.To] {
 			n.Dropped++
 			w.Tracef(m.To, "lost %s %s→%s %s (%s is down)", m.Dir, m.From, m.To, m.Summary, m.To)
@@ -142,6 +152,43 @@ func (n *Network) Send(m *Message, deliver func()) {
 		deliver()
 	})
 }
+
+// Later runs fn after d, counting as a message in flight meanwhile: a
+// write a master has queued for shipping to a replica is on its way.
+func (n *Network) Later(d time.Duration, fn func()) {
+	id := n.depart()
+	n.w.After(d, func() {
+		defer n.arrive(id)
+		fn()
+	})
+}
+
+func (n *Network) depart() uint64 {
+	n.nextID++
+	n.inFlight++
+	return n.nextID
+}
+
+func (n *Network) arrive(id uint64) {
+	n.inFlight--
+	if id <= n.watermark {
+		n.before--
+	}
+}
+
+// InFlight is the number of messages on their way now.
+func (n *Network) InFlight() int { return n.inFlight }
+
+// markQuiet sets the watermark: from now on, settled reports whether every
+// message in flight at this instant has arrived or been lost. Messages sent
+// later (a reply to a process that has ended, a replica's heartbeat) do not
+// keep the run going.
+func (n *Network) markQuiet() {
+	n.watermark = n.nextID
+	n.before = n.inFlight
+}
+
+func (n *Network) settled() bool { return n.before <= 0 }
 
 // ErrTimeout is returned by Call when no reply arrives in time.
 var ErrTimeout = errors.New("simulated timeout: no reply")

@@ -34,6 +34,13 @@ type RedisNode struct {
 	// Commands counts the commands executed.
 	Commands int
 
+	// MinReplicasToWrite and MinReplicasMaxLag are Redis's
+	// min-replicas-to-write and min-replicas-max-lag: with N > 0 the master
+	// refuses writes (NOREPLICAS) unless at least N replicas acknowledged
+	// the stream within the lag, measured in whole seconds on its clock.
+	MinReplicasToWrite int
+	MinReplicasMaxLag  time.Duration
+
 	w *World
 	// loadedScripts caches which native scripts miniredis has loaded.
 	loadedScripts map[string]bool
@@ -47,12 +54,23 @@ type RedisNode struct {
 	lastLocal     time.Duration
 	up            bool
 	conns         []*redisConn
+
+	// The effect stream (effects.go): the state it last described, its
+	// length, and the replicas that follow it.
+	shadow      map[string]keyState
+	offset      int64
+	effectPeer  *server.Peer
+	expiryTimer bool
+	links       []*replicaLink
+	waits       []*waitRequest
+	acking      bool
+	applyPeer   *server.Peer
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
 func (w *World) NewRedisNode(name string, clock *Clock) *RedisNode {
 	h := w.NewHost(name, clock)
-	n := &RedisNode{Name: name, Host: h, Clock: h.Clock, w: w, up: true}
+	n := &RedisNode{Name: name, Host: h, Clock: h.Clock, w: w, up: true, shadow: map[string]keyState{}}
 	n.mr = newMiniredis(w, n.Clock.Time(w.now))
 	n.lastLocal = n.Clock.Local(w.now)
 	mr := n.mr
@@ -97,27 +115,167 @@ func (n *RedisNode) syncClock() {
 }
 
 // Exec runs one command on the node now, as if from the given connection
-// peer, and returns the RESP reply.
+// peer, and returns the RESP reply. A write is followed by its effects on
+// the AOF and the replication stream (effects.go); a replica refuses client
+// writes as Redis's replica-read-only does.
 func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	n.syncClock()
 	n.Commands++
-	if len(args) > 0 && n.loadedScripts != nil {
+	if len(args) == 0 {
+		return n.Dispatch(peer, args)
+	}
+	if n.loadedScripts != nil {
 		switch strings.ToUpper(args[0]) {
 		case "SCRIPT", "EXEC":
 			clear(n.loadedScripts)
 		}
 	}
-	if n.ScriptFastPath != nil && len(args) > 0 {
-		switch strings.ToUpper(args[0]) {
-		case "EVAL", "EVALSHA":
-			if reply, ok := n.ScriptFastPath(n, peer, args); ok {
-				n.noteWrite(args, reply)
-				return reply
-			}
+	if n.master != nil {
+		return n.execReplica(peer, args)
+	}
+	n.expireSweep()
+	write := n.isWrite(args)
+	refusal := ""
+	if write {
+		refusal = n.writeRefusal()
+		if refusal != "" && !isScript(args) {
+			return errorReply(refusal)
 		}
 	}
-	reply := n.dispatchCompat(peer, args)
-	n.noteWrite(args, reply)
+	reply := n.run(peer, args)
+	if write {
+		if refusal != "" && n.changed(args) {
+			// Redis checks a script's first write, not the EVAL: a script
+			// that only reads runs; one that writes fails there.
+			n.restore(args)
+			return errorReply(refusal)
+		}
+		n.propagate(args)
+		if len(n.links) > 0 {
+			n.activeExpiry()
+		}
+	}
+	return reply
+}
+
+// run executes a command: a known lock script natively, anything else in
+// miniredis.
+func (n *RedisNode) run(peer *server.Peer, args []string) []byte {
+	if n.ScriptFastPath != nil && isScript(args) {
+		if reply, ok := n.ScriptFastPath(n, peer, args); ok {
+			return reply
+		}
+	}
+	return n.dispatchCompat(peer, args)
+}
+
+// Apply runs a command on the node as a client's write does, through the
+// effect stream (AOF, replicas): the harness writes pre-existing state this
+// way, never straight into miniredis.
+func (n *RedisNode) Apply(args ...string) []byte {
+	if n.applyPeer == nil {
+		n.applyPeer = n.NewPeer()
+	}
+	return n.Exec(n.applyPeer, args)
+}
+
+func isScript(args []string) bool {
+	switch strings.ToUpper(args[0]) {
+	case "EVAL", "EVALSHA", "FCALL":
+		return true
+	}
+	return false
+}
+
+func errorReply(msg string) []byte { return []byte("-" + msg + "\r\n") }
+
+// notData are commands miniredis does not mark read-only that still never
+// change the dataset; they are neither logged nor replicated, and a replica
+// accepts them.
+var notData = map[string]bool{"HELLO": true, "CLIENT": true, "AUTH": true, "PING": true, "ECHO": true, "SELECT": true, "QUIT": true, "SCRIPT": true, "INFO": true, "COMMAND": true,
+	"MULTI": true, "DISCARD": true, "WATCH": true, "UNWATCH": true, "WAIT": true, "REPLCONF": true}
+
+func (n *RedisNode) isWrite(args []string) bool {
+	return !n.mr.IsReadOnlyCommand(args[0]) && !notData[strings.ToUpper(args[0])]
+}
+
+// changed reports whether the keys a write may touch differ from what the
+// stream last described.
+func (n *RedisNode) changed(args []string) bool {
+	keys, all := touchedKeys(args)
+	if all {
+		keys = n.allKeys()
+	}
+	for _, k := range keys {
+		old, had := n.shadow[k]
+		cur, has := n.readKey(k)
+		if had != has || had && !old.equal(cur) {
+			return true
+		}
+	}
+	return false
+}
+
+// restore puts back the keys a refused script changed, from the shadow.
+func (n *RedisNode) restore(args []string) {
+	keys, all := touchedKeys(args)
+	if all {
+		keys = n.allKeys()
+	}
+	for _, k := range keys {
+		s, ok := n.shadow[k]
+		n.restoreKey(k, s, ok)
+	}
+}
+
+// restoreKey rewrites one key in miniredis to state s (absent if !ok),
+// without touching the stream. On a replica keys carry no TTL.
+func (n *RedisNode) restoreKey(k string, s keyState, ok bool) {
+	n.dispatchEffect([]string{"DEL", k})
+	if !ok {
+		return
+	}
+	switch s.kind {
+	case "string":
+		n.dispatchEffect([]string{"SET", k, s.value})
+	case "hash":
+		c := []string{"HSET", k}
+		for _, f := range sortedFields(s.fields) {
+			c = append(c, f, s.fields[f])
+		}
+		n.dispatchEffect(c)
+	}
+	if s.expireAt > 0 && n.master == nil {
+		n.dispatchEffect([]string{"PEXPIREAT", k, msString(s.expireAt)})
+	}
+}
+
+// execReplica serves a client on a replica: writes are refused with
+// Redis's READONLY error (replica-read-only yes, the default), and reads
+// see a key whose expiry the replica's own clock has passed as missing,
+// though the replica keeps it until its master's DEL arrives.
+func (n *RedisNode) execReplica(peer *server.Peer, args []string) []byte {
+	const readOnly = "READONLY You can't write against a read only replica."
+	if strings.EqualFold(args[0], "WAIT") {
+		return errorReply("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not advised) writes to the replica are just local and are not propagated.")
+	}
+	write := n.isWrite(args)
+	if write && !isScript(args) {
+		return errorReply(readOnly)
+	}
+	hidden := n.expiredOnReplica()
+	for _, k := range hidden {
+		n.dispatchEffect([]string{"DEL", k})
+	}
+	reply := n.run(peer, args)
+	if write && n.changed(args) {
+		n.restore(args)
+		reply = errorReply(readOnly)
+	}
+	for _, k := range hidden {
+		s := n.shadow[k]
+		n.restoreKey(k, s, true)
+	}
 	return reply
 }
 
@@ -140,146 +298,6 @@ func (n *RedisNode) Dispatch(peer *server.Peer, args []string) []byte {
 // NewPeer returns a server-side connection whose replies Exec returns.
 func (n *RedisNode) NewPeer() *server.Peer {
 	return server.NewPeer(bufio.NewWriter(&n.out))
-}
-
-// aofEntry is one write in the node's append-only file: the command and the
-// node's local time when it ran, so a replay reproduces TTLs exactly.
-type aofEntry struct {
-	at    time.Duration
-	local time.Duration
-	args  []string
-}
-
-// notData are commands miniredis does not mark read-only that still never
-// change the dataset; they are neither logged nor replicated.
-var notData = map[string]bool{"HELLO": true, "CLIENT": true, "AUTH": true, "PING": true, "ECHO": true, "SELECT": true, "QUIT": true, "SCRIPT": true, "INFO": true, "COMMAND": true}
-
-func (n *RedisNode) noteWrite(args []string, reply []byte) {
-	if len(reply) == 0 || reply[0] == '-' || n.mr.IsReadOnlyCommand(args[0]) || notData[strings.ToUpper(args[0])] {
-		return
-	}
-	n.aof = append(n.aof, aofEntry{at: n.w.now, local: n.Clock.Local(n.w.now), args: args})
-	for _, f := range n.onWrite {
-		f(args)
-	}
-}
-
-// AfterWrite registers fn to see every command that changed the dataset,
-// after it ran; replication is built on it.
-func (n *RedisNode) AfterWrite(fn func(args []string)) { n.onWrite = append(n.onWrite, fn) }
-
-// Replicate makes replica follow n asynchronously, as Redis replication
-// does: each write is shipped lag after it ran, as an ordinary message, so
-// it can be delayed, dropped or cut off. A write not yet shipped when the
-// master dies is lost — the acknowledged-but-unreplicated window behind the
-// failover scenarios.
-func (n *RedisNode) Replicate(replica *RedisNode, lag time.Duration) {
-	replica.master = n
-	w := n.w
-	peer := replica.NewPeer()
-	n.AfterWrite(func(args []string) {
-		summary := commandSummary(args)
-		w.After(lag, func() {
-			if !n.up {
-				w.Tracef(n.Name, "replication of %s to %s lost: %s is down", summary, replica.Name, n.Name)
-				return
-			}
-			if n.promoted != nil {
-				return // after a failover the old master replicates nothing
-			}
-			m := &Message{From: n.Name, To: replica.Name, Client: n.Name, Dir: Request, Op: "REPLICATE", Summary: summary}
-			w.Net.Send(m, func() {
-				if replica.master == nil {
-					return // promoted meanwhile: it no longer follows anyone
-				}
-				reply := replica.Exec(peer, args)
-				w.Tracef(replica.Name, "replicated %s → %s", summary, replySummary(reply))
-			})
-		})
-	})
-}
-
-// Master is the node a replica follows, or nil.
-func (n *RedisNode) Master() *RedisNode { return n.master }
-
-// Promote makes a replica the master (a Sentinel failover): it stops
-// following its master, and clients that dial the old master reach it.
-func (n *RedisNode) Promote() error {
-	old := n.master
-	if old == nil {
-		return fmt.Errorf("%s is not a replica", n.Name)
-	}
-	n.master = nil
-	old.promoted = n
-	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
-	return nil
-}
-
-// current follows failovers to the node that now serves n's clients.
-func (n *RedisNode) current() *RedisNode {
-	for n.promoted != nil {
-		n = n.promoted
-	}
-	return n
-}
-
-// Crash stops the node: messages to it are lost until Restart.
-func (n *RedisNode) Crash() {
-	if !n.up {
-		return
-	}
-	n.up = false
-	n.crashedAt = n.w.now
-	n.w.Net.SetDown(n.Name, true)
-	n.w.Tracef(n.Name, "node crash")
-}
-
-// Restart brings a crashed node back with what its persistence mode saved,
-// by replaying its append-only file on a fresh dataset:
-//   - "none" (or ""): nothing; the node restarts empty, as in the
-//     Redlock crash-restart story;
-//   - "everysec": the writes fsynced by the last whole second before the
-//     crash; writes of the last second are lost;
-//   - "always": every acknowledged write.
-//
-// Replaying at each entry's original local time keeps TTLs as Redis keeps
-// them: as absolute expiry times, so the downtime counts against them.
-func (n *RedisNode) Restart(persistence string) {
-	if n.up {
-		return
-	}
-	var keep []aofEntry
-	switch persistence {
-	case "always":
-		keep = n.aof
-	case "everysec":
-		cutoff := n.crashedAt.Truncate(time.Second)
-		for _, e := range n.aof {
-			if e.at <= cutoff {
-				keep = append(keep, e)
-			}
-		}
-	}
-	old := n.mr
-	clear(n.loadedScripts)
-	n.mr = newMiniredis(n.w, Epoch.Add(n.Clock.Local(n.w.now)))
-	peer := n.NewPeer()
-	for _, e := range keep {
-		n.mr.SetTime(Epoch.Add(e.local))
-		n.Dispatch(peer, e.args)
-	}
-	n.aof = append([]aofEntry(nil), keep...)
-	n.lastLocal = n.Clock.Local(n.w.now)
-	n.mr.SetTime(Epoch.Add(n.lastLocal))
-	old.Close()
-	mr := n.mr
-	n.w.OnClose(func() { mr.Close() })
-	for _, c := range n.conns {
-		c.peer = nil // connections do not survive a restart
-	}
-	n.up = true
-	n.w.Net.SetDown(n.Name, false)
-	n.w.Tracef(n.Name, "node restart with persistence %q (%d writes replayed, %d keys)", persistence, len(keep), len(n.mr.Keys()))
 }
 
 // ClientOptions tunes the go-redis client a process uses to reach a node.
@@ -390,23 +408,29 @@ func (c *redisConn) send(w *World, args []string) {
 		if c.peer == nil {
 			c.peer = c.node.NewPeer()
 		}
-		reply := c.node.Exec(c.peer, args)
-		var rs string
-		if w.Tracing() {
-			rs = replySummary(reply)
+		respond := func(reply []byte) {
+			var rs string
+			if w.Tracing() {
+				rs = replySummary(reply)
+			}
+			w.Tracef(c.node.Name, "%s → %s", summary, rs)
+			rep := &Message{From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
+			w.Net.Send(rep, func() {
+				if c.closed {
+					w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
+					return
+				}
+				c.rbuf = append(c.rbuf, reply...)
+				if c.waiter != nil {
+					w.wakeup(c.waiter, c.waitID)
+				}
+			})
 		}
-		w.Tracef(c.node.Name, "%s → %s", summary, rs)
-		rep := &Message{From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
-		w.Net.Send(rep, func() {
-			if c.closed {
-				w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
-				return
-			}
-			c.rbuf = append(c.rbuf, reply...)
-			if c.waiter != nil {
-				w.wakeup(c.waiter, c.waitID)
-			}
-		})
+		if op == "WAIT" {
+			c.node.wait(args, respond) // replies when enough replicas acknowledge
+			return
+		}
+		respond(c.node.Exec(c.peer, args))
 	})
 }
 

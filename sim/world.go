@@ -86,7 +86,10 @@ type World struct {
 	current *Process
 	failure error
 	stopped bool
-	closers []func()
+	// draining is set once every process has ended: the run goes on only
+	// until the messages then in flight have landed.
+	draining bool
+	closers  []func()
 }
 
 // New returns an empty world whose every random choice derives from seed.
@@ -142,9 +145,12 @@ func (w *World) Fail(err error) {
 // OnClose registers cleanup run by Close (for example stopping miniredis).
 func (w *World) OnClose(fn func()) { w.closers = append(w.closers, fn) }
 
-// Run executes events in (time, sequence) order until the queue is empty, every
-// process has finished, or true time would pass limit. It then kills any
-// process still alive, so no goroutine of the run outlives it.
+// Run executes events in (time, sequence) order until the queue is empty or
+// true time would pass limit, or every process has finished and every
+// message that was in flight when the last one finished has arrived or been
+// lost: a write delayed past its sender's end still reaches the resource (or
+// a replica) and is checked. It then kills any process still alive, so no
+// goroutine of the run outlives it.
 func (w *World) Run(limit time.Duration) error {
 	defer w.shutdown()
 	sameInstant := 0
@@ -170,7 +176,13 @@ func (w *World) Run(limit time.Duration) error {
 		w.now = e.At
 		e.fn()
 		if w.allProcessesDone() {
-			break
+			if !w.draining {
+				w.draining = true
+				w.Net.markQuiet()
+			}
+			if w.Net.settled() {
+				break
+			}
 		}
 	}
 	return w.failure
