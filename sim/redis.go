@@ -267,7 +267,7 @@ func (n *RedisNode) execReplica(peer *server.Peer, args []string) []byte {
 	for _, k := range hidden {
 		n.dispatchEffect([]string{"DEL", k})
 	}
-	reply := n.run(peer, args)
+	reply := n.withReplicaTTLs(func() []byte { return n.run(peer, args) })
 	if write && n.changed(args) {
 		n.restore(args)
 		reply = errorReply(readOnly)

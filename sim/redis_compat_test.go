@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestScriptCallErrorsAsRedis7 pins the error texts a real redis-server
 // 7.0.15 replied (recorded with redis-cli) for redis.call errors inside a
@@ -58,5 +62,36 @@ func TestHincrbyOnTextAsRedis7(t *testing.T) {
 		if got := string(n.Exec(p, c.args)); got != c.want {
 			t.Errorf("%s:\n got  %q\n want %q", commandSummary(c.args), got, c.want)
 		}
+	}
+}
+
+// TestReplicaReportsTTL: a real Redis 7 replica answers PTTL with the time
+// left on the master's expiry (it keeps expiries, it only never acts on
+// them); a key without one answers -1 and a logically expired one -2.
+func TestReplicaReportsTTL(t *testing.T) {
+	w := New(1)
+	w.Net.Latency, w.Net.Jitter = 0, 0
+	master := w.NewRedisNode("A", nil)
+	replica := w.NewRedisNode("B", nil)
+	master.Replicate(replica, 0)
+	mp, rp := master.NewPeer(), replica.NewPeer()
+	var got []string
+	w.At(0, func() {
+		master.Exec(mp, []string{"SET", "k", "v", "PX", "100000"})
+		master.Exec(mp, []string{"SET", "short", "v", "PX", "50"})
+		master.Exec(mp, []string{"SET", "plain", "v"})
+	})
+	w.At(10*time.Millisecond, func() {
+		got = append(got, string(replica.Exec(rp, []string{"PTTL", "k"})), string(replica.Exec(rp, []string{"PTTL", "plain"})))
+	})
+	w.At(60*time.Millisecond, func() {
+		got = append(got, string(replica.Exec(rp, []string{"PTTL", "short"})), string(replica.Exec(rp, []string{"PTTL", "k"})))
+	})
+	if err := w.Run(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{":99990\r\n", ":-1\r\n", ":-2\r\n", ":99940\r\n"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("replica PTTL replies %q, want %q", got, want)
 	}
 }

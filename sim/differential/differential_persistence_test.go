@@ -14,25 +14,15 @@ import (
 // same phase. Replies before and after, and the dataset at the end, must
 // agree: every acknowledged write survives, with its expiry.
 func TestDifferentialPersistence(t *testing.T) {
+	t.Parallel()
 	srv := realredis.Start(t, realredis.Options{AppendOnly: true, AppendFsync: "always"})
 	real := newRealSide(t, srv)
-	var checks, skipped int
+	var tally tally
 	rapid.Check(t, func(t *rapid.T) {
-		checks++
 		cfg := simConfig{plainLua: rapid.Bool().Draw(t, "plain-lua")}
-		var steps []step
-		draw := func(n int) {
-			for range n {
-				if rapid.IntRange(0, 9).Draw(t, "advance?") == 9 {
-					steps = append(steps, advance(t))
-				} else {
-					steps = append(steps, command(t, 0))
-				}
-			}
-		}
-		draw(rapid.IntRange(1, 10).Draw(t, "before"))
+		steps := rapid.SliceOfN(masterStep(0), 1, 10).Draw(t, "before")
 		steps = append(steps, step{kind: crashStep})
-		draw(rapid.IntRange(0, 4).Draw(t, "after"))
+		steps = append(steps, rapid.SliceOfN(masterStep(0), 0, 4).Draw(t, "after")...)
 		steps = append(steps, probe(0)...)
 		differential(t, "persistence", steps,
 			[]string{"# redis-server --appendonly yes --appendfsync always", "FLUSHALL", "SCRIPT FLUSH"},
@@ -43,7 +33,7 @@ func TestDifferentialPersistence(t *testing.T) {
 					t.Fatalf("simulation failed: %v", err)
 				}
 				return res
-			}, &skipped)
+			}, &tally)
 	})
-	countSkipped(t, &skipped, &checks)
+	tally.report(t)
 }

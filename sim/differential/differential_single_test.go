@@ -11,20 +11,13 @@ import (
 // with waits across expiries, into one simulated node and one real
 // redis-server, and compares every reply and the final dataset.
 func TestDifferentialSingleNode(t *testing.T) {
+	t.Parallel()
 	srv := realredis.Start(t, realredis.Options{})
 	real := newRealSide(t, srv)
-	var checks, skipped int
+	var tally tally
 	rapid.Check(t, func(t *rapid.T) {
-		checks++
 		cfg := simConfig{plainLua: rapid.Bool().Draw(t, "plain-lua")}
-		var steps []step
-		for range rapid.IntRange(1, 12).Draw(t, "steps") {
-			if rapid.IntRange(0, 9).Draw(t, "advance?") == 9 {
-				steps = append(steps, advance(t))
-			} else {
-				steps = append(steps, command(t, 0))
-			}
-		}
+		steps := rapid.SliceOfN(masterStep(0), 1, 12).Draw(t, "steps")
 		steps = append(steps, probe(0)...)
 		differential(t, "single node", steps, []string{"FLUSHALL", "SCRIPT FLUSH"},
 			real.emptied, real.begin,
@@ -34,7 +27,7 @@ func TestDifferentialSingleNode(t *testing.T) {
 					t.Fatalf("simulation failed: %v", err)
 				}
 				return res
-			}, &skipped)
+			}, &tally)
 	})
-	countSkipped(t, &skipped, &checks)
+	tally.report(t)
 }

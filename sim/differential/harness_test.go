@@ -32,8 +32,12 @@ const Grid = 20 * time.Millisecond
 
 const (
 	// phaseWindow is how long after its phase began a real command may
-	// return; expiries fall at half a Grid, so later would be ambiguous.
-	phaseWindow = Grid / 4
+	// return. A key set e into its phase expires e + (k+½)·Grid later: that
+	// is after every command of the phase it falls in (they end before
+	// ½·Grid) and before the next phase begins (e < ½·Grid), so every
+	// command sees the key alive or gone on both sides alike. 2 ms spare
+	// cover Redis's millisecond clock.
+	phaseWindow = Grid/2 - 2*time.Millisecond
 	// ttlTolerance bounds |real - simulated| for a PTTL: a key set and read
 	// each up to phaseWindow into its phase, plus rounding to milliseconds.
 	ttlTolerance = int64(phaseWindow/time.Millisecond) + 2
@@ -285,13 +289,11 @@ func probe(node int) []step {
 	return out
 }
 
-// lastLate is why the last skipped sequence was skipped, for the log.
-var lastLate string
-
 // differential runs steps on the real side (repeating a run that did not
 // keep time, after reset) and on a fresh simulated side, and compares.
 // skipped counts sequences the machine was too slow to judge.
-func differential(t *rapid.T, title string, steps []step, setup []string, reset func(), realSide func() side, simRun func(phases []int) runResult, skipped *int) {
+func differential(t *rapid.T, title string, steps []step, setup []string, reset func(), realSide func() side, simRun func(phases []int) runResult, tally *tally) {
+	tally.checks++
 	var real runResult
 	for attempt := 1; ; attempt++ {
 		reset()
@@ -300,8 +302,8 @@ func differential(t *rapid.T, title string, steps []step, setup []string, reset 
 			break
 		}
 		if attempt == realAttempts {
-			*skipped++
-			lastLate = real.late
+			tally.skipped++
+			tally.lastLate = real.late
 			t.Skipf("machine too slow to keep the phase grid %d times: %s", realAttempts, real.late)
 		}
 	}
