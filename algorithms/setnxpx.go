@@ -18,6 +18,13 @@ package algorithms
 // hand out a lock that has already expired. A reply that comes back after
 // the lease is over is treated as a failure and the key released.
 //
+// With a replicated Redis, wait_replicas: N makes Acquire send WAIT N
+// wait_timeout after a successful SET: the lock counts as held only if N
+// replicas acknowledged it, else it is released and the acquire retried.
+// This narrows the failover window but does not close it: WAIT makes no
+// replica promotion pick a replica that has the write, and a write WAIT
+// timed out on may still be replicated later (Redis docs, WAIT).
+//
 // Both share a weakness no release can fix: the lock expires on the server's
 // clock while the client may still believe it holds it (a GC pause, a slow
 // network). Only a fencing token checked by the protected resource closes
@@ -26,6 +33,7 @@ package algorithms
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -71,6 +79,21 @@ func newSetNXPX(p Params, c Conns, name string, cad bool) (Lock, error) {
 		return nil, errors.New(name + `: validity_from: expected "start" or "reply"`)
 	}
 	l.VerifyOwnership = p.Extra["verify_ownership"] == "true"
+	if v, ok := p.Extra["wait_replicas"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, errors.New(name + ": wait_replicas: expected a number of replicas >= 1, got " + strconv.Quote(v))
+		}
+		l.WaitReplicas = n
+		l.WaitTimeout = 100 * time.Millisecond
+		if t, ok := p.Extra["wait_timeout"]; ok {
+			d, err := time.ParseDuration(t)
+			if err != nil || d < time.Millisecond {
+				return nil, errors.New(name + ": wait_timeout: expected a duration of at least 1ms such as 200ms, got " + strconv.Quote(t))
+			}
+			l.WaitTimeout = d
+		}
+	}
 	return l, nil
 }
 
@@ -87,6 +110,10 @@ type SetNXPX struct {
 	// holds our own token, an earlier copy of this very request (re-sent by
 	// the client library after a lost reply) set it, and we do hold the lock.
 	VerifyOwnership bool
+	// WaitReplicas, when > 0, sends WAIT WaitReplicas WaitTimeout after the
+	// SET and keeps the lock only if that many replicas acknowledged it.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // Acquire runs SET key token NX PX ttl.
@@ -108,6 +135,17 @@ func (l *SetNXPX) Acquire(env Env) (*Lease, error) {
 			return nil, err
 		}
 		lease := &Lease{Resource: l.Params.Key, Token: tok, Start: start, Validity: start.Add(l.Params.TTL)}
+		if l.WaitReplicas > 0 {
+			acked, err := l.Client.Wait(ctx, l.WaitReplicas, l.WaitTimeout).Result()
+			if err != nil || acked < int64(l.WaitReplicas) {
+				// Too few copies to survive a failover: give it back.
+				l.Release(env, lease)
+				if err != nil {
+					return nil, err
+				}
+				return nil, ErrNotAcquired
+			}
+		}
 		if l.ValidityFromReply {
 			lease.Validity = env.Now().Add(l.Params.TTL)
 		} else if !lease.Valid(env.Now()) {

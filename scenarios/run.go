@@ -101,22 +101,37 @@ func RegisterBackend(name string, hosts func(sc *Scenario) []string, f BackendFa
 	backends[name] = backendEntry{hosts: hosts, build: f}
 }
 
-// Env adapts a simulated process to the algorithms.Env interface.
-func Env(p *sim.Process) algorithms.Env { return procEnv{p} }
+// Env adapts a simulated process to the algorithms.Env interface; its Now
+// is the host's wall clock.
+func Env(p *sim.Process) algorithms.Env { return procEnv{p: p} }
 
-type procEnv struct{ p *sim.Process }
+// envWithClock is Env whose Now reads the given clock kind: the wall clock,
+// or the host's oscillator (a monotonic clock, which steps do not move).
+func envWithClock(p *sim.Process, kind string) algorithms.Env {
+	return procEnv{p: p, mono: kind != ClockWall}
+}
 
-func (e procEnv) Now() time.Time           { return e.p.Now() }
+type procEnv struct {
+	p    *sim.Process
+	mono bool
+}
+
+func (e procEnv) Now() time.Time {
+	if e.mono {
+		return e.p.Host.Clock.Oscillator().Time(e.p.TrueNow())
+	}
+	return e.p.Now()
+}
 func (e procEnv) Sleep(d time.Duration)    { e.p.Sleep(d) }
 func (e procEnv) Rand() *rand.Rand         { return e.p.Rand() }
 func (e procEnv) Context() context.Context { return e.p.Context() }
 func (e procEnv) Go(fn func(algorithms.Env)) {
-	e.p.GoBackground("watchdog", func(c *sim.Process) { fn(procEnv{c}) })
+	e.p.GoBackground("watchdog", func(c *sim.Process) { fn(procEnv{p: c, mono: e.mono}) })
 }
 func (e procEnv) Parallel(fns ...func(algorithms.Env)) {
 	wrapped := make([]func(*sim.Process), len(fns))
 	for i, fn := range fns {
-		wrapped[i] = func(c *sim.Process) { fn(procEnv{c}) }
+		wrapped[i] = func(c *sim.Process) { fn(procEnv{p: c, mono: e.mono}) }
 	}
 	e.p.Parallel("req", wrapped...)
 }
@@ -153,6 +168,10 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	var tokenNode *sim.RedisNode
 	for _, spec := range sc.Nodes {
 		n := w.NewRedisNode(spec.Name, sim.NewClock(spec.Offset.D(), spec.PPM))
+		n.MinReplicasToWrite, n.MinReplicasMaxLag = spec.MinReplicasToWrite, spec.MinReplicasMaxLag.D()
+		if n.MinReplicasMaxLag == 0 {
+			n.MinReplicasMaxLag = 10 * time.Second
+		}
 		if !opt.PlainLua {
 			n.ScriptFastPath = sim.NativeScripts
 		}
@@ -291,6 +310,14 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	if backend != nil {
 		res.Metrics = backend.Metrics()
 	}
+	refused, guarded := 0, false
+	for _, spec := range sc.Nodes {
+		refused += targets.Nodes[spec.Name].Refused
+		guarded = guarded || spec.MinReplicasToWrite > 0
+	}
+	if guarded {
+		res.Metrics = append(res.Metrics, Metric{Name: "writes refused (NOREPLICAS)", Value: int64(refused)})
+	}
 	return res, nil
 }
 
@@ -354,7 +381,11 @@ type workload struct {
 }
 
 func (wl *workload) run(p *sim.Process) {
-	env := Env(p)
+	kind := wl.sc.Clients.Clock
+	if wl.over.Clock != nil {
+		kind = *wl.over.Clock
+	}
+	env := envWithClock(p, kind)
 	cycles := wl.sc.Clients.Cycles
 	if wl.over.Cycles != nil {
 		cycles = *wl.over.Cycles
@@ -376,7 +407,7 @@ func (wl *workload) run(p *sim.Process) {
 				continue
 			}
 			lease = l
-			wl.rec.acquired(wl.name, p.Host, call, l)
+			wl.rec.acquired(wl.name, p.Host, kind != ClockWall, call, l)
 			name := wl.name
 			l.WhenLost(func() {
 				w.Tracef(name, "learns it lost the lock")
@@ -386,7 +417,7 @@ func (wl *workload) run(p *sim.Process) {
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
-			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(p.Now()) {
+			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(env.Now()) {
 				w.Tracef(wl.name, "lease expired on its own clock: skips the write")
 			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
 				w.Tracef(wl.name, "write rejected by the resource")
@@ -412,6 +443,7 @@ type recorder struct {
 type openInterval struct {
 	checker.Interval
 	host     *sim.Host
+	mono     bool          // the validity is on the host's oscillator, not its wall clock
 	validity time.Duration // local reading (since Epoch) at which the lease ends
 	ended    bool
 }
@@ -433,12 +465,13 @@ func (r *recorder) endWant(client, outcome string, at time.Duration) {
 	}
 }
 
-func (r *recorder) acquired(client string, host *sim.Host, call time.Duration, l *algorithms.Lease) {
+func (r *recorder) acquired(client string, host *sim.Host, mono bool, call time.Duration, l *algorithms.Lease) {
 	now := r.w.Now()
 	r.endWant(client, "acquired", now)
 	iv := &openInterval{
 		Interval: checker.Interval{Client: client, AcquireCall: call, Start: now, Token: l.Token, Fence: l.Fence},
 		host:     host,
+		mono:     mono,
 		validity: l.Validity.Sub(sim.Epoch),
 	}
 	r.intervals = append(r.intervals, iv)
@@ -466,9 +499,13 @@ func (r *recorder) finish(end time.Duration, inv *sim.Inventory) checker.History
 		if !iv.ended {
 			iv.End, iv.EndReason = end, "end of run"
 		}
-		if t, ok := iv.host.Clock.FirstReaches(iv.validity, iv.Start, iv.End); ok && t < iv.End {
+		clock := iv.host.Clock
+		if iv.mono {
+			clock = clock.Oscillator()
+		}
+		if t, ok := clock.FirstReaches(iv.validity, iv.Start, iv.End); ok && t < iv.End {
 			iv.End, iv.EndReason = t, "validity"
-		} else if iv.host.Clock.Local(iv.Start) >= iv.validity {
+		} else if clock.Local(iv.Start) >= iv.validity {
 			iv.End, iv.EndReason = iv.Start, "validity"
 		}
 		h.Intervals = append(h.Intervals, iv.Interval)

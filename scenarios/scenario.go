@@ -109,6 +109,11 @@ type Node struct {
 	// Role is "" for a lock node, or "tokens" for the node that only hands
 	// out fencing tokens (INCR) and takes no part in the lock.
 	Role string `yaml:"role,omitempty" json:"role,omitempty"`
+	// MinReplicasToWrite is Redis's min-replicas-to-write (0: off): the
+	// master refuses writes unless that many replicas acknowledged within
+	// MinReplicasMaxLag (default 10s, Redis's default).
+	MinReplicasToWrite int      `yaml:"min_replicas_to_write,omitempty" json:"min_replicas_to_write,omitempty"`
+	MinReplicasMaxLag  Duration `yaml:"min_replicas_max_lag,omitempty" json:"min_replicas_max_lag,omitempty"`
 }
 
 // UnmarshalYAML accepts a bare name as shorthand for {name: X}.
@@ -130,7 +135,22 @@ type Client struct {
 	PPM    *int64    `yaml:"ppm,omitempty" json:"ppm,omitempty"`
 	// LibraryRetries overrides clients.library_retries for this client.
 	LibraryRetries *bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
+	// Clock overrides clients.clock for this client.
+	Clock *string `yaml:"clock,omitempty" json:"clock,omitempty"`
 }
+
+// Clock kinds an algorithm may time its own lease with (Redlock's elapsed
+// time and validity, the workload's validity check).
+const (
+	// ClockMonotonic is Go's time.Since: steps of the wall clock do not
+	// move it; drift does. The default.
+	ClockMonotonic = "monotonic"
+	// ClockWall is the wall clock (time.Now().Round(0), a Unix timestamp):
+	// a step back stretches every lease measured with it.
+	ClockWall = "wall"
+)
+
+func validClockKind(k string) bool { return k == "" || k == ClockMonotonic || k == ClockWall }
 
 // Clients describes the workload: Count clients named c1..cN, each running
 // Cycles lock cycles (acquire, read the resource, work, write it back minus
@@ -146,6 +166,9 @@ type Clients struct {
 	// LibraryRetries keeps go-redis's default retries (re-sends after a
 	// timeout); off, a lost reply is an error the algorithm sees.
 	LibraryRetries bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
+	// Clock is the clock kind clients time their leases with: "monotonic"
+	// (default) or "wall".
+	Clock string `yaml:"clock,omitempty" json:"clock,omitempty"`
 	// CheckValidity makes clients check their lease before writing, and
 	// skip the write once it has expired on their own clock.
 	CheckValidity bool `yaml:"check_validity,omitempty" json:"check_validity,omitempty"`
@@ -359,6 +382,14 @@ func (s *Scenario) Validate() error {
 			return s.fieldErr(d.field, "expected a duration >= 0, got %v", d.v)
 		}
 	}
+	if !validClockKind(s.Clients.Clock) {
+		return s.fieldErr("clients.clock", "expected monotonic or wall, got %q", s.Clients.Clock)
+	}
+	for _, name := range sortedKeys(s.Clients.Each) {
+		if c := s.Clients.Each[name].Clock; c != nil && (*c == "" || !validClockKind(*c)) {
+			return s.fieldErr("clients.each", "%s.clock: expected monotonic or wall, got %q", name, *c)
+		}
+	}
 	if s.Wait.Attempts < 0 {
 		return s.fieldErr("wait.attempts", "expected a number of attempts >= 0 (0: until acquired), got %d", s.Wait.Attempts)
 	}
@@ -392,6 +423,12 @@ func (s *Scenario) Validate() error {
 		}
 		if n.Role != "" && n.Role != "tokens" {
 			return s.fieldErr(field+".role", "expected tokens (or no role for a lock node), got %q", n.Role)
+		}
+		if n.MinReplicasToWrite < 0 || n.MinReplicasToWrite > 100 {
+			return s.fieldErr(field+".min_replicas_to_write", "expected a number of replicas between 0 and 100, got %d", n.MinReplicasToWrite)
+		}
+		if n.MinReplicasMaxLag < 0 || n.MinReplicasMaxLag > 0 && n.MinReplicasMaxLag.D() < time.Second {
+			return s.fieldErr(field+".min_replicas_max_lag", "expected a lag of at least 1s (Redis counts whole seconds), got %v", n.MinReplicasMaxLag)
 		}
 		if n.PPM <= -1_000_000 || n.PPM > 1_000_000 {
 			return s.fieldErr(field+".ppm", "expected a rate offset in (-1000000, 1000000], got %d", n.PPM)

@@ -135,3 +135,21 @@ type ClockChange struct {
 	Jump time.Duration
 	PPM  int64
 }
+
+// Oscillator is the clock without its jumps: what a monotonic clock reads
+// (Go's time.Since, CLOCK_MONOTONIC). A step of the wall clock (NTP, an
+// operator) leaves it alone; a change of rate (drift) does not, because
+// both count the same oscillator. It starts at the wall clock's initial
+// reading. The view is a copy taken now: take it again after further
+// changes.
+func (c *Clock) Oscillator() *Clock {
+	o := &Clock{segs: make([]clockSegment, len(c.segs))}
+	var jumped time.Duration
+	for i, s := range c.segs {
+		if i > 0 {
+			jumped += s.fromLocal - c.segs[i-1].local(s.fromTrue)
+		}
+		o.segs[i] = clockSegment{fromTrue: s.fromTrue, fromLocal: s.fromLocal - jumped, ppm: s.ppm}
+	}
+	return o
+}

@@ -91,7 +91,9 @@ func (n *RedisNode) readKey(k string) (keyState, bool) {
 		if s.expireAt <= local {
 			s.expireAt = local.Truncate(time.Millisecond) + time.Millisecond
 		}
-		mr.SetTTL(k, s.expireAt-local)
+		if want := s.expireAt - local; want != ttl {
+			mr.SetTTL(k, want) // once per new TTL: SetTTL also touches WATCH versions
+		}
 	}
 	return s, true
 }

@@ -166,3 +166,20 @@ func TestClockFirstReachesAndDrift(t *testing.T) {
 		t.Fatalf("a 1.02s sleep on a 2%% fast oscillator takes %v of true time, want 1s", d)
 	}
 }
+
+// A monotonic clock ignores steps of the wall clock but not drift.
+func TestOscillatorIgnoresJumpsNotDrift(t *testing.T) {
+	c := NewClock(time.Second, 0)
+	c.Jump(2*time.Second, -5*time.Second)
+	c.SetRate(4*time.Second, 10_000) // 1% fast from 4 s
+	o := c.Oscillator()
+	if got := c.Local(3 * time.Second); got != -time.Second {
+		t.Fatalf("wall at 3s: %v, want -1s after the 5 s step back", got)
+	}
+	if got := o.Local(3 * time.Second); got != 4*time.Second {
+		t.Fatalf("oscillator at 3s: %v, want 4s (offset 1 s, no step)", got)
+	}
+	if got := o.Local(14 * time.Second); got != 15*time.Second+100*time.Millisecond {
+		t.Fatalf("oscillator at 14s: %v, want 15.1s (10 s at +1%%)", got)
+	}
+}

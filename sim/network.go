@@ -100,6 +100,12 @@ func (n *Network) SetDown(host string, down bool) {
 	}
 }
 
+// Reachable reports whether a message from one host to another would get
+// through now (no partition between them, the receiver up).
+func (n *Network) Reachable(from, to string) bool {
+	return !n.cut[[2]string{from, to}] && !n.down[to]
+}
+
 // Down reports whether a host is down.
 func (n *Network) Down(host string) bool { return n.down[host] }
 

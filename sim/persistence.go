@@ -31,6 +31,7 @@ func (n *RedisNode) Crash() {
 		return
 	}
 	n.up = false
+	n.incarnation++ // writes queued for shipping die with the process
 	n.crashedAt = n.w.now
 	n.w.Net.SetDown(n.Name, true)
 	for _, r := range n.waits {
@@ -95,6 +96,16 @@ func (n *RedisNode) Restart(persistence string) {
 	n.w.Net.SetDown(n.Name, false)
 	if n.master == nil {
 		n.startExpiring()
+		// Its replicas reconnect and resynchronise with whatever it came
+		// back with: a master restarted without persistence empties them
+		// (Redis docs, "Safety of replication when master has persistence
+		// turned off").
+		for _, l := range n.links {
+			if l.replica.up {
+				l.replica.fullSync(n)
+				l.acked = n.offset
+			}
+		}
 	} else if n.master.up {
 		n.fullSync(n.master)
 	}

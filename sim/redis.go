@@ -33,6 +33,9 @@ type RedisNode struct {
 
 	// Commands counts the commands executed.
 	Commands int
+	// Refused counts client writes refused with NOREPLICAS
+	// (min-replicas-to-write): the availability that setting costs.
+	Refused int
 
 	// MinReplicasToWrite and MinReplicasMaxLag are Redis's
 	// min-replicas-to-write and min-replicas-max-lag: with N > 0 the master
@@ -65,6 +68,7 @@ type RedisNode struct {
 	waits       []*waitRequest
 	acking      bool
 	applyPeer   *server.Peer
+	incarnation int // bumped by Crash
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
@@ -138,7 +142,8 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	refusal := ""
 	if write {
 		refusal = n.writeRefusal()
-		if refusal != "" && !isScript(args) {
+		if refusal != "" && !deferredWrite(args) {
+			n.Refused++
 			return errorReply(refusal)
 		}
 	}
@@ -148,6 +153,7 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 			// Redis checks a script's first write, not the EVAL: a script
 			// that only reads runs; one that writes fails there.
 			n.restore(args)
+			n.Refused++
 			return errorReply(refusal)
 		}
 		n.propagate(args)
@@ -185,6 +191,13 @@ func isScript(args []string) bool {
 		return true
 	}
 	return false
+}
+
+// deferredWrite reports whether a command may or may not write depending on
+// what it runs (a script, a transaction): Redis refuses it at its first
+// write, so the node runs it and undoes it if it changed anything.
+func deferredWrite(args []string) bool {
+	return isScript(args) || strings.EqualFold(args[0], "EXEC")
 }
 
 func errorReply(msg string) []byte { return []byte("-" + msg + "\r\n") }
@@ -260,7 +273,7 @@ func (n *RedisNode) execReplica(peer *server.Peer, args []string) []byte {
 		return errorReply("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not advised) writes to the replica are just local and are not propagated.")
 	}
 	write := n.isWrite(args)
-	if write && !isScript(args) {
+	if write && !deferredWrite(args) {
 		return errorReply(readOnly)
 	}
 	hidden := n.expiredOnReplica()
@@ -340,7 +353,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		// The dialer never fails: a failed dial makes go-redis retry on real
 		// timers. Refusal is modelled by the conn itself.
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			target := n.current()
+			target := n.masterFor(host.Name)
 			c := &redisConn{node: target, host: host, timeout: o.Timeout}
 			target.conns = append(target.conns, c)
 			n.w.Tracef(host.Name, "dial %s", target.Name)
@@ -364,8 +377,11 @@ type redisConn struct {
 	wbuf    []byte
 	rbuf    []byte
 	closed  bool
-	waiter  *Process
-	waitID  uint64
+	// switched is set when Sentinel told the client that the master moved
+	// (+switch-master): the next command fails and go-redis redials.
+	switched bool
+	waiter   *Process
+	waitID   uint64
 }
 
 type timeoutError struct{}
@@ -374,11 +390,19 @@ func (timeoutError) Error() string   { return "i/o timeout (simulated)" }
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
-var errConnClosed = errors.New("use of closed simulated connection")
+var (
+	errConnClosed  = errors.New("use of closed simulated connection")
+	errMasterMoved = errors.New("connection closed: Sentinel reports a new master")
+)
 
 func (c *redisConn) Write(b []byte) (int, error) {
 	if c.closed {
 		return 0, errConnClosed
+	}
+	if c.switched {
+		c.closed = true
+		c.node.w.Tracef(c.host.Name, "connection to %s closed: the master moved", c.node.Name)
+		return 0, errMasterMoved
 	}
 	w := c.node.w
 	c.wbuf = append(c.wbuf, b...)

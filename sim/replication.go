@@ -33,7 +33,6 @@ type replicaLink struct {
 func (n *RedisNode) Replicate(replica *RedisNode, lag time.Duration) {
 	replica.detach()
 	replica.master = n
-	replica.promoted = nil
 	link := &replicaLink{replica: replica, lag: lag, acked: n.offset, ackLocal: n.Clock.Local(n.w.now)}
 	n.links = append(n.links, link)
 	replica.fullSync(n)
@@ -69,10 +68,14 @@ func (n *RedisNode) fullSync(m *RedisNode) {
 		n.dispatchEffect([]string{"DEL", k})
 	}
 	clear(n.shadow)
+	n.aof = nil // the AOF is rewritten from the loaded snapshot
 	for _, k := range m.allKeys() {
 		if s, ok := m.readKey(k); ok {
 			n.shadow[k] = s
 			n.restoreKey(k, s, true)
+			for _, c := range rebuild(k, keyState{}, false, s, true) {
+				n.aof = append(n.aof, aofEntry{at: n.w.now, args: c})
+			}
 		}
 	}
 	n.offset = m.offset
@@ -88,8 +91,9 @@ func (n *RedisNode) ship(link *replicaLink, args []string, offset int64) {
 	if args != nil {
 		summary, op = commandSummary(args), "REPLICATE"
 	}
+	incarnation := n.incarnation
 	w.Net.Later(link.lag, func() {
-		if !n.up {
+		if !n.up || n.incarnation != incarnation {
 			if args != nil {
 				w.Tracef(n.Name, "replication of %s to %s lost: %s is down", summary, replica.Name, n.Name)
 			}
@@ -260,25 +264,85 @@ func (n *RedisNode) checkWaits() {
 // Master is the node a replica follows, or nil.
 func (n *RedisNode) Master() *RedisNode { return n.master }
 
-// Promote makes a replica the master (a Sentinel failover): it stops
-// following its master and starts expiring keys on its own clock, and
-// clients that dial the old master reach it.
+// Promote makes a replica the master, as a Sentinel failover does: it
+// stops following its master, starts expiring keys on its own clock, and
+// the old master's other replicas are reconfigured to follow it (a full
+// resynchronisation). Clients learn of it as Sentinel-aware clients do
+// (see NewClient): those that can reach the new master drop their
+// connections to the old one and dial it; those cut off from it keep using
+// the old master, which goes on serving them (a split brain) until it can
+// reach the new master again and is turned into its replica, dropping its
+// own data — or until it refuses writes for want of replicas
+// (MinReplicasToWrite).
+//
+// Approximations: Sentinel's failure detection and vote are not modelled
+// (the scenario says when the failover happens), and Sentinel runs beside
+// the new master (what it can reach, Sentinel can reach).
 func (n *RedisNode) Promote() error {
 	old := n.master
 	if old == nil {
 		return fmt.Errorf("%s is not a replica", n.Name)
 	}
+	lag := 100 * time.Millisecond
+	for _, l := range old.links {
+		if l.replica == n {
+			lag = l.lag
+		}
+	}
 	n.detach()
+	n.promoted = nil
 	old.promoted = n
 	n.syncClock()
 	n.startExpiring()
 	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
+	for _, l := range slices.Clone(old.links) {
+		n.w.Tracef(l.replica.Name, "sentinel: %s now replicates from %s", l.replica.Name, n.Name)
+		n.Replicate(l.replica, l.lag)
+	}
+	for _, c := range old.conns {
+		if !c.closed && n.w.Net.Reachable(c.host.Name, n.Name) {
+			c.switched = true // +switch-master: the client reconnects
+		}
+	}
+	n.rejoin(old, lag)
 	return nil
+}
+
+// rejoin turns the old master into a replica of n as soon as it is up and
+// can reach n (Sentinel reconfigures a returning old master), checking
+// every 100 ms.
+func (n *RedisNode) rejoin(old *RedisNode, lag time.Duration) {
+	var check func()
+	check = func() {
+		if old.current() != n.current() || n.master != nil || old.master != nil {
+			return // superseded by a later failover
+		}
+		if old.up && n.up && n.w.Net.Reachable(old.Name, n.Name) && n.w.Net.Reachable(n.Name, old.Name) {
+			n.w.Tracef(old.Name, "sentinel: old master %s rejoins as a replica of %s and drops its data", old.Name, n.Name)
+			for _, c := range old.conns {
+				c.switched = !c.closed
+			}
+			n.Replicate(old, lag)
+			return
+		}
+		n.w.After(100*time.Millisecond, check)
+	}
+	n.w.After(100*time.Millisecond, check)
 }
 
 // current follows failovers to the node that now serves n's clients.
 func (n *RedisNode) current() *RedisNode {
 	for n.promoted != nil {
+		n = n.promoted
+	}
+	return n
+}
+
+// masterFor is the master a client on host learns about when it dials n:
+// it follows each failover whose new master it can reach (Sentinel runs
+// beside the new master); cut off from it, it keeps the old one.
+func (n *RedisNode) masterFor(host string) *RedisNode {
+	for n.promoted != nil && n.w.Net.Reachable(host, n.promoted.Name) {
 		n = n.promoted
 	}
 	return n

@@ -18,6 +18,8 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     fence_start: "32"             #   the counter's value before the run
     validity_from: start          #   start (default) or reply: when the lease begins
     verify_ownership: "true"      #   read the key back when SET NX says busy
+    wait_replicas: "1"            #   SET NX PX locks: WAIT for this many replicas
+    wait_timeout: 100ms           #   after acquiring (held only if they acked)
     session_timeout: 6s           #   ZooKeeper: the session the clients ask for
     lost_after: 6s                #   ZooKeeper: SUSPENDED turns LOST after this
     guid_protection: "true"       #   zk-queue: find its own node after a lost reply
@@ -28,6 +30,8 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica
     - {name: C, offset: 0s, ppm: 20000}      # clock offset and rate (2% fast)
     - {name: T, role: tokens}                # hands out fencing tokens only
+    - {name: M, min_replicas_to_write: 1, min_replicas_max_lag: 10s}
+                                  # refuse writes (NOREPLICAS) without a replica
   clients:
     count: 3                      # clients are named c1..cN
     cycles: 3                     # lock cycles per client
@@ -37,7 +41,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     timeout: 50ms                 # go-redis read timeout (client's clock)
     library_retries: false        # keep go-redis default retries
     check_validity: false         # skip the write once the lease expired
-    each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true}}
+    clock: monotonic              # monotonic (time.Since) or wall: the clock
+                                  # clients time their leases with
+    each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true, clock: wall}}
   resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
   network: {latency: 500us, jitter: 500us}
   duration: 30s                   # simulated run length
@@ -63,7 +69,10 @@ Fault kinds and their fields:
   clock-jump  target (client or node), jump (negative jumps backward)
   drift       target (client or node), ppm (rate offset, parts per million)
   node-crash  target (node), restart_after, persistence (none|everysec|always)
-  failover    target (a replica): promoted to master; clients follow it
+  failover    target (a replica): promoted to master (Sentinel); the other
+              replicas follow it, clients that can reach it follow it, the
+              old master serves whoever still reaches it and rejoins as a
+              replica once it can reach the new master
   partition   groups: [[c1, A], [B, C]], one_way, duration
   heal        (undoes every partition)
 
