@@ -35,6 +35,17 @@ func TestDifferentialReplication(t *testing.T) {
 			}
 			return command(t, 1)
 		}), 1, 10).Draw(t, "steps")
+		if rapid.IntRange(0, 2).Draw(t, "stall?") == 0 {
+			// The replica stops taking in its stream while the master goes
+			// on (no WAIT: it would wait for the stopped replica) across at
+			// least one phase, then catches up: expiries set meanwhile must
+			// still fall at the master's absolute time.
+			noWait := masterStep(1).Filter(func(s step) bool { return s.kind != cmdStep || s.args[0] != "WAIT" })
+			steps = append(steps, step{kind: stallStep})
+			steps = append(steps, rapid.SliceOfN(noWait, 0, 4).Draw(t, "stalled")...)
+			steps = append(steps, advance(t), step{kind: resumeStep})
+			steps = append(steps, rapid.SliceOfN(rapid.Custom(replicaCommand), 0, 3).Draw(t, "after-stall")...)
+		}
 		if rapid.Bool().Draw(t, "promote") {
 			steps = append(steps, step{kind: promoteStep})
 			// The promoted replica is node 1 and has no replica of its own.

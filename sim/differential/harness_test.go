@@ -53,6 +53,8 @@ const (
 	advanceStep          // wait for a later phase
 	promoteStep          // the replica becomes master (REPLICAOF NO ONE / Promote)
 	crashStep            // kill -9 and restart from the AOF (Crash / Restart("always"))
+	stallStep            // the replica stops taking in its stream (SIGSTOP / messages held back)
+	resumeStep           // the replica catches up (SIGCONT / held messages arrive)
 )
 
 // step is one thing a sequence does on both sides.
@@ -74,6 +76,10 @@ func (s step) String() string {
 		return "promote replica"
 	case crashStep:
 		return "kill -9 and restart"
+	case stallStep:
+		return "stall replica"
+	case resumeStep:
+		return "resume replica"
 	}
 	prefix := ""
 	if s.node == 1 {
@@ -105,6 +111,10 @@ type side interface {
 	// crashRestart kills the master and brings it back from its AOF;
 	// wait moves on to the phase at which it is back.
 	crashRestart(wait func())
+	// stall stops the replica until resume; resumeAt is when, in true time
+	// since the start, (known to the simulated side only: it runs second).
+	stall(resumeAt time.Duration)
+	resume()
 	elapsed() time.Duration
 	sleepUntil(d time.Duration)
 }
@@ -155,6 +165,19 @@ func execute(b side, steps []step, phases []int) runResult {
 			promoted = true
 		case crashStep:
 			b.crashRestart(func() { moveOn(i, 1) })
+		case stallStep:
+			var resumeAt time.Duration
+			if phases != nil {
+				for j := i + 1; j < len(steps); j++ {
+					if steps[j].kind == resumeStep {
+						resumeAt = time.Duration(phases[j]) * Grid
+						break
+					}
+				}
+			}
+			b.stall(resumeAt)
+		case resumeStep:
+			b.resume()
 		}
 		r.phase[i] = phase
 	}
@@ -268,6 +291,10 @@ func compare(t *rapid.T, title string, steps []step, real, simulated runResult, 
 			case crashStep:
 				b.WriteString("  # kill -9 the server and restart it (appendonly yes, appendfsync always)\n")
 				wait(j)
+			case stallStep:
+				b.WriteString("  # kill -STOP the replica\n")
+			case resumeStep:
+				b.WriteString("  # kill -CONT the replica\n")
 			}
 		}
 		t.Fatal(b.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,10 +24,14 @@ type simConfig struct {
 // simSide drives simulated nodes from a simulated client process, through
 // go-redis over the simulated network, as the scenarios do.
 type simSide struct {
+	w       *sim.World
 	p       *sim.Process
 	host    *sim.Host
 	nodes   []*sim.RedisNode
 	clients []*redis.Client
+	// resumeAt is when a stalled replica's held-back stream arrives; zero
+	// when it is not stalled.
+	resumeAt time.Duration
 }
 
 var simClientOptions = sim.ClientOptions{Timeout: 10 * time.Second}
@@ -45,6 +50,20 @@ func (s *simSide) sleepUntil(d time.Duration) {
 		s.p.Sleep(d - now)
 	}
 }
+
+// stall holds back every message the master sends the replica until
+// resumeAt, in order, as a stopped replica's socket does: the real test
+// SIGSTOPs the replica for the same phases.
+func (s *simSide) stall(resumeAt time.Duration) { s.resumeAt = resumeAt }
+func (s *simSide) resume()                      { s.resumeAt = 0 }
+
+func (s *simSide) holdBack(m *sim.Message) (drop bool, delay time.Duration, reason string) {
+	if s.resumeAt > 0 && len(s.nodes) > 1 && m.From == s.nodes[0].Name && m.To == s.nodes[1].Name {
+		return false, s.resumeAt - s.w.Now(), "replica stalled"
+	}
+	return false, 0, ""
+}
+
 func (s *simSide) crashRestart(wait func()) {
 	n := s.nodes[0]
 	n.Crash()
@@ -79,8 +98,10 @@ func runSim(cfg simConfig, steps []step, phases []int) (runResult, error) {
 	}
 	host := w.NewHost("client", nil)
 	var res runResult
+	s := &simSide{w: w, host: host, nodes: nodes}
+	w.Net.AddFilter(s.holdBack)
 	host.Spawn("driver", 0, func(p *sim.Process) {
-		s := &simSide{p: p, host: host, nodes: nodes}
+		s.p = p
 		for _, n := range nodes {
 			s.clients = append(s.clients, n.NewClient(host, simClientOptions))
 		}
@@ -127,6 +148,18 @@ func (r *realSide) promote() {
 		r.t.Fatalf("REPLICAOF NO ONE: %v", err)
 	}
 	r.promoted = true
+}
+
+func (r *realSide) stall(time.Duration) {
+	if err := r.servers[1].Signal(syscall.SIGSTOP); err != nil {
+		r.t.Fatalf("SIGSTOP replica: %v", err)
+	}
+}
+
+func (r *realSide) resume() {
+	if err := r.servers[1].Signal(syscall.SIGCONT); err != nil {
+		r.t.Fatalf("SIGCONT replica: %v", err)
+	}
 }
 
 func (r *realSide) crashRestart(wait func()) {
@@ -199,6 +232,9 @@ func (r *realSide) follow() {
 
 // emptied empties every server and its script cache between sequences.
 func (r *realSide) emptied() {
+	if len(r.servers) > 1 {
+		r.resume() // a run cut short may have left it stopped
+	}
 	if r.promoted {
 		// The promoted replica stays master and the old master follows it:
 		// it took no writes since (unless its own expiry deleted a key), so
