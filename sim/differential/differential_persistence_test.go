@@ -25,7 +25,7 @@ func TestDifferentialPersistence(t *testing.T) {
 		steps = append(steps, rapid.SliceOfN(masterStep(0), 0, 4).Draw(t, "after")...)
 		steps = append(steps, probe(0)...)
 		differential(t, "persistence", steps,
-			[]string{"# redis-server --appendonly yes --appendfsync always", "FLUSHALL", "SCRIPT FLUSH"},
+			[]string{"(redis-server --appendonly yes --appendfsync always)", "FLUSHALL", "SCRIPT FLUSH"},
 			real.emptied, real.begin,
 			func(phases []int) runResult {
 				res, err := runSim(cfg, steps, phases)

@@ -58,7 +58,7 @@ func TestDifferentialReplication(t *testing.T) {
 		}
 		steps = append(steps, probe(1)...)
 		differential(t, "replication", steps,
-			[]string{"# master and replica: FLUSHALL and SCRIPT FLUSH on the master, SCRIPT FLUSH on the replica"},
+			[]string{"FLUSHALL", "SCRIPT FLUSH", "replica> SCRIPT FLUSH"},
 			real.emptied, real.begin,
 			func(phases []int) runResult {
 				res, err := runSim(cfg, steps, phases)

@@ -3,6 +3,7 @@ package differential
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/internal/realredis"
@@ -39,6 +40,7 @@ func runExamples(t *testing.T, cfg simConfig, real *realSide, examples []example
 				if attempt == realAttempts {
 					t.Skipf("machine too slow to keep the phase grid: %s", got.late)
 				}
+				time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
 			}
 			simulated, err := runSim(cfg, ex.steps, got.phase)
 			if err != nil {

@@ -41,9 +41,11 @@ const (
 	// ttlTolerance bounds |real - simulated| for a PTTL: a key set and read
 	// each up to phaseWindow into its phase, plus rounding to milliseconds.
 	ttlTolerance = int64(phaseWindow/time.Millisecond) + 2
-	// realAttempts is how often a real run is repeated when it does not
-	// keep time before the sequence is skipped.
-	realAttempts = 5
+	// realAttempts is how often a real run is tried when it does not keep
+	// time before the sequence is skipped (which, while rapid shrinks a
+	// difference, would cut the shrinking short), with a growing pause
+	// between tries to let a burst of load pass.
+	realAttempts = 10
 )
 
 type stepKind int
@@ -260,7 +262,8 @@ func sortedPairs(r string) string {
 }
 
 // compare fails t at the first step whose replies differ, printing the
-// sequence up to it as a redis-cli session.
+// sequence up to it as commands to paste into redis-cli (lines in
+// parentheses are what to do between them), then every reply of both sides.
 func compare(t *rapid.T, title string, steps []step, real, simulated runResult, setup []string) {
 	for i, s := range steps {
 		if s.kind != cmdStep || same(s, real.replies[i], simulated.replies[i]) {
@@ -273,32 +276,52 @@ func compare(t *rapid.T, title string, steps []step, real, simulated runResult, 
 		}
 		fmt.Fprintf(&b, "%s: %s differs at step %d: %s\n  real redis-server: %s\n  simulated node:    %s\n",
 			title, what, i+1, s, real.replies[i], simulated.replies[i])
-		b.WriteString("commands (paste into redis-cli; \"# wait\" lines are pauses):\n")
+		// Reading the final dataset is many steps; only the one that
+		// differs is worth replaying.
+		shown := func(j int) bool { return !steps[j].probe || j == i }
+		b.WriteString("commands (paste into redis-cli; \"replica>\" lines go to the replica's redis-cli):\n")
 		for _, l := range setup {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		wait := func(j int) {
-			fmt.Fprintf(&b, "  # wait until %v after the first command\n", time.Duration(real.phase[j])*Grid)
+			fmt.Fprintf(&b, "  (wait until %v after the first command)\n", time.Duration(real.phase[j])*Grid)
 		}
 		for j, p := range steps[:i+1] {
 			switch p.kind {
 			case cmdStep:
-				fmt.Fprintf(&b, "  %-60s # real %s | sim %s\n", p.String(), real.replies[j], simulated.replies[j])
+				if shown(j) {
+					fmt.Fprintf(&b, "  %s\n", p)
+				}
 			case advanceStep:
 				wait(j)
 			case promoteStep:
 				b.WriteString("  replica> REPLICAOF NO ONE\n")
 			case crashStep:
-				b.WriteString("  # kill -9 the server and restart it (appendonly yes, appendfsync always)\n")
+				b.WriteString("  (kill -9 the server and start it again: appendonly yes, appendfsync always)\n")
 				wait(j)
 			case stallStep:
-				b.WriteString("  # kill -STOP the replica\n")
+				b.WriteString("  (kill -STOP the replica)\n")
 			case resumeStep:
-				b.WriteString("  # kill -CONT the replica\n")
+				b.WriteString("  (kill -CONT the replica)\n")
+			}
+		}
+		b.WriteString("replies (real redis-server | simulated node):\n")
+		for j, p := range steps[:i+1] {
+			if p.kind == cmdStep && shown(j) {
+				fmt.Fprintf(&b, "  %2d %s\n       %s | %s\n", j+1, abbreviate(p.String()), real.replies[j], simulated.replies[j])
 			}
 		}
 		t.Fatal(b.String())
 	}
+}
+
+// abbreviate shortens a command line holding a Lua script to the script's
+// name, for the replies table.
+func abbreviate(line string) string {
+	for _, s := range lockScripts {
+		line = strings.ReplaceAll(line, cliLine([]string{s.src}), "<"+s.name+">")
+	}
+	return line
 }
 
 // probe appends the final dataset comparison: for every key of the key
@@ -333,6 +356,7 @@ func differential(t *rapid.T, title string, steps []step, setup []string, reset 
 			tally.lastLate = real.late
 			t.Skipf("machine too slow to keep the phase grid %d times: %s", realAttempts, real.late)
 		}
+		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
 	}
 	simulated := simRun(real.phase)
 	compare(t, title, steps, real, simulated, setup)
