@@ -10,7 +10,6 @@ package realredis
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -96,14 +95,6 @@ func Start(t testing.TB, o Options) *Server {
 
 // Addr is host:port of the server.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.Port) }
-
-// Pid is the server's process id while it runs, else 0.
-func (s *Server) Pid() int {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
-}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -246,11 +237,6 @@ func (s *Server) Client() *redis.Client {
 		WriteTimeout:             10 * time.Second,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-}
-
-// Do runs one command and returns its error, for set-up commands.
-func Do(c *redis.Client, args ...any) error {
-	return c.Do(context.Background(), args...).Err()
 }
 
 // tempBase is where server directories go: /dev/shm when there is one, so
