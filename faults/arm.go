@@ -197,8 +197,9 @@ func Arm(w *sim.World, t Targets, s Schedule, log *[]Applied) {
 }
 
 // plumbing are messages a trigger without an op does not count: connection
-// handshakes and heartbeats say nothing about the lock.
-var plumbing = map[string]bool{"HELLO": true, "CLIENT": true, "PING": true, "CONNECT": true, "SETWATCHES": true}
+// handshakes and heartbeats (a replica's REPLCONF ACK) say nothing about the
+// lock.
+var plumbing = map[string]bool{"HELLO": true, "CLIENT": true, "PING": true, "CONNECT": true, "SETWATCHES": true, "REPLCONF": true}
 
 func armTrigger(w *sim.World, tr *Trigger, fire func()) {
 	nth := max(tr.Nth, 1)

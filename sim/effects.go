@@ -61,7 +61,7 @@ func (s keyState) equal(o keyState) bool {
 // mstime); the node's TTL is then aligned to that instant, so the master
 // expires the key exactly when a replica told "PXAT ms" would.
 func (n *RedisNode) readKey(k string) (keyState, bool) {
-	mr := n.mr
+	mr := n.mr.DB(0) // one clock tick here; the accessors below do not tick
 	t := mr.Type(k)
 	if t == "" {
 		return keyState{}, false
@@ -244,7 +244,15 @@ func sortedFields(m map[string]string) []string {
 	return fs
 }
 
-func msString(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+// msString renders a local reading (a duration since Epoch) as Redis's
+// absolute times are written: Unix milliseconds.
+func msString(d time.Duration) string { return strconv.FormatInt(Epoch.Add(d).UnixMilli(), 10) }
+
+// parseUnixMs reads Unix milliseconds back into a local reading.
+func parseUnixMs(s string) time.Duration {
+	v, _ := strconv.ParseInt(s, 10, 64)
+	return time.UnixMilli(v).Sub(Epoch)
+}
 
 // absoluteExpiry rewrites relative expiries of a raw command as Redis does
 // before propagating it (SET … PX/EX → PXAT, EXPIRE/PEXPIRE → PEXPIREAT).
@@ -299,9 +307,12 @@ func (n *RedisNode) expireSweep() {
 	if n.master != nil {
 		return // a replica never expires keys itself; it waits for the DEL
 	}
+	// miniredis's TTLs are aligned to the shadow's expiries (readKey), so
+	// only a key whose expiry the clock has reached can be gone.
+	local := n.Clock.Local(n.w.now)
 	var gone []string
 	for k, s := range n.shadow {
-		if s.expireAt > 0 && !n.mr.Exists(k) {
+		if s.expireAt > 0 && s.expireAt <= local && !n.mr.Exists(k) {
 			gone = append(gone, k)
 		}
 	}
@@ -361,16 +372,14 @@ func (n *RedisNode) applyEffect(args []string) {
 	case "SET":
 		exp = 0
 		if len(args) == 5 && strings.EqualFold(args[3], "PXAT") {
-			v, _ := strconv.ParseInt(args[4], 10, 64)
-			exp = time.Duration(v) * time.Millisecond
+			exp = parseUnixMs(args[4])
 			run = args[:3]
 		}
 	case "PEXPIREAT":
 		if !had {
 			return
 		}
-		v, _ := strconv.ParseInt(args[2], 10, 64)
-		exp = time.Duration(v) * time.Millisecond
+		exp = parseUnixMs(args[2])
 		run = nil
 	case "PERSIST":
 		exp, run = 0, nil

@@ -68,7 +68,10 @@ func TestRelativeExpiryTravelsAbsolute(t *testing.T) {
 	}
 	// The SET ran about 1 ms after it was sent: its absolute expiry is A's
 	// local time then (3 s ahead) plus 10 s.
-	at, _ := time.ParseDuration(strings.TrimPrefix(got[0], "SET k v PXAT ") + "ms")
+	at := parseUnixMs(strings.TrimPrefix(got[0], "SET k v PXAT "))
+	if !strings.HasPrefix(got[0], "SET k v PXAT 17") {
+		t.Fatalf("PXAT is not in Unix milliseconds: %q", got[0])
+	}
 	if low := 13*time.Second + sentAt; at < low || at > low+5*time.Millisecond {
 		t.Fatalf("PXAT %v, want about %v (master clock + 10s)", at, low)
 	}
@@ -295,20 +298,28 @@ func TestMinReplicasToWrite(t *testing.T) {
 	b := w.NewRedisNode("B", nil)
 	a.MinReplicasToWrite, a.MinReplicasMaxLag = 1, 2*time.Second
 	a.Replicate(b, 100*time.Millisecond)
-	var before, after, read error
+	var before, after, read, script error
+	var ttl time.Duration
 	runClient(t, w, a, func(p *Process, c *redis.Client) {
 		ctx := p.Context()
-		before = c.Set(ctx, "k", "v", 0).Err()
+		before = c.Set(ctx, "k", "v", time.Minute).Err()
 		w.Net.Cut("B", "A") // acks stop arriving
 		p.Sleep(5 * time.Second)
 		after = c.SetArgs(ctx, "k", "x", redis.SetArgs{Mode: "NX"}).Err()
 		read = c.Get(ctx, "k").Err()
+		script = c.Eval(ctx, ScriptCompareAndDelete, []string{"k"}, "v").Err()
+		ttl = c.PTTL(ctx, "k").Val()
 	})
 	if before != nil || read != nil {
 		t.Fatalf("write with a good replica: %v; read: %v", before, read)
 	}
 	if after == nil || after.Error() != "NOREPLICAS Not enough good replicas to write." {
 		t.Fatalf("write without good replicas: %v", after)
+	}
+	// A script that would write is refused and leaves the key as it was,
+	// expiry included.
+	if script == nil || script.Error() != after.Error() || ttl < 54*time.Second || ttl > 55*time.Second {
+		t.Fatalf("refused script: %v; key's ttl afterwards %v, want about 55s", script, ttl)
 	}
 }
 
