@@ -106,6 +106,16 @@ func TestDifferentialExamples(t *testing.T) {
 			want: []string{`"OK"`, `"t1"`, "(integer) 30", "(error) READONLY You can't write against a read only replica.",
 				"(integer) 1", "", "", "(nil)", "(integer) 0"},
 		}, {
+			// WAIT counts the replicas that acknowledged the client's
+			// writes: none while the replica is stopped (after the timeout;
+			// a real server ends it on its 100 ms cron, hence the wait
+			// step after it), one as soon as it has caught up.
+			name: "wait-counts-acknowledgements",
+			steps: []step{{kind: stallStep}, cmd("SET", "lock:a", "t1", "PX", "100000"),
+				{args: []string{"WAIT", "1", "50"}, untimed: true}, wait1(), {kind: resumeStep},
+				cmd("WAIT", "1", "5000"), onReplica(cmd("GET", "lock:a"))},
+			want: []string{"", `"OK"`, "(integer) 0", "", "", "(integer) 1", `"t1"`},
+		}, {
 			// Redis 7 replicates a script as its effects, so the replica
 			// never saw the EVAL: after a failover EVALSHA must fail until
 			// the script is sent again.

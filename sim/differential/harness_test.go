@@ -67,8 +67,11 @@ type step struct {
 	ttl   bool // the integer reply is a TTL in ms: compared within ttlTolerance
 	pairs bool // the reply is HGETALL's field/value list: compared as a set
 	set   bool // the reply is a list in no defined order (KEYS): compared sorted
-	probe bool // part of the final dataset comparison
-	grid  int  // advanceStep: how many phases to move on
+	// untimed: the command may take long (a WAIT that times out); it is
+	// exempt from the phase window, and an advance must follow it.
+	untimed bool
+	probe   bool // part of the final dataset comparison
+	grid    int  // advanceStep: how many phases to move on
 }
 
 func (s step) String() string {
@@ -153,7 +156,7 @@ func execute(b side, steps []step, phases []int) runResult {
 				b.sync()
 			}
 			r.replies[i] = b.do(s.node, s.args)
-			if phases == nil {
+			if phases == nil && !s.untimed {
 				if el := b.elapsed(); el > time.Duration(phase)*Grid+phaseWindow {
 					r.late = fmt.Sprintf("step %d (%s) returned %v after the sequence began, phase %d ends at %v",
 						i+1, s, el.Round(time.Microsecond), phase, time.Duration(phase)*Grid+phaseWindow)
