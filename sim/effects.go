@@ -98,9 +98,8 @@ func (n *RedisNode) readKey(k string) (keyState, bool) {
 	return s, true
 }
 
-// writeCommands are commands whose keys are args[1:] (DEL) or args[1]
-// (everything else listed); any other write makes the node compare its
-// whole dataset.
+// multiKeyWrites and singleKeyWrites are writes whose keys are args[1:]
+// and args[1]; for any other write the node compares its whole dataset.
 var multiKeyWrites = map[string]bool{"DEL": true, "UNLINK": true}
 
 var singleKeyWrites = map[string]bool{
@@ -111,8 +110,9 @@ var singleKeyWrites = map[string]bool{
 }
 
 // touchedKeys lists the keys a write may have changed, sorted; all is true
-// when the command does not say (EXEC, FLUSHALL, a script with undeclared
-// keys is still bound by KEYS in Redis 7, so EVAL lists KEYS).
+// when the command does not say which: EXEC, FLUSHALL, and scripts, which
+// Redis asks (but a standalone server does not force) to declare their
+// keys in KEYS.
 func touchedKeys(args []string) (keys []string, all bool) {
 	cmd := strings.ToUpper(args[0])
 	switch {
@@ -120,15 +120,6 @@ func touchedKeys(args []string) (keys []string, all bool) {
 		keys = append(keys, args[1:]...)
 	case singleKeyWrites[cmd] && len(args) > 1:
 		keys = append(keys, args[1])
-	case cmd == "EVAL" || cmd == "EVALSHA" || cmd == "FCALL":
-		if len(args) < 3 {
-			return nil, false
-		}
-		nk, err := strconv.Atoi(args[2])
-		if err != nil || nk < 0 || 3+nk > len(args) {
-			return nil, false // an error reply: nothing ran
-		}
-		keys = append(keys, args[3:3+nk]...)
 	default:
 		return nil, true
 	}
@@ -297,64 +288,6 @@ func (n *RedisNode) emit(args []string) {
 	}
 }
 
-// expireSweep propagates a DEL for every key the stream still describes
-// that miniredis has expired. Run before each command (Redis's lazy expiry
-// deletes a key when it is touched and propagates the DEL first) and every
-// 100 ms of true time on a master with replicas (the active expiry cycle,
-// hz 10). Redis samples 20 volatile keys per cycle; with the handful of keys
-// a lock uses, every expired key is found in the next cycle.
-func (n *RedisNode) expireSweep() {
-	if n.master != nil {
-		return // a replica never expires keys itself; it waits for the DEL
-	}
-	// miniredis's TTLs are aligned to the shadow's expiries (readKey), so
-	// only a key whose expiry the clock has reached can be gone.
-	local := n.Clock.Local(n.w.now)
-	var gone []string
-	for k, s := range n.shadow {
-		if s.expireAt > 0 && s.expireAt <= local && !n.mr.Exists(k) {
-			gone = append(gone, k)
-		}
-	}
-	slices.Sort(gone)
-	for _, k := range gone {
-		delete(n.shadow, k)
-		n.w.Tracef(n.Name, "key %s expired: propagate DEL", k)
-		n.emit([]string{"DEL", k})
-	}
-}
-
-// volatile reports whether some key the stream describes has an expiry.
-func (n *RedisNode) volatile() bool {
-	for _, s := range n.shadow {
-		if s.expireAt > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// activeExpiry runs the master's expiry cycle every 100 ms of true time
-// while it has replicas and volatile keys, so an expired lock reaches the
-// replicas as a DEL even if no client touches it.
-func (n *RedisNode) activeExpiry() {
-	if n.expiryTimer || len(n.links) == 0 {
-		return
-	}
-	n.expiryTimer = true
-	var tick func()
-	tick = func() {
-		if !n.up || n.master != nil || !n.volatile() {
-			n.expiryTimer = false
-			return
-		}
-		n.syncClock()
-		n.expireSweep()
-		n.w.After(100*time.Millisecond, tick)
-	}
-	n.w.After(100*time.Millisecond, tick)
-}
-
 // applyEffect runs one command of the effect stream on a node that follows
 // it (a replica, or a node replaying its AOF). A replica keeps keys without
 // a TTL in miniredis and the absolute expiry in the shadow: it never expires
@@ -404,39 +337,4 @@ func (n *RedisNode) dispatchEffect(args []string) {
 		n.effectPeer = n.NewPeer()
 	}
 	n.Dispatch(n.effectPeer, args)
-}
-
-// startExpiring turns the shadow's expiries into miniredis TTLs: a replica
-// promoted to master, or a node that replayed its AOF, now expires keys on
-// its own clock. Keys already past their expiry go at once (as a DEL in the
-// stream, by the next sweep).
-func (n *RedisNode) startExpiring() {
-	local := n.Clock.Local(n.w.now)
-	for _, k := range n.allKeys() {
-		s, ok := n.shadow[k]
-		if !ok || s.expireAt == 0 {
-			continue
-		}
-		if s.expireAt <= local {
-			n.mr.Del(k)
-		} else {
-			n.mr.SetTTL(k, s.expireAt-local)
-		}
-	}
-	n.expireSweep()
-	n.activeExpiry()
-}
-
-// expiredOnReplica lists the keys a replica holds whose expiry its own clock
-// has passed: reads must not see them.
-func (n *RedisNode) expiredOnReplica() []string {
-	local := n.Clock.Local(n.w.now)
-	var out []string
-	for k, s := range n.shadow {
-		if s.expireAt > 0 && s.expireAt <= local {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

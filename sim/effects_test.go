@@ -404,3 +404,16 @@ func TestMasterRestartResyncsReplicas(t *testing.T) {
 		}
 	}
 }
+
+// A script that writes a key it did not declare in KEYS (a standalone
+// server allows it) still has its effect propagated.
+func TestUndeclaredScriptKeyPropagates(t *testing.T) {
+	w := New(1)
+	a := w.NewRedisNode("A", nil)
+	runClient(t, w, a, func(p *Process, c *redis.Client) {
+		c.Eval(p.Context(), `redis.call("set", "hidden", "1"); return 1`, nil)
+	})
+	if got := aofText(a); len(got) != 1 || got[0] != "SET hidden 1" {
+		t.Fatalf("AOF %q, want SET hidden 1", got)
+	}
+}
