@@ -76,7 +76,7 @@ func (s *simSide) crashRestart(wait func()) {
 // is exact, and the network has no latency, so a command runs at the instant
 // its phase begins and a write reaches the replica before the next command
 // (a real replica on loopback is behind by microseconds; the real side
-// waits for matching offsets before reading it).
+// waits for its acknowledgement before reading it).
 func runSim(cfg simConfig, steps []step, phases []int) (runResult, error) {
 	w := sim.New(1)
 	w.Trace.Off = true
