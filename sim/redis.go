@@ -172,7 +172,7 @@ func (n *RedisNode) run(peer *server.Peer, args []string) []byte {
 			return reply
 		}
 	}
-	return n.Dispatch(peer, args)
+	return n.dispatchCompat(peer, args)
 }
 
 // Apply runs a command on the node as a client's write does, through the
@@ -280,7 +280,7 @@ func (n *RedisNode) execReplica(peer *server.Peer, args []string) []byte {
 	for _, k := range hidden {
 		n.dispatchEffect([]string{"DEL", k})
 	}
-	reply := n.run(peer, args)
+	reply := n.withReplicaTTLs(func() []byte { return n.run(peer, args) })
 	if write && n.changed(args) {
 		n.restore(args)
 		reply = errorReply(readOnly)
