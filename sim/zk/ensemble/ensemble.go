@@ -178,10 +178,10 @@ type txn struct {
 	ms      int64
 	effects []effect
 	res     result
-	origin  *Conn   // the connection whose request it answers (nil if none)
-	xid     int32   // the request's xid
-	kind    int32   // wire op, or opCreateSession / opCloseSession
-	session int64   // for session transactions
+	origin  *Conn // the connection whose request it answers (nil if none)
+	xid     int32 // the request's xid
+	kind    int32 // wire op, or opCreateSession / opCloseSession
+	session int64 // for session transactions
 	connect *connectReply
 }
 

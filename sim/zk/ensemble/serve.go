@@ -179,7 +179,7 @@ func (s *server) read(c *Conn, r wire.Request) []byte {
 			return wire.ReplyHeader(r.Xid, zxid, wire.ErrNoNode).Frame()
 		}
 		e := wire.ReplyHeader(r.Xid, zxid, wire.ErrOK)
-		e.Stat(n.stat)
+		e.Stat(n.wireStat())
 		return e.Frame()
 	case wire.OpGetData:
 		if n == nil {
@@ -190,7 +190,7 @@ func (s *server) read(c *Conn, r wire.Request) []byte {
 		}
 		e := wire.ReplyHeader(r.Xid, zxid, wire.ErrOK)
 		e.Buffer(n.data)
-		e.Stat(n.stat)
+		e.Stat(n.wireStat())
 		return e.Frame()
 	case wire.OpGetChildren, wire.OpGetChildren2:
 		if n == nil {
@@ -202,7 +202,7 @@ func (s *server) read(c *Conn, r wire.Request) []byte {
 		e := wire.ReplyHeader(r.Xid, zxid, wire.ErrOK)
 		e.Strings(s.tree.children(r.Path))
 		if r.Op == wire.OpGetChildren2 {
-			e.Stat(n.stat)
+			e.Stat(n.wireStat())
 		}
 		return e.Frame()
 	case wire.OpSync:

@@ -18,10 +18,22 @@ type tree struct {
 	zxid       int64 // last transaction applied
 }
 
+// znode keeps its stat as ZooKeeper persists it: Cversion counts the
+// children ever created (the next sequential suffix), and deletes leave it
+// alone. Clients see stat() instead.
 type znode struct {
 	data     []byte
 	stat     wire.Stat
 	children map[string]bool
+}
+
+// wireStat is the stat a client is sent: the child version in "v3
+// semantics", 2·creates − children, as if every child gone had been
+// deleted once (DataNode.copyStat).
+func (n *znode) wireStat() wire.Stat {
+	st := n.stat
+	st.Cversion = st.Cversion*2 - st.NumChildren
+	return st
 }
 
 func newTree() *tree {
@@ -218,7 +230,7 @@ func (t *tree) prepare(r wire.Request, session int64, zxid, ms int64) ([]effect,
 		}
 		e := effect{op: wire.OpSetData, path: r.Path, data: r.Data}
 		t.apply(e, zxid, ms)
-		return []effect{e}, result{stat: t.nodes[r.Path].stat, op: r.Op}
+		return []effect{e}, result{stat: t.nodes[r.Path].wireStat(), op: r.Op}
 	case wire.OpCheck:
 		if !validPath(r.Path, false) {
 			return nil, result{err: wire.ErrBadArguments, op: r.Op}
@@ -297,8 +309,11 @@ func (t *tree) apply(e effect, zxid, ms int64) []trigger {
 		}
 		if parent := t.nodes[parentPath]; parent != nil {
 			delete(parent.children, baseOf(e.path))
-			parent.stat.Cversion++
-			parent.stat.Pzxid = zxid
+			// DataTree.deleteNode: the pzxid moves, the persisted child
+			// version does not.
+			if zxid > parent.stat.Pzxid {
+				parent.stat.Pzxid = zxid
+			}
 			parent.stat.NumChildren = int32(len(parent.children))
 		}
 		return []trigger{{wire.EventNodeDeleted, e.path}, {wire.EventNodeChildrenChanged, parentPath}}
@@ -347,7 +362,7 @@ func (t *tree) dump(under string) []string {
 	for _, p := range paths {
 		n := t.nodes[p]
 		out = append(out, fmt.Sprintf("%s data=%q version=%d cversion=%d children=%d ephemeral=%v",
-			p, n.data, n.stat.Version, n.stat.Cversion, n.stat.NumChildren, n.stat.EphemeralOwner != 0))
+			p, n.data, n.stat.Version, n.wireStat().Cversion, n.stat.NumChildren, n.stat.EphemeralOwner != 0))
 	}
 	return out
 }

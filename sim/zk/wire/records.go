@@ -136,7 +136,7 @@ type Request struct {
 	Version int32
 	Watch   bool
 
-	RelativeZxid                           int64
+	RelativeZxid                            int64
 	DataWatches, ExistWatches, ChildWatches []string
 
 	Ops []Request
