@@ -53,7 +53,9 @@
 package ensemble
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"sort"
 	"sync"
 	"time"
@@ -141,8 +143,11 @@ type Ensemble struct {
 	stopped  chan struct{}
 	stopping bool
 
+	digest hash.Hash
+
 	// Counters for reports and benchmarks.
 	Events          int64 // events the loop delivered
+	Messages        int64 // client messages delivered (both directions)
 	Notifications   int64 // watch notifications sent to clients
 	SessionsExpired int64
 	Elections       int64
@@ -211,7 +216,7 @@ func New(cfg Config) *Ensemble {
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
 		sessions: map[int64]*session{}, cuts: map[[2]string]bool{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		start: time.Now(),
+		start: time.Now(), digest: sha256.New(),
 	}
 	for i := 1; i <= cfg.Servers; i++ {
 		s := &server{e: e, id: i, name: fmt.Sprintf("zk%d", i), up: true, tree: newTree(),

@@ -15,7 +15,6 @@ type pendingReq = wire.Request
 
 // handleFrame is one frame arriving from a client.
 func (s *server) handleFrame(c *Conn, body []byte) {
-	e := s.e
 	if !s.up || !s.serving {
 		// A LOOKING server does not serve: it closes the connection
 		// ("ZooKeeperServer not running").
@@ -39,7 +38,7 @@ func (s *server) handleFrame(c *Conn, body []byte) {
 		return
 	}
 	if c.session != nil {
-		e.touch(c.session)
+		s.touch(c.session)
 	}
 	c.fifo = append(c.fifo, req)
 	s.pump(c)
@@ -92,7 +91,7 @@ func (s *server) connect(c *Conn, req wire.ConnectRequest) {
 		}
 		sess.conn = c
 		c.session = sess
-		e.touch(sess)
+		s.touch(sess)
 		c.sendDown(wire.ConnectResponse{Timeout: int32(sess.timeout / time.Millisecond), SessionID: sess.id, Passwd: sess.passwd}.Frame(), false)
 		s.pump(c)
 	}
@@ -103,6 +102,18 @@ func (s *server) connect(c *Conn, req wire.ConnectRequest) {
 	} else {
 		e.after(2*e.cfg.PeerLatency, done)
 	}
+}
+
+// touch passes a client's sign of life to the leader's session tracker.
+// A follower cut off from the leader cannot: it keeps answering the client
+// (pings included) while the leader lets the session expire — the window
+// of a minority partition.
+func (s *server) touch(sess *session) {
+	e := s.e
+	if e.leader < 0 || !s.serving || !e.reachable(s, e.servers[e.leader]) {
+		return
+	}
+	e.touch(sess)
 }
 
 // password derives a session's 16-byte password from its id (ZooKeeper

@@ -110,6 +110,21 @@ func (e *Ensemble) loop() {
 	}
 }
 
+// traceMsg feeds the run's digest with every delivery: instant,
+// direction, connection, server and the bytes. Two runs with the same
+// inputs must give the same digest.
+func (e *Ensemble) traceMsg(dir string, c *Conn, msg []byte, fin bool) {
+	fmt.Fprintf(e.digest, "%d %s %d %s %s %v %x\n", e.now().Sub(e.start), dir, c.id, c.host, c.server.name, fin, msg)
+	e.Messages++
+}
+
+// Digest is a hash of every message delivered so far.
+func (e *Ensemble) Digest() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprintf("%x", e.digest.Sum(nil))
+}
+
 // Conn is the client end of one simulated TCP connection to a server; it
 // is the net.Conn go-zookeeper's Dialer returns.
 type Conn struct {
@@ -241,6 +256,7 @@ func (c *Conn) sendUp(msg []byte, fin bool) {
 }
 
 func (c *Conn) deliverUp(msg []byte, fin bool) {
+	c.e.traceMsg("up", c, msg, fin)
 	if c.srvGone {
 		return
 	}
@@ -264,6 +280,7 @@ func (c *Conn) sendDown(frame []byte, fin bool) {
 }
 
 func (c *Conn) deliverDown(frame []byte, fin bool) {
+	c.e.traceMsg("down", c, frame, fin)
 	if c.closed || c.rdErr != nil {
 		return
 	}
@@ -379,9 +396,20 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 			e.mu.Unlock()
 			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
 		}
+		if e.stopping {
+			e.mu.Unlock()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
+		}
 		if e.cut(host, name) {
 			e.mu.Unlock()
-			time.Sleep(timeout)
+			// A SYN that is never answered; Stop ends the wait so the
+			// client's goroutines can leave the bubble.
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-e.stop:
+			}
 			return nil, &net.OpError{Op: "dial", Net: network, Err: timeoutError{}}
 		}
 		e.nextConn++
