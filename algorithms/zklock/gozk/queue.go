@@ -36,6 +36,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,9 @@ type Queue struct {
 	// Backoff is the pause between retries (Curator's RetryPolicy; the
 	// sleep is virtual inside the simulation).
 	Backoff time.Duration
+	// Rand draws the GUIDs (crypto/rand if nil). Simulations pass a seeded
+	// source so node names, and so runs, replay byte for byte.
+	Rand io.Reader
 
 	path string
 
@@ -188,7 +192,11 @@ func (q *Queue) delete(path string) {
 // first looks for a child carrying our GUID.
 func (q *Queue) create() (string, error) {
 	var guid [16]byte
-	if _, err := rand.Read(guid[:]); err != nil {
+	src := q.Rand
+	if src == nil {
+		src = rand.Reader
+	}
+	if _, err := io.ReadFull(src, guid[:]); err != nil {
 		return "", err
 	}
 	prefix := fmt.Sprintf("_c_%x-lock-", guid)

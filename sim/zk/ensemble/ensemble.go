@@ -56,6 +56,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash"
+	"io"
 	"sort"
 	"sync"
 	"time"
@@ -131,10 +132,10 @@ type Ensemble struct {
 	ticking     bool
 	electing    bool
 
-	cuts     map[[2]string]bool
-	conns    []*Conn
-	nextConn int
-	start    time.Time
+	cuts      map[[2]string]bool
+	conns     []*Conn
+	hostConns map[string]int
+	start     time.Time
 
 	queue    eventQueue
 	seq      uint64
@@ -144,6 +145,8 @@ type Ensemble struct {
 	stopping bool
 
 	digest hash.Hash
+	// Trace, if set, gets one line per delivered message.
+	Trace io.Writer
 
 	// Counters for reports and benchmarks.
 	Events          int64 // events the loop delivered
@@ -214,7 +217,7 @@ func New(cfg Config) *Ensemble {
 	cfg = cfg.withDefaults()
 	e := &Ensemble{
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
-		sessions: map[int64]*session{}, cuts: map[[2]string]bool{},
+		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		start: time.Now(), digest: sha256.New(),
 	}
@@ -447,7 +450,7 @@ func (e *Ensemble) startTicking() {
 	tick := e.cfg.TickTime
 	elapsed := e.now().Sub(e.start)
 	next := (elapsed/tick + 1) * tick
-	e.at(e.start.Add(next), 0, 0, e.expireTick)
+	e.at(e.start.Add(next), 0, "", 0, e.expireTick)
 }
 
 // expireTick is the leader's SessionTracker: at each tick boundary it

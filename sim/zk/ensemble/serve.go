@@ -295,7 +295,12 @@ func (s *server) fire(trig []trigger, zxid int64) {
 		for c := range who {
 			conns = append(conns, c)
 		}
-		sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
+		sort.Slice(conns, func(i, j int) bool {
+			if conns[i].host != conns[j].host {
+				return conns[i].host < conns[j].host
+			}
+			return conns[i].id < conns[j].id
+		})
 		for _, c := range conns {
 			s.notify(c, t.typ, t.path, zxid)
 		}

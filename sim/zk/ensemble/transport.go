@@ -29,8 +29,9 @@ import (
 
 type event struct {
 	at   time.Time
-	kind int   // 0 internal, 1 client→server, 2 server→client
-	key  int64 // connection id<<32 | per-direction sequence
+	kind int    // 0 internal, 1 client→server, 2 server→client
+	host string // the client host of the connection
+	key  int64  // the host's connection number<<32 | per-direction sequence
 	seq  uint64
 	fn   func()
 }
@@ -45,6 +46,9 @@ func (q eventQueue) Less(i, j int) bool {
 	}
 	if a.kind != b.kind {
 		return a.kind < b.kind
+	}
+	if a.host != b.host {
+		return a.host < b.host
 	}
 	if a.key != b.key {
 		return a.key < b.key
@@ -61,16 +65,16 @@ func (q *eventQueue) Pop() any {
 }
 
 // at schedules fn (run under e.mu by the loop) at instant t.
-func (e *Ensemble) at(t time.Time, kind int, key int64, fn func()) {
+func (e *Ensemble) at(t time.Time, kind int, host string, key int64, fn func()) {
 	e.seq++
-	heap.Push(&e.queue, &event{at: t, kind: kind, key: key, seq: e.seq, fn: fn})
+	heap.Push(&e.queue, &event{at: t, kind: kind, host: host, key: key, seq: e.seq, fn: fn})
 	select {
 	case e.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (e *Ensemble) after(d time.Duration, fn func()) { e.at(e.now().Add(d), 0, 0, fn) }
+func (e *Ensemble) after(d time.Duration, fn func()) { e.at(e.now().Add(d), 0, "", 0, fn) }
 
 func (e *Ensemble) now() time.Time { return time.Now() }
 
@@ -115,6 +119,9 @@ func (e *Ensemble) loop() {
 // inputs must give the same digest.
 func (e *Ensemble) traceMsg(dir string, c *Conn, msg []byte, fin bool) {
 	fmt.Fprintf(e.digest, "%d %s %d %s %s %v %x\n", e.now().Sub(e.start), dir, c.id, c.host, c.server.name, fin, msg)
+	if e.Trace != nil {
+		fmt.Fprintf(e.Trace, "%v %s %s#%d %s fin=%v %x\n", e.now().Sub(e.start), dir, c.host, c.id, c.server.name, fin, msg)
+	}
 	e.Messages++
 }
 
@@ -129,7 +136,7 @@ func (e *Ensemble) Digest() string {
 // is the net.Conn go-zookeeper's Dialer returns.
 type Conn struct {
 	e      *Ensemble
-	id     int
+	id     int    // per host
 	host   string // client host
 	server *server
 
@@ -252,7 +259,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) sendUp(msg []byte, fin bool) {
 	c.upSeq++
 	e := c.e
-	e.at(e.now().Add(e.cfg.ClientLatency), 1, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin) })
+	e.at(e.now().Add(e.cfg.ClientLatency), 1, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin) })
 }
 
 func (c *Conn) deliverUp(msg []byte, fin bool) {
@@ -276,7 +283,7 @@ func (c *Conn) deliverUp(msg []byte, fin bool) {
 func (c *Conn) sendDown(frame []byte, fin bool) {
 	c.downSeq++
 	e := c.e
-	e.at(e.now().Add(e.cfg.ClientLatency), 2, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
+	e.at(e.now().Add(e.cfg.ClientLatency), 2, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
 }
 
 func (c *Conn) deliverDown(frame []byte, fin bool) {
@@ -412,8 +419,11 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 			}
 			return nil, &net.OpError{Op: "dial", Net: network, Err: timeoutError{}}
 		}
-		e.nextConn++
-		c := &Conn{e: e, id: e.nextConn, host: host, server: s, notify: make(chan struct{}, 1)}
+		// Connections are numbered per client host: one host dials from
+		// one goroutine at a time, so the numbers never depend on which
+		// client's goroutine ran first.
+		e.hostConns[host]++
+		c := &Conn{e: e, id: e.hostConns[host], host: host, server: s, notify: make(chan struct{}, 1)}
 		s.conns = append(s.conns, c)
 		e.conns = append(e.conns, c)
 		e.mu.Unlock()
