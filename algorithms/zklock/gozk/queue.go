@@ -64,6 +64,13 @@ type Queue struct {
 	// Rand draws the GUIDs (crypto/rand if nil). Simulations pass a seeded
 	// source so node names, and so runs, replay byte for byte.
 	Rand io.Reader
+	// GUID, if set, is reused instead of a fresh one, and Lock first looks
+	// for a node carrying it: what Curator's retry loop does when it goes
+	// on with a protected create after replacing an expired ZooKeeper
+	// handle. The fixed recipe adopts such a node only if the current
+	// session owns it, and deletes it otherwise (the fix of CURATOR-604);
+	// the naive one adopts it whoever owns it.
+	GUID string
 
 	path string
 
@@ -91,6 +98,7 @@ func (q *Queue) Lock() (string, error) {
 	if q.path != "" {
 		return "", zk.ErrDeadlock
 	}
+	defer func() { q.GUID = "" }()
 	path, err := q.create()
 	if err != nil {
 		return "", err
@@ -191,17 +199,21 @@ func (q *Queue) delete(path string) {
 // create makes our node, retrying creates that got no answer; a retry
 // first looks for a child carrying our GUID.
 func (q *Queue) create() (string, error) {
-	var guid [16]byte
-	src := q.Rand
-	if src == nil {
-		src = rand.Reader
+	resume := q.GUID != ""
+	if !resume {
+		var guid [16]byte
+		src := q.Rand
+		if src == nil {
+			src = rand.Reader
+		}
+		if _, err := io.ReadFull(src, guid[:]); err != nil {
+			return "", err
+		}
+		q.GUID = fmt.Sprintf("%x", guid)
 	}
-	if _, err := io.ReadFull(src, guid[:]); err != nil {
-		return "", err
-	}
-	prefix := fmt.Sprintf("_c_%x-lock-", guid)
+	prefix := fmt.Sprintf("_c_%s-lock-", q.GUID)
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
+		if attempt > 0 || resume {
 			path, found, err := q.findProtected(prefix)
 			if err != nil {
 				return "", err
@@ -240,9 +252,24 @@ func (q *Queue) findProtected(prefix string) (string, bool, error) {
 		kids, _, err := q.Conn.Children(q.Dir)
 		if err == nil {
 			for _, k := range kids {
-				if strings.HasPrefix(k, prefix) {
-					return q.Dir + "/" + k, true, nil
+				if !strings.HasPrefix(k, prefix) {
+					continue
 				}
+				path := q.Dir + "/" + k
+				if q.Naive {
+					return path, true, nil
+				}
+				// CURATOR-604: a node of an earlier session of ours may
+				// still be there (the ensemble has not expired that session
+				// yet); it will vanish under us, so it is not ours to hold.
+				ok, st, err := q.Conn.Exists(path)
+				if err != nil || !ok {
+					continue
+				}
+				if st.EphemeralOwner == q.Conn.SessionID() {
+					return path, true, nil
+				}
+				q.Conn.Delete(path, -1)
 			}
 			return "", false, nil
 		}

@@ -133,6 +133,9 @@ type Ensemble struct {
 	electing    bool
 
 	cuts      map[[2]string]bool
+	lossRules []lossRule
+	// Lost lists the messages LoseNext rules ate.
+	Lost      []string
 	conns     []*Conn
 	hostConns map[string]int
 	start     time.Time
@@ -492,6 +495,10 @@ func (e *Ensemble) expireTick() {
 func (e *Ensemble) Crash(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.crash(name)
+}
+
+func (e *Ensemble) crash(name string) {
 	s := e.byName[name]
 	if s == nil || !s.up {
 		return

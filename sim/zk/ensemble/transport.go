@@ -2,6 +2,7 @@ package ensemble
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -158,6 +159,7 @@ type Conn struct {
 	downSeq   int64
 	stalled   []stalledMsg // held by a partition, in order
 	lastTouch time.Time
+	dropReply int32 // the xid whose reply a LoseNext rule eats
 }
 
 type stalledMsg struct {
@@ -275,12 +277,67 @@ func (c *Conn) deliverUp(msg []byte, fin bool) {
 		c.server.dropConn(c)
 		return
 	}
+	if c.handshook && len(msg) >= 8 {
+		xid, op := int32(binary.BigEndian.Uint32(msg)), int32(binary.BigEndian.Uint32(msg[4:]))
+		for i, r := range c.e.lossRules {
+			if r.host != c.host || r.op != op {
+				continue
+			}
+			c.e.lossRules = append(c.e.lossRules[:i], c.e.lossRules[i+1:]...)
+			if r.crashLeader {
+				c.server.handleFrame(c, msg)
+				if c.e.leader >= 0 {
+					c.e.Lost = append(c.e.Lost, fmt.Sprintf("%v leader %s crashed as %s's op %d xid %d arrived", c.e.now().Sub(c.e.start), c.e.servers[c.e.leader].name, c.host, op, xid))
+					c.e.crash(c.e.servers[c.e.leader].name)
+				}
+				return
+			}
+			c.e.Lost = append(c.e.Lost, fmt.Sprintf("%v %s op %d xid %d (%s)", c.e.now().Sub(c.e.start), c.host, op, xid, map[bool]string{false: "request lost", true: "reply lost"}[r.reply]))
+			if !r.reply {
+				c.reset()
+				return
+			}
+			c.dropReply = xid
+			break
+		}
+	}
 	c.server.handleFrame(c, msg)
+}
+
+type lossRule struct {
+	host        string
+	op          int32
+	reply       bool
+	crashLeader bool
+}
+
+// CrashLeaderOn arms a one-shot fault: when the next request with this op
+// code from host reaches its server, the leader crashes.
+func (e *Ensemble) CrashLeaderOn(host string, op int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lossRules = append(e.lossRules, lossRule{host: host, op: op, crashLeader: true})
+}
+
+// LoseNext arms a one-shot fault on the next request with this op code
+// from host: the request (reply=false: it never takes effect) or its reply
+// (reply=true: it takes effect, the client never hears) is lost, and, as
+// with TCP, the connection breaks: the client sees ConnectionLoss and
+// reconnects.
+func (e *Ensemble) LoseNext(host string, op int32, reply bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lossRules = append(e.lossRules, lossRule{host: host, op: op, reply: reply})
 }
 
 // sendDown sends a frame (or, with fin, the end of the stream) from the
 // server to the client.
 func (c *Conn) sendDown(frame []byte, fin bool) {
+	if c.dropReply != 0 && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) == c.dropReply {
+		c.dropReply = 0
+		c.reset()
+		return
+	}
 	c.downSeq++
 	e := c.e
 	e.at(e.now().Add(e.cfg.ClientLatency), 2, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
