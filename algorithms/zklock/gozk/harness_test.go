@@ -64,6 +64,7 @@ type outcome struct {
 	overlap     string
 	digest      string
 	notifs      int64
+	messages    int64
 	elections   int64
 	expirations int64
 }
@@ -177,6 +178,7 @@ func play(t *testing.T, w workload, seed uint64) outcome {
 		}
 		wg.Wait()
 		out.notifs = e.Notifications
+		out.messages = e.Messages
 		out.elections = e.Elections
 		out.expirations = e.SessionsExpired
 		e.Stop()
