@@ -14,7 +14,7 @@ import (
 func herdWorkload(n int, simple bool) workload {
 	return workload{
 		cfg: ensemble.Config{}, clients: n, rounds: 1, hold: 10 * time.Millisecond,
-		sessionTimeout: 10 * time.Second, horizon: 60 * time.Second,
+		sessionTimeout: 10 * time.Second, horizon: 5 * time.Second,
 		newLock: func(c *zk.Conn, i int, _ *rand.Rand) locker {
 			if simple {
 				return NewSimple(c, "/locks/simple")
