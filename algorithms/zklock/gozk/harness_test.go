@@ -177,10 +177,8 @@ func play(t *testing.T, w workload, seed uint64) outcome {
 			c.Close()
 		}
 		wg.Wait()
-		out.notifs = e.Notifications
-		out.messages = e.Messages
-		out.elections = e.Elections
-		out.expirations = e.SessionsExpired
+		st := e.Stats()
+		out.notifs, out.messages, out.elections, out.expirations = st.Notifications, st.Messages, st.Elections, st.SessionsExpired
 		e.Stop()
 	})
 	out.overlap = findOverlap(out.holds)

@@ -209,7 +209,7 @@ func curator604Run(t *testing.T, naive bool) (overlap time.Duration, note string
 			to = bh[1]
 		}
 		overlap = to.Sub(from)
-		note = e.Lost[0]
+		note = e.Lost()[0]
 	})
 	return
 }

@@ -112,6 +112,30 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Stats are an ensemble's counters, for reports and benchmarks.
+type Stats struct {
+	Events          int64 // events the loop delivered
+	Messages        int64 // client messages delivered (both directions)
+	Notifications   int64 // watch notifications sent to clients
+	SessionsExpired int64
+	Elections       int64
+}
+
+// Stats reads the counters (safe while the ensemble runs).
+func (e *Ensemble) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Lost lists the messages LoseNext ate and the crashes CrashLeaderOn
+// caused, in order.
+func (e *Ensemble) Lost() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string{}, e.lost...)
+}
+
 // Ensemble is the simulated ZooKeeper service. Create it inside a
 // synctest bubble with New and Stop it before the bubble ends.
 type Ensemble struct {
@@ -134,8 +158,6 @@ type Ensemble struct {
 
 	cuts      map[[2]string]bool
 	lossRules []lossRule
-	// Lost lists the messages LoseNext rules ate.
-	Lost      []string
 	conns     []*Conn
 	hostConns map[string]int
 	start     time.Time
@@ -151,12 +173,8 @@ type Ensemble struct {
 	// Trace, if set, gets one line per delivered message.
 	Trace io.Writer
 
-	// Counters for reports and benchmarks.
-	Events          int64 // events the loop delivered
-	Messages        int64 // client messages delivered (both directions)
-	Notifications   int64 // watch notifications sent to clients
-	SessionsExpired int64
-	Elections       int64
+	stats Stats
+	lost  []string
 }
 
 type server struct {
@@ -484,7 +502,7 @@ func (e *Ensemble) expireTick() {
 			rounded := e.start.Add((dl.Sub(e.start) + tick - 1) / tick * tick)
 			if !rounded.After(now) {
 				s.closing = true
-				e.SessionsExpired++
+				e.stats.SessionsExpired++
 				e.commit(&proposal{kind: opCloseSession, sess: id})
 			}
 		}
@@ -669,7 +687,7 @@ func (e *Ensemble) elect() {
 				best = s
 			}
 		}
-		e.Elections++
+		e.stats.Elections++
 		e.leader = best.id - 1
 		e.epoch++
 		e.counter = 0

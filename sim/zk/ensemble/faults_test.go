@@ -2,6 +2,7 @@ package ensemble
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,8 +45,8 @@ func TestSessionSurvivesServerCrash(t *testing.T) {
 		if c.SessionID() != sid || st.EphemeralOwner != sid || c.Server() != "zk2:2181" {
 			t.Fatalf("after crash: session %x (was %x), owner %x, server %s", c.SessionID(), sid, st.EphemeralOwner, c.Server())
 		}
-		if e.Leader() != "zk3" || e.Elections != 0 {
-			t.Fatalf("a follower's crash changed the leader: %q, %d elections", e.Leader(), e.Elections)
+		if e.Leader() != "zk3" || e.Stats().Elections != 0 {
+			t.Fatalf("a follower's crash changed the leader: %q, %d elections", e.Leader(), e.Stats().Elections)
 		}
 	})
 }
@@ -81,8 +82,8 @@ func TestLeaderCrashStopsWritesUntilElection(t *testing.T) {
 		if took < 700*time.Millisecond || failures == 0 {
 			t.Fatalf("write committed %v after the leader crashed (%d failures); want ≥ the election time", took, failures)
 		}
-		if e.Leader() != "zk2" || e.Elections != 1 || c.SessionID() != sid {
-			t.Fatalf("leader %q, %d elections, session %x (was %x)", e.Leader(), e.Elections, c.SessionID(), sid)
+		if e.Leader() != "zk2" || e.Stats().Elections != 1 || c.SessionID() != sid {
+			t.Fatalf("leader %q, %d elections, session %x (was %x)", e.Leader(), e.Stats().Elections, c.SessionID(), sid)
 		}
 		if ok, _, _ := c.Exists("/eph"); !ok {
 			t.Fatal("the ephemeral node did not survive the election")
@@ -105,8 +106,11 @@ func TestMinorityPartitionHoldsSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := New(Config{Servers: 3})
 		defer e.Stop()
+		var mu sync.Mutex
 		var expiredAt time.Time
 		holder, _, _ := e.Connect("holder", 0, 4*time.Second, func(ev zk.Event) {
+			mu.Lock()
+			defer mu.Unlock()
 			if ev.Type == zk.EventSession && ev.State == zk.StateExpired && expiredAt.IsZero() {
 				expiredAt = time.Now()
 			}
@@ -132,6 +136,8 @@ func TestMinorityPartitionHoldsSession(t *testing.T) {
 			t.Fatalf("stale read on the minority: %v %v", ok, err)
 		}
 		time.Sleep(6 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
 		if expiredAt.IsZero() {
 			t.Fatal("the holder never learned its session expired")
 		}
@@ -199,8 +205,8 @@ func TestSessionExpiredAfterPartition(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			_, err = c.Create("/x", nil, 0, acl)
 		}
-		if e.SessionsExpired != 1 {
-			t.Fatalf("%d sessions expired, want 1", e.SessionsExpired)
+		if e.Stats().SessionsExpired != 1 {
+			t.Fatalf("%d sessions expired, want 1", e.Stats().SessionsExpired)
 		}
 		if len(e.Committed("/eph")) != 0 {
 			t.Fatal("the expired session's node is still there")

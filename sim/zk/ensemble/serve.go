@@ -311,7 +311,7 @@ func (s *server) notify(c *Conn, typ int32, path string, zxid int64) {
 	if c.srvGone {
 		return
 	}
-	s.e.Notifications++
+	s.e.stats.Notifications++
 	c.sendDown(wire.Notification(zxid, typ, path), false)
 }
 

@@ -93,7 +93,7 @@ func (e *Ensemble) loop() {
 		if len(e.queue) > 0 && !e.queue[0].at.After(now) {
 			ev := heap.Pop(&e.queue).(*event)
 			ev.fn()
-			e.Events++
+			e.stats.Events++
 			e.mu.Unlock()
 			continue
 		}
@@ -123,7 +123,7 @@ func (e *Ensemble) traceMsg(dir string, c *Conn, msg []byte, fin bool) {
 	if e.Trace != nil {
 		fmt.Fprintf(e.Trace, "%v %s %s#%d %s fin=%v %x\n", e.now().Sub(e.start), dir, c.host, c.id, c.server.name, fin, msg)
 	}
-	e.Messages++
+	e.stats.Messages++
 }
 
 // Digest is a hash of every message delivered so far.
@@ -287,12 +287,12 @@ func (c *Conn) deliverUp(msg []byte, fin bool) {
 			if r.crashLeader {
 				c.server.handleFrame(c, msg)
 				if c.e.leader >= 0 {
-					c.e.Lost = append(c.e.Lost, fmt.Sprintf("%v leader %s crashed as %s's op %d xid %d arrived", c.e.now().Sub(c.e.start), c.e.servers[c.e.leader].name, c.host, op, xid))
+					c.e.lost = append(c.e.lost, fmt.Sprintf("%v leader %s crashed as %s's op %d xid %d arrived", c.e.now().Sub(c.e.start), c.e.servers[c.e.leader].name, c.host, op, xid))
 					c.e.crash(c.e.servers[c.e.leader].name)
 				}
 				return
 			}
-			c.e.Lost = append(c.e.Lost, fmt.Sprintf("%v %s op %d xid %d (%s)", c.e.now().Sub(c.e.start), c.host, op, xid, map[bool]string{false: "request lost", true: "reply lost"}[r.reply]))
+			c.e.lost = append(c.e.lost, fmt.Sprintf("%v %s op %d xid %d (%s)", c.e.now().Sub(c.e.start), c.host, op, xid, map[bool]string{false: "request lost", true: "reply lost"}[r.reply]))
 			if !r.reply {
 				c.reset()
 				return
