@@ -3,6 +3,7 @@ package gozk
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -112,12 +113,17 @@ func TestGoZookeeperLockNoFaults(t *testing.T) {
 }
 
 // TestDeterministicReplay: the same seed gives the same run, message for
-// message, with faults and the real client's goroutines and timers.
+// message, with faults and the real client's goroutines and timers, at
+// GOMAXPROCS 1 and 4.
 func TestDeterministicReplay(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, fc := range faultClasses[1:] {
 		w := zkLockWorkload(ensemble.Config{})
 		w.plan = fc.plan
-		a, b := play(t, w, 42), play(t, w, 42)
+		runtime.GOMAXPROCS(1)
+		a := play(t, w, 42)
+		runtime.GOMAXPROCS(4)
+		b := play(t, w, 42)
 		if a.digest != b.digest || fmt.Sprint(a.holds) != fmt.Sprint(b.holds) {
 			t.Errorf("%s: two runs of seed 42 differ: digests %s / %s, holds %v / %v", fc.name, a.digest[:12], b.digest[:12], a.holds, b.holds)
 		}
