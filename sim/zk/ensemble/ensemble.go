@@ -587,6 +587,19 @@ func (e *Ensemble) Heal(a, b string) {
 		}
 	}
 	if e.byName[a] != nil && e.byName[b] != nil {
+		// A follower healed before anyone noticed the cut still has its
+		// connection to the leader: the proposals it missed arrive now
+		// (TCP retransmits them), and it applies them.
+		if e.leader >= 0 {
+			l := e.servers[e.leader]
+			for _, s := range e.servers {
+				if s.serving && s != l && e.reachable(l, s) && s.logged < len(e.log) {
+					s.logged = len(e.log)
+					idx, s := len(e.log), s
+					e.after(2*e.cfg.PeerLatency+e.cfg.ApplyLag[s.id], func() { s.applyUpTo(idx) })
+				}
+			}
+		}
 		e.scheduleElection()
 		e.flushStalled()
 	}

@@ -213,3 +213,30 @@ func TestSessionExpiredAfterPartition(t *testing.T) {
 		}
 	})
 }
+
+// TestShortCutFollowerCatchesUp: a follower cut off for less than
+// syncLimit ticks keeps serving (stale reads) and, once healed, applies
+// what it missed without waiting for another write.
+func TestShortCutFollowerCatchesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{Servers: 3})
+		defer e.Stop()
+		w, _, _ := e.Connect("writer", 2, 6*time.Second, nil) // on the leader, zk3
+		defer w.Close()
+		r, _, _ := e.Connect("reader", 0, 6*time.Second, nil) // on zk1
+		defer r.Close()
+		r.Exists("/")
+		e.Partition("zk1", "zk2")
+		e.Partition("zk1", "zk3")
+		must(w.Create("/n", nil, 0, acl))
+		if ok, _, _ := r.Exists("/n"); ok {
+			t.Fatal("the cut follower already has /n")
+		}
+		e.Heal("zk1", "zk2")
+		e.Heal("zk1", "zk3")
+		time.Sleep(100 * time.Millisecond)
+		if ok, _, err := r.Exists("/n"); !ok || err != nil {
+			t.Fatalf("healed follower: exists /n = %v, %v", ok, err)
+		}
+	})
+}
