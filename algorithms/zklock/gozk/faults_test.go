@@ -52,6 +52,14 @@ var faultClasses = []struct {
 			e.Drop(fmt.Sprintf("c%d", 1+r.IntN(3)))
 		}
 	}},
+	{"delay", func(e *ensemble.Ensemble, r *rand.Rand) {
+		start := time.Now()
+		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
+		c := fmt.Sprintf("c%d", 1+r.IntN(3))
+		e.Delay(c, time.Duration(100+r.IntN(4900))*time.Millisecond)
+		time.Sleep(time.Duration(2000+r.IntN(4000)) * time.Millisecond)
+		e.Delay(c, 0)
+	}},
 	{"partition-client", func(e *ensemble.Ensemble, r *rand.Rand) {
 		start := time.Now()
 		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)

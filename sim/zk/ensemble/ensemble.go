@@ -160,6 +160,7 @@ type Ensemble struct {
 	lossRules []lossRule
 	conns     []*Conn
 	hostConns map[string]int
+	delays    map[string]time.Duration
 	start     time.Time
 
 	queue    eventQueue
@@ -238,7 +239,7 @@ func New(cfg Config) *Ensemble {
 	cfg = cfg.withDefaults()
 	e := &Ensemble{
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
-		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{},
+		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		start: time.Now(), digest: sha256.New(),
 	}

@@ -160,6 +160,9 @@ type Conn struct {
 	stalled   []stalledMsg // held by a partition, in order
 	lastTouch time.Time
 	dropReply int32 // the xid whose reply a LoseNext rule eats
+	// lastUp and lastDown are the arrival times of the last message each
+	// way, so a delay that ends cannot reorder the stream.
+	lastUp, lastDown time.Time
 }
 
 type stalledMsg struct {
@@ -261,7 +264,33 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) sendUp(msg []byte, fin bool) {
 	c.upSeq++
 	e := c.e
-	e.at(e.now().Add(e.cfg.ClientLatency), 1, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin) })
+	at := c.arrival(&c.lastUp)
+	e.at(at, 1, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin) })
+}
+
+// arrival is when a message sent now on this connection arrives: the
+// client latency plus any delay fault on its host, never before the
+// message sent before it (a stream keeps its order, as TCP does).
+func (c *Conn) arrival(last *time.Time) time.Time {
+	at := c.e.now().Add(c.e.cfg.ClientLatency + c.e.delays[c.host])
+	if at.Before(*last) {
+		at = *last
+	}
+	*last = at
+	return at
+}
+
+// Delay adds d to the one-way latency of every message to and from host
+// (0 ends the fault). Messages stay in order; a delay beyond the client's
+// read timeout makes it give up on the connection and reconnect.
+func (e *Ensemble) Delay(host string, d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d == 0 {
+		delete(e.delays, host)
+		return
+	}
+	e.delays[host] = d
 }
 
 func (c *Conn) deliverUp(msg []byte, fin bool) {
@@ -340,7 +369,8 @@ func (c *Conn) sendDown(frame []byte, fin bool) {
 	}
 	c.downSeq++
 	e := c.e
-	e.at(e.now().Add(e.cfg.ClientLatency), 2, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
+	at := c.arrival(&c.lastDown)
+	e.at(at, 2, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
 }
 
 func (c *Conn) deliverDown(frame []byte, fin bool) {
