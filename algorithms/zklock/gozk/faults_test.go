@@ -24,10 +24,10 @@ func at(start time.Time, offset time.Duration) {
 // run's seed.
 var faultClasses = []struct {
 	name string
-	plan func(e *ensemble.Ensemble, r *rand.Rand)
+	plan func(e *ensemble.Ensemble, r *rand.Rand, app *appControl)
 }{
 	{"none", nil},
-	{"crash-follower", func(e *ensemble.Ensemble, r *rand.Rand) {
+	{"crash-follower", func(e *ensemble.Ensemble, r *rand.Rand, _ *appControl) {
 		start := time.Now()
 		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
 		victim := servers[r.IntN(2)] // zk3 leads at first
@@ -35,7 +35,7 @@ var faultClasses = []struct {
 		time.Sleep(3 * time.Second)
 		e.Restart(victim)
 	}},
-	{"crash-leader", func(e *ensemble.Ensemble, r *rand.Rand) {
+	{"crash-leader", func(e *ensemble.Ensemble, r *rand.Rand, _ *appControl) {
 		start := time.Now()
 		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
 		victim := e.Leader()
@@ -43,7 +43,7 @@ var faultClasses = []struct {
 		time.Sleep(3 * time.Second)
 		e.Restart(victim)
 	}},
-	{"drop", func(e *ensemble.Ensemble, r *rand.Rand) {
+	{"drop", func(e *ensemble.Ensemble, r *rand.Rand, _ *appControl) {
 		start := time.Now()
 		t := time.Duration(0)
 		for i := 0; i < 3; i++ {
@@ -52,7 +52,7 @@ var faultClasses = []struct {
 			e.Drop(fmt.Sprintf("c%d", 1+r.IntN(3)))
 		}
 	}},
-	{"delay", func(e *ensemble.Ensemble, r *rand.Rand) {
+	{"delay", func(e *ensemble.Ensemble, r *rand.Rand, _ *appControl) {
 		start := time.Now()
 		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
 		c := fmt.Sprintf("c%d", 1+r.IntN(3))
@@ -60,7 +60,18 @@ var faultClasses = []struct {
 		time.Sleep(time.Duration(2000+r.IntN(4000)) * time.Millisecond)
 		e.Delay(c, 0)
 	}},
-	{"partition-client", func(e *ensemble.Ensemble, r *rand.Rand) {
+	{"pause", func(e *ensemble.Ensemble, r *rand.Rand, app *appControl) {
+		start := time.Now()
+		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
+		i := r.IntN(3)
+		c := fmt.Sprintf("c%d", i+1)
+		app.set(i, true)
+		e.Pause(c)
+		time.Sleep(time.Duration(500+r.IntN(7500)) * time.Millisecond)
+		e.Resume(c)
+		app.set(i, false)
+	}},
+	{"partition-client", func(e *ensemble.Ensemble, r *rand.Rand, _ *appControl) {
 		start := time.Now()
 		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
 		c := fmt.Sprintf("c%d", 1+r.IntN(3))
@@ -72,7 +83,7 @@ var faultClasses = []struct {
 			e.Heal(c, s)
 		}
 	}},
-	{"partition-minority", func(e *ensemble.Ensemble, r *rand.Rand) {
+	{"partition-minority", func(e *ensemble.Ensemble, r *rand.Rand, _ *appControl) {
 		start := time.Now()
 		at(start, time.Duration(200+r.IntN(14000))*time.Millisecond)
 		i := r.IntN(3)
@@ -220,6 +231,9 @@ func TestGoZookeeperLockFaultTable(t *testing.T) {
 	}
 	if got["partition-client"]["queue, fixed, stops on SUSPENDED"]["ok"] != seeds {
 		t.Errorf("partition-client / stops on SUSPENDED: %v; a holder that stops when its connection drops is safe from its own partition", got["partition-client"]["queue, fixed, stops on SUSPENDED"])
+	}
+	if got["pause"]["queue, fixed, stops on SUSPENDED"]["mutual exclusion violated"] == 0 {
+		t.Errorf("pause / stops on SUSPENDED: %v; a paused holder cannot notice anything, so stopping on SUSPENDED cannot save it", got["pause"]["queue, fixed, stops on SUSPENDED"])
 	}
 	if got["partition-minority"]["queue, fixed, stops on SUSPENDED"]["mutual exclusion violated"] == 0 {
 		t.Errorf("partition-minority / stops on SUSPENDED: %v; want the minority server to keep its client unaware while the leader expires the session", got["partition-minority"]["queue, fixed, stops on SUSPENDED"])

@@ -48,7 +48,27 @@ type workload struct {
 	// (Curator's SUSPENDED); otherwise the holder acts until it is done.
 	stopOnLoss bool
 	newLock    func(c *zk.Conn, i int, rnd *rand.Rand) locker
-	plan       func(e *ensemble.Ensemble, rnd *rand.Rand)
+	plan       func(e *ensemble.Ensemble, rnd *rand.Rand, app *appControl)
+}
+
+// appControl lets a fault plan freeze a client's application (the pause
+// fault): a paused client's critical section cannot end and it cannot
+// look at its connection state until it resumes.
+type appControl struct {
+	mu     sync.Mutex
+	paused map[int]bool
+}
+
+func (a *appControl) set(i int, p bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.paused[i] = p
+}
+
+func (a *appControl) isPaused(i int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.paused[i]
 }
 
 type hold struct {
@@ -120,10 +140,11 @@ func play(t *testing.T, w workload, seed uint64) outcome {
 			conns[i] = c
 		}
 		out.want = w.clients * w.rounds
+		app := &appControl{paused: map[int]bool{}}
 		if w.plan != nil {
 			prnd := rand.New(rand.NewPCG(seed, 0xfa17))
 			wg.Add(1)
-			go func() { defer wg.Done(); w.plan(e, prnd) }()
+			go func() { defer wg.Done(); w.plan(e, prnd, app) }()
 		}
 		for i := range conns {
 			i := i
@@ -149,8 +170,11 @@ func play(t *testing.T, w workload, seed uint64) outcome {
 					mu.Unlock()
 					// The critical section, in 10 ms steps so a holder that
 					// stops on loss does so promptly.
-					for d := time.Duration(0); d < w.hold; d += 10 * time.Millisecond {
+					for d := time.Duration(0); d < w.hold || app.isPaused(i); d += 10 * time.Millisecond {
 						time.Sleep(10 * time.Millisecond)
+						if app.isPaused(i) {
+							continue
+						}
 						mu.Lock()
 						stop := w.stopOnLoss && lost[i]
 						mu.Unlock()

@@ -35,7 +35,7 @@ func TestScenarioLostDelete(t *testing.T) {
 	} {
 		w := fixedQueueWorkload(ensemble.Config{}, tc.naive)
 		w.rounds, w.hold, w.horizon = 1, 200*time.Millisecond, 30*time.Second
-		w.plan = func(e *ensemble.Ensemble, _ *rand.Rand) {
+		w.plan = func(e *ensemble.Ensemble, _ *rand.Rand, _ *appControl) {
 			for _, h := range []string{"c1", "c2", "c3"} {
 				e.LoseNext(h, wire.OpDelete, tc.reply)
 			}
@@ -55,7 +55,7 @@ func TestScenarioLostDelete(t *testing.T) {
 func TestScenarioLeaderCrashDuringAcquire(t *testing.T) {
 	w := zkLockWorkload(ensemble.Config{})
 	w.rounds, w.hold, w.horizon = 2, 200*time.Millisecond, 30*time.Second
-	w.plan = func(e *ensemble.Ensemble, _ *rand.Rand) { e.CrashLeaderOn("c2", wire.OpCreate) }
+	w.plan = func(e *ensemble.Ensemble, _ *rand.Rand, _ *appControl) { e.CrashLeaderOn("c2", wire.OpCreate) }
 	o := play(t, w, 1)
 	if o.verdict() != "ok" || o.done != 6 || o.elections != 1 {
 		t.Fatalf("%s, %d/%d rounds, %d elections, %d errors; want ok after one election", o.verdict(), o.done, o.want, o.elections, o.errors)

@@ -161,6 +161,8 @@ type Ensemble struct {
 	conns     []*Conn
 	hostConns map[string]int
 	delays    map[string]time.Duration
+	paused    map[string]bool
+	resumed   chan struct{} // closed and replaced on every Resume
 	start     time.Time
 
 	queue    eventQueue
@@ -239,7 +241,7 @@ func New(cfg Config) *Ensemble {
 	cfg = cfg.withDefaults()
 	e := &Ensemble{
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
-		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{},
+		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{}, paused: map[string]bool{}, resumed: make(chan struct{}),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		start: time.Now(), digest: sha256.New(),
 	}
@@ -309,6 +311,9 @@ func (e *Ensemble) nextZxid() int64 {
 // cut reports whether a and b (host or server names) cannot reach each
 // other.
 func (e *Ensemble) cut(a, b string) bool {
+	if e.paused[a] || e.paused[b] {
+		return true
+	}
 	if a > b {
 		a, b = b, a
 	}
@@ -603,6 +608,31 @@ func (e *Ensemble) Heal(a, b string) {
 		}
 		e.scheduleElection()
 		e.flushStalled()
+	}
+}
+
+// Pause freezes a client host as a long GC pause or a stopped VM does:
+// nothing it sends leaves and nothing sent to it is read until Resume (its
+// connections hold the bytes, as the kernel's socket buffers would), and
+// it dials nobody. The client library's own timers still run in the
+// bubble: on resume they fire at once, as they would on a real host.
+func (e *Ensemble) Pause(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.paused[host] = true
+}
+
+// Resume ends a Pause: held messages go out in order.
+func (e *Ensemble) Resume(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.paused, host)
+	close(e.resumed)
+	e.resumed = make(chan struct{})
+	for _, c := range e.conns {
+		if c.host == host && !e.cut(c.host, c.server.name) && len(c.stalled) > 0 {
+			c.release()
+		}
 	}
 }
 

@@ -481,6 +481,15 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 			name = name[:i]
 		}
 		e.mu.Lock()
+		for e.paused[host] && !e.stopping {
+			ch := e.resumed
+			e.mu.Unlock()
+			select {
+			case <-ch:
+			case <-e.stop:
+			}
+			e.mu.Lock()
+		}
 		s := e.byName[name]
 		if s == nil {
 			e.mu.Unlock()
