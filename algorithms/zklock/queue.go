@@ -42,6 +42,20 @@ import (
 )
 
 // Queue is Curator's InterProcessMutex over one client's connection.
+//
+// Two of Curator's behaviours decide whether it survives lost replies, and
+// both are on in NewQueue (zk-queue) and off in the naive variant
+// (zk-queue-naive, the recipe as locklab first had it):
+//   - LookupRetry: the lookup for our GUID after a create without a reply
+//     is retried until it is answered; if it never is, Acquire fails and a
+//     background task finds and deletes our node (Curator's
+//     findAndDeleteProtectedNodeInBackground). The naive recipe takes an
+//     unanswered lookup for "not there", creates a second node and waits on
+//     its own orphan.
+//   - GuaranteedDelete: a release whose DELETE gets no reply is retried in
+//     the background until it is answered, the node is gone or the session
+//     is (Curator's guaranteed()). The naive release returns the error and
+//     leaves the node, and the lock, to the session's lifetime.
 type Queue struct {
 	Conn *zk.Conn
 	// Dir is the lock's parent node, /locks/<key>.
@@ -56,6 +70,9 @@ type Queue struct {
 	// reply (Curator's RetryPolicy).
 	Retries int
 	Backoff time.Duration
+	// LookupRetry and GuaranteedDelete: see the type's comment.
+	LookupRetry      bool
+	GuaranteedDelete bool
 
 	holder holder
 }
@@ -63,7 +80,8 @@ type Queue struct {
 // NewQueue makes the lock with Curator's defaults: protected names, three
 // retries.
 func NewQueue(conn *zk.Conn, dir string) *Queue {
-	q := &Queue{Conn: conn, Dir: dir, Protected: true, Fencing: FenceNone, Retries: 3, Backoff: 100 * time.Millisecond}
+	q := &Queue{Conn: conn, Dir: dir, Protected: true, Fencing: FenceNone, Retries: 3, Backoff: 100 * time.Millisecond,
+		LookupRetry: true, GuaranteedDelete: true}
 	conn.AddListener(func(s zk.State) { q.holder.stateChanged(s, q.StopOnSuspended) })
 	return q
 }
@@ -116,8 +134,15 @@ func (q *Queue) createOurNode(env algorithms.Env) (string, *zk.Stat, error) {
 	}
 	for retries := 0; ; {
 		if retries > 0 && q.Protected {
-			if path, stat, ok := q.findProtected(prefix); ok {
+			path, stat, ok, err := q.findProtected(env, prefix)
+			if ok {
 				return path, stat, nil
+			}
+			if err != nil {
+				// Unanswered: our node may exist. Do not make a second
+				// one; delete the first when the ensemble answers again.
+				q.deleteProtectedInBackground(env, prefix)
+				return "", nil, err
 			}
 		}
 		path, stat, err := q.Conn.Create2(q.Dir+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence)
@@ -137,21 +162,63 @@ func (q *Queue) createOurNode(env algorithms.Env) (string, *zk.Stat, error) {
 	}
 }
 
-// findProtected looks for the child whose name carries our GUID.
-func (q *Queue) findProtected(prefix string) (string, *zk.Stat, bool) {
-	children, _, err := q.Conn.Children(q.Dir)
-	if err != nil {
-		return "", nil, false
-	}
-	for _, c := range children {
-		if strings.HasPrefix(c, prefix) {
-			path := q.Dir + "/" + c
-			if ok, stat, err := q.Conn.Exists(path); err == nil && ok {
-				return path, stat, true
+// findProtected looks for the child whose name carries our GUID. With
+// LookupRetry an unanswered lookup is retried (up to ten times); without,
+// it counts as "not found". err is set when no answer ever came.
+func (q *Queue) findProtected(env algorithms.Env, prefix string) (string, *zk.Stat, bool, error) {
+	for try := 0; ; try++ {
+		children, _, err := q.Conn.Children(q.Dir)
+		if err != nil {
+			if !q.LookupRetry {
+				return "", nil, false, nil
+			}
+			if !errors.Is(err, zk.ErrConnectionLoss) || try >= 10 {
+				return "", nil, false, err
+			}
+			env.Sleep(q.Backoff)
+			continue
+		}
+		for _, c := range children {
+			if strings.HasPrefix(c, prefix) {
+				path := q.Dir + "/" + c
+				if ok, stat, err := q.Conn.Exists(path); err == nil && ok {
+					return path, stat, true, nil
+				}
 			}
 		}
+		return "", nil, false, nil
 	}
-	return "", nil, false
+}
+
+// deleteProtectedInBackground finds the child carrying our GUID and
+// deletes it, retrying until the ensemble answers or the session is gone.
+func (q *Queue) deleteProtectedInBackground(env algorithms.Env, prefix string) {
+	env.Go(func(env algorithms.Env) {
+		for q.Conn.State() != zk.Lost && q.Conn.State() != zk.Closed {
+			children, _, err := q.Conn.Children(q.Dir)
+			if err == nil {
+				for _, c := range children {
+					if strings.HasPrefix(c, prefix) {
+						q.guaranteedDelete(env, q.Dir+"/"+c)
+					}
+				}
+				return
+			}
+			env.Sleep(q.Backoff)
+		}
+	})
+}
+
+// guaranteedDelete deletes path, retrying deletes that get no reply until
+// one is answered or the session is lost.
+func (q *Queue) guaranteedDelete(env algorithms.Env, path string) {
+	for {
+		err := q.Conn.Delete(path, -1)
+		if !errors.Is(err, zk.ErrConnectionLoss) || q.Conn.State() == zk.Lost || q.Conn.State() == zk.Closed {
+			return
+		}
+		env.Sleep(q.Backoff)
+	}
 }
 
 // makeParents creates the persistent parents of the lock's nodes.
@@ -185,6 +252,11 @@ func (q *Queue) Release(env algorithms.Env, l *algorithms.Lease) error {
 	q.holder.release(l)
 	err := q.Conn.Delete(l.Token, -1)
 	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if errors.Is(err, zk.ErrConnectionLoss) && q.GuaranteedDelete {
+		path := l.Token
+		env.Go(func(env algorithms.Env) { q.guaranteedDelete(env, path) })
 		return nil
 	}
 	return err

@@ -49,8 +49,24 @@ func init() {
 		},
 	})
 	algorithms.Register(algorithms.Info{
+		Name:    "zk-queue-naive",
+		Summary: "ZooKeeper queue as first written: an unanswered GUID lookup makes a second node, a lost DELETE is not retried",
+		Backend: "zookeeper",
+		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+			conn, opt, err := setup("zk-queue-naive", p, c)
+			if err != nil {
+				return nil, err
+			}
+			q := NewQueue(conn, "/locks/"+p.Key)
+			q.Protected, q.StopOnSuspended, q.Fencing = opt.guidProtection, opt.stopOnSuspended, opt.fencing
+			q.Backoff = p.Wait.Delay
+			q.LookupRetry, q.GuaranteedDelete = false, false
+			return q, nil
+		},
+	})
+	algorithms.Register(algorithms.Info{
 		Name:    "zk-queue",
-		Summary: "ZooKeeper ephemeral-sequential queue (Curator InterProcessMutex)",
+		Summary: "ZooKeeper ephemeral-sequential queue (Curator InterProcessMutex: protected lookup retried, guaranteed delete)",
 		Backend: "zookeeper",
 		Params: []algorithms.Param{
 			{Name: "guid_protection", Expect: "true or false", Check: algorithms.BoolParam},

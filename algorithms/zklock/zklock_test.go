@@ -130,16 +130,22 @@ func TestLeaseEndsOnLostOrOnSuspended(t *testing.T) {
 	// c1 is cut off at 1 s; its last contact was the CHILDREN reply at
 	// 12 ms, so it is SUSPENDED at 4.012 s, the server expires its session
 	// at 6.011 s (c2 takes the lock), and it reports LOST at 10.012 s.
+	// c1's release at 12 s gets no reply (the partition lasts until 20 s):
+	// the naive queue reports it; the fixed queue hands the delete to its
+	// guaranteed-delete task (which stops at once: the session is LOST, so
+	// the node is gone anyway) and the release itself succeeds.
+	failed := "c1 release failed: " + zk.ErrConnectionLoss.Error()
 	for _, tc := range []struct {
-		stop string
-		want []string
+		alg, stop string
+		want      []string
 	}{
-		// c1's release at 12 s finds no session (the partition lasts until 20 s).
-		{"false", []string{"c1 holds", "c2 holds", "c2 releases", "c1 lost@10.012s", "c1 release failed: " + zk.ErrConnectionLoss.Error(), "c1 releases"}},
-		{"true", []string{"c1 holds", "c1 lost@4.012s", "c2 holds", "c2 releases", "c1 release failed: " + zk.ErrConnectionLoss.Error(), "c1 releases"}},
+		{"zk-queue-naive", "false", []string{"c1 holds", "c2 holds", "c2 releases", "c1 lost@10.012s", failed, "c1 releases"}},
+		{"zk-queue-naive", "true", []string{"c1 holds", "c1 lost@4.012s", "c2 holds", "c2 releases", failed, "c1 releases"}},
+		{"zk-queue", "false", []string{"c1 holds", "c2 holds", "c2 releases", "c1 lost@10.012s", "c1 releases"}},
+		{"zk-queue", "true", []string{"c1 holds", "c1 lost@4.012s", "c2 holds", "c2 releases", "c1 releases"}},
 	} {
-		t.Run("stop_on_suspended="+tc.stop, func(t *testing.T) {
-			l := newLab(t, "zk-queue", 2, map[string]string{"stop_on_suspended": tc.stop}, zk.Options{SessionTimeout: 6 * time.Second})
+		t.Run(tc.alg+"/stop_on_suspended="+tc.stop, func(t *testing.T) {
+			l := newLab(t, tc.alg, 2, map[string]string{"stop_on_suspended": tc.stop}, zk.Options{SessionTimeout: 6 * time.Second})
 			l.cycle(0, 0, 12*time.Second, nil)
 			l.cycle(1, 50*ms, 100*ms, nil)
 			l.w.At(time.Second, func() { l.w.Net.Cut("c1", "zk"); l.w.Net.Cut("zk", "c1") })
@@ -296,5 +302,76 @@ func TestConstructorsDefaultToCurator(t *testing.T) {
 	q := zklock.NewQueue(conn, "/locks/x")
 	if !q.Protected || q.StopOnSuspended || q.Fencing != zklock.FenceNone || q.Retries != 3 {
 		t.Fatalf("NewQueue: %+v", q)
+	}
+}
+
+// TestLostDeleteNaiveVsGuaranteed: c1's first DELETE is lost. The naive
+// queue reports the failed release and leaves its node: c2 waits for as
+// long as c1's session lives (the whole run). The fixed queue retries the
+// delete in the background (guaranteed delete) and c2 gets the lock.
+func TestLostDeleteNaiveVsGuaranteed(t *testing.T) {
+	failed := "c1 release failed: " + zk.ErrConnectionLoss.Error()
+	for _, tc := range []struct {
+		alg  string
+		want []string
+	}{
+		{"zk-queue-naive", []string{"c1 holds", failed, "c1 releases"}},
+		{"zk-queue", []string{"c1 holds", "c1 releases", "c2 holds", "c2 releases"}},
+	} {
+		t.Run(tc.alg, func(t *testing.T) {
+			l := newLab(t, tc.alg, 2, nil, zk.Options{SessionTimeout: 6 * time.Second})
+			lost := false
+			l.w.Net.AddFilter(func(m *sim.Message) (bool, time.Duration, string) {
+				if !lost && m.From == "c1" && m.Op == "DELETE" {
+					lost = true
+					return true, 0, "test: c1's DELETE lost"
+				}
+				return false, 0, ""
+			})
+			l.cycle(0, 0, 100*ms, nil)
+			l.cycle(1, 50*ms, 100*ms, nil)
+			l.run(20 * time.Second)
+			l.wantLog(tc.want...)
+			if !lost {
+				t.Fatal("no DELETE was sent")
+			}
+		})
+	}
+}
+
+// TestUnansweredLookupNaiveVsFixed: the reply to c1's protected create is
+// lost and so is its first lookup for the GUID. The naive queue takes the
+// unanswered lookup for "not there", creates a second node and waits on
+// its own orphan until the run ends; the fixed queue asks again, finds its
+// node and holds.
+func TestUnansweredLookupNaiveVsFixed(t *testing.T) {
+	for _, tc := range []struct {
+		alg  string
+		want []string
+	}{
+		{"zk-queue-naive", nil},
+		{"zk-queue", []string{"c1 holds", "c1 releases"}},
+	} {
+		t.Run(tc.alg, func(t *testing.T) {
+			l := newLab(t, tc.alg, 1, nil, zk.Options{SessionTimeout: 6 * time.Second})
+			createReply, lookup := false, false
+			l.w.Net.AddFilter(func(m *sim.Message) (bool, time.Duration, string) {
+				switch {
+				case !createReply && m.To == "c1" && m.Op == "CREATE" && strings.Contains(m.Summary, "-lock-"):
+					createReply = true
+					return true, 0, "test: reply to c1's CREATE lost"
+				case createReply && !lookup && m.From == "c1" && m.Op == "CHILDREN":
+					lookup = true
+					return true, 0, "test: c1's lookup lost"
+				}
+				return false, 0, ""
+			})
+			l.cycle(0, 0, 100*ms, nil)
+			l.run(30 * time.Second)
+			l.wantLog(tc.want...)
+			if kids := l.srv.ChildrenOf("/locks/lock"); tc.alg == "zk-queue-naive" && len(kids) != 2 {
+				t.Fatalf("naive: nodes %q; want the orphan and the second node", kids)
+			}
+		})
 	}
 }

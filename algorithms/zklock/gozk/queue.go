@@ -1,0 +1,361 @@
+// Package gozk holds ZooKeeper lock recipes written against the real
+// client, github.com/go-zookeeper/zk, so the same code runs against the
+// simulated ensemble (sim/zk/ensemble) and a real ZooKeeper.
+//
+// Queue is the lock recipe of the ZooKeeper documentation as Apache
+// Curator's InterProcessMutex implements it:
+//
+//	acquire:  create <dir>/_c_<guid>-lock- ephemeral-sequential
+//	          loop: children(<dir>) sorted by sequence
+//	                ours lowest → held
+//	                getData(predecessor, watch) → wait for it, loop
+//	release:  delete our node
+//
+// Two failure paths decide whether it survives a flaky connection, and
+// Queue has both the fixed and the naive behaviour (Naive):
+//
+//   - A create whose reply is lost may have happened. Curator looks for a
+//     child carrying its GUID and adopts it; the lookup itself must be
+//     retried until it gets an answer (findProtectedNodeInForeground runs
+//     inside a retry loop). The naive variant gives up on the lookup at
+//     its first error and creates a second node: the first, an orphan of a
+//     live session, sits ahead of it in the queue and it waits on its own
+//     orphan for as long as the session lives.
+//   - A release whose DELETE gets no reply leaves the node, and the lock
+//     blocked, for as long as the session lives. Curator's guaranteed()
+//     delete retries it in the background until it succeeds or the node or
+//     the session is gone; the naive variant returns the error.
+//
+// The recipe does not protect against a session that expires while the
+// holder believes it holds (a partition, a pause): the holder must stop
+// acting when its connection state says so, and only a fencing token
+// checked by the resource makes a stale holder harmless.
+package gozk
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrGone means our node disappeared while we waited: the session expired
+// and the ensemble removed it.
+var ErrGone = errors.New("gozk: our lock node is gone (session expired)")
+
+// Queue is one client's handle on a queue lock.
+type Queue struct {
+	Conn *zk.Conn
+	Dir  string
+	ACL  []zk.ACL
+	// Naive keeps the old behaviour: a failed lookup after a lost create
+	// makes a second node, and a failed release is not retried.
+	Naive bool
+	// Backoff is the pause between retries (Curator's RetryPolicy; the
+	// sleep is virtual inside the simulation).
+	Backoff time.Duration
+	// Rand draws the GUIDs (crypto/rand if nil). Simulations pass a seeded
+	// source so node names, and so runs, replay byte for byte.
+	Rand io.Reader
+	// GUID, if set, is reused instead of a fresh one, and Lock first looks
+	// for a node carrying it: what Curator's retry loop does when it goes
+	// on with a protected create after replacing an expired ZooKeeper
+	// handle. The fixed recipe adopts such a node only if the current
+	// session owns it, and deletes it otherwise (the fix of CURATOR-604);
+	// the naive one adopts it whoever owns it.
+	GUID string
+
+	path string
+
+	mu       sync.Mutex
+	stop     chan struct{}
+	deleting sync.WaitGroup
+	// GuaranteedDeletes counts deletes finished in the background.
+	GuaranteedDeletes int
+}
+
+// NewQueue makes the fixed recipe with a 100 ms backoff.
+func NewQueue(conn *zk.Conn, dir string) *Queue {
+	return &Queue{Conn: conn, Dir: dir, ACL: zk.WorldACL(zk.PermAll), Backoff: 100 * time.Millisecond}
+}
+
+// connectionLoss is go-zookeeper's way of saying "no answer": the request
+// was flushed when the connection closed, or no server could be reached.
+func connectionLoss(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+}
+
+// Lock joins the queue and waits for its turn. It returns the path of our
+// node.
+func (q *Queue) Lock() (string, error) {
+	if q.path != "" {
+		return "", zk.ErrDeadlock
+	}
+	defer func() { q.GUID = "" }()
+	path, err := q.create()
+	if err != nil {
+		return "", err
+	}
+	if err := q.wait(path); err != nil {
+		if !errors.Is(err, ErrGone) {
+			q.delete(path)
+		}
+		return "", err
+	}
+	q.path = path
+	return path, nil
+}
+
+// Path is our node while we hold the lock.
+func (q *Queue) Path() string { return q.path }
+
+// Unlock deletes our node: with the fixed recipe, a delete that gets no
+// answer goes on in the background (guaranteed delete).
+func (q *Queue) Unlock() error {
+	if q.path == "" {
+		return zk.ErrNotLocked
+	}
+	path := q.path
+	q.path = ""
+	err := q.Conn.Delete(path, -1)
+	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) {
+		return nil
+	}
+	if q.Naive || !connectionLoss(err) {
+		return err
+	}
+	q.guaranteedDelete(path)
+	return nil
+}
+
+// guaranteedDelete retries the delete in the background until it is
+// answered, the node is gone, the session that owned it is gone (then so
+// is the node), or Stop is called.
+func (q *Queue) guaranteedDelete(path string) {
+	sid := q.Conn.SessionID()
+	stop := q.stopCh()
+	q.deleting.Add(1)
+	go func() {
+		defer q.deleting.Done()
+		for {
+			err := q.Conn.Delete(path, -1)
+			if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) || q.Conn.SessionID() != sid {
+				q.mu.Lock()
+				q.GuaranteedDeletes++
+				q.mu.Unlock()
+				return
+			}
+			t := time.NewTimer(q.Backoff)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
+				return
+			}
+		}
+	}()
+}
+
+func (q *Queue) stopCh() chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stop == nil {
+		q.stop = make(chan struct{})
+	}
+	return q.stop
+}
+
+// Stop ends the background deletes (call it before closing the
+// connection) and waits for them.
+func (q *Queue) Stop() {
+	ch := q.stopCh()
+	q.mu.Lock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	q.mu.Unlock()
+	q.deleting.Wait()
+}
+
+func (q *Queue) delete(path string) {
+	if q.Naive {
+		q.Conn.Delete(path, -1)
+		return
+	}
+	if err := q.Conn.Delete(path, -1); connectionLoss(err) {
+		q.guaranteedDelete(path)
+	}
+}
+
+// create makes our node, retrying creates that got no answer; a retry
+// first looks for a child carrying our GUID.
+func (q *Queue) create() (string, error) {
+	resume := q.GUID != ""
+	if !resume {
+		var guid [16]byte
+		src := q.Rand
+		if src == nil {
+			src = rand.Reader
+		}
+		if _, err := io.ReadFull(src, guid[:]); err != nil {
+			return "", err
+		}
+		q.GUID = fmt.Sprintf("%x", guid)
+	}
+	prefix := fmt.Sprintf("_c_%s-lock-", q.GUID)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 || resume {
+			path, found, err := q.findProtected(prefix)
+			if err != nil {
+				return "", err
+			}
+			if found {
+				return path, nil
+			}
+		}
+		path, err := q.Conn.Create(q.Dir+"/"+prefix, nil, zk.FlagEphemeral|zk.FlagSequence, q.ACL)
+		switch {
+		case err == nil:
+			return path, nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := q.makeParents(); err != nil {
+				return "", err
+			}
+		case errors.Is(err, zk.ErrSessionExpired):
+			// The node cannot exist: its session is gone. Try again
+			// (go-zookeeper makes a new session by itself).
+		case connectionLoss(err):
+			time.Sleep(q.Backoff)
+		default:
+			return "", err
+		}
+		if attempt > 50 {
+			return "", fmt.Errorf("gozk: giving up creating our node: %w", err)
+		}
+	}
+}
+
+// findProtected looks for the child named with our GUID. The fixed recipe
+// retries the lookup until it gets an answer; the naive one reports "not
+// found" at the first error, and its caller makes a second node.
+func (q *Queue) findProtected(prefix string) (string, bool, error) {
+	for i := 0; ; i++ {
+		kids, _, err := q.Conn.Children(q.Dir)
+		if err == nil {
+			for _, k := range kids {
+				if !strings.HasPrefix(k, prefix) {
+					continue
+				}
+				path := q.Dir + "/" + k
+				if q.Naive {
+					return path, true, nil
+				}
+				// CURATOR-604: a node of an earlier session of ours may
+				// still be there (the ensemble has not expired that session
+				// yet); it will vanish under us, so it is not ours to hold.
+				ok, st, err := q.Conn.Exists(path)
+				if err != nil || !ok {
+					continue
+				}
+				if st.EphemeralOwner == q.Conn.SessionID() {
+					return path, true, nil
+				}
+				q.Conn.Delete(path, -1)
+			}
+			return "", false, nil
+		}
+		if q.Naive || !connectionLoss(err) || i > 50 {
+			return "", false, nil
+		}
+		time.Sleep(q.Backoff)
+	}
+}
+
+func (q *Queue) makeParents() error {
+	for i := 1; i <= len(q.Dir); i++ {
+		if i < len(q.Dir) && q.Dir[i] != '/' {
+			continue
+		}
+		if _, err := q.Conn.Create(q.Dir[:i], nil, 0, q.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait loops until our node is the lowest, watching only our
+// predecessor. Connection losses are retried (the node is ephemeral: it
+// survives them as long as the session does).
+func (q *Queue) wait(path string) error {
+	ours := path[strings.LastIndexByte(path, '/')+1:]
+	for {
+		kids, _, err := q.Conn.Children(q.Dir)
+		if connectionLoss(err) && !q.Naive {
+			time.Sleep(q.Backoff)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		sortBySequence(kids)
+		i := indexOf(kids, ours)
+		if i < 0 {
+			return ErrGone
+		}
+		if i == 0 {
+			return nil
+		}
+		_, _, ch, err := q.Conn.GetW(q.Dir + "/" + kids[i-1])
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if connectionLoss(err) && !q.Naive {
+			time.Sleep(q.Backoff)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		ev := <-ch
+		if ev.Err != nil && (q.Naive || errors.Is(ev.Err, zk.ErrClosing)) {
+			return ev.Err
+		}
+		// A watch ended by the session's expiry or a closed connection:
+		// look again (our node tells whether the session survived).
+	}
+}
+
+// Sequence is the ten-digit suffix of a sequential node's name.
+func Sequence(name string) (int64, bool) {
+	if len(name) < 10 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(name[len(name)-10:], 10, 64)
+	return n, err == nil
+}
+
+func sortBySequence(names []string) {
+	sort.SliceStable(names, func(i, j int) bool {
+		a, _ := Sequence(names[i])
+		b, _ := Sequence(names[j])
+		return a < b
+	})
+}
+
+func indexOf(names []string, s string) int {
+	for i, n := range names {
+		if n == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,772 @@
+// Package ensemble is a simulated ZooKeeper ensemble that speaks the
+// client wire protocol (package wire) to an unmodified
+// github.com/go-zookeeper/zk client over fake TCP connections, inside a
+// testing/synctest bubble.
+//
+// What it models, after ZooKeeper 3.8's Zab and server pipeline:
+//   - 1, 3 or 5 servers; one leader; a write is forwarded to the leader,
+//     prepared there against the authoritative tree, committed once a
+//     quorum of servers can log it, and applied by each server when the
+//     commit reaches it (PeerLatency, plus a per-server ApplyLag). The
+//     server the client talks to replies only after applying, so a client
+//     always reads its own writes; other servers may still show the old
+//     tree (this is the CURATOR-604 window).
+//   - requests of one connection are answered in order (FIFO per session);
+//     reads are answered from the local server's copy.
+//   - a failed write still consumes a zxid, as ZooKeeper logs it as an
+//     error transaction; creating and closing a session are transactions.
+//   - the leader expires sessions: each session's deadline is its last
+//     contact plus its timeout, rounded up to a tick (ExpiryQueue); the
+//     closeSession transaction deletes its ephemeral nodes and, when the
+//     server holding the client's connection applies it, that server closes
+//     the connection so the client learns the session expired on reconnect.
+//   - a leader crash stops writes: the others notice at once (the TCP
+//     connection to it breaks), go LOOKING, close their clients' connections
+//     and elect a new leader after ElectionTime: the member of a majority of
+//     mutually reachable servers with the highest logged zxid, then the
+//     highest id (FastLeaderElection's order). Every session's deadline is
+//     restarted by the new leader.
+//   - a partition is noticed after SyncLimit ticks (the follower's read
+//     timeout on the leader, the leader's ack timeout): a server cut off
+//     from the quorum then stops serving and closes its clients'
+//     connections; a leader left without a quorum steps down. Until then
+//     writes stall and reads on the minority are stale.
+//   - a client reconnecting with session id and password resumes its
+//     session on any serving server; a server whose tree is older than the
+//     zxid the client last saw refuses the connection (closes it).
+//   - network faults act on connections as TCP does: a partition holds
+//     messages (delivered in order once it heals, if the connection still
+//     exists); Drop resets a connection (the client reconnects and
+//     re-registers its watches with setWatches); a crashed server resets
+//     its connections.
+//
+// ZooKeeper's defaults, used when a Config field is zero: tickTime 2 s,
+// initLimit 10 ticks, syncLimit 5 ticks, session timeouts clamped to
+// [2, 20] ticks. ElectionTime defaults to 400 ms: FastLeaderElection's
+// 200 ms finalize wait plus the new leader's sync with its followers
+// (measured elections take a few hundred milliseconds to a few seconds;
+// initLimit bounds the sync at 20 s).
+//
+// Not modelled: ACL checks (ACLs are required but not enforced), auth,
+// containers and TTL nodes, observers, reconfig, sync() (answered at once),
+// the 1 MB jute.maxbuffer limit on writes.
+package ensemble
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/locklab/locklab/sim/zk/wire"
+)
+
+const maxFrame = 4 << 20
+
+// Config sizes and times an ensemble.
+type Config struct {
+	Servers           int           // 1, 3 or 5 (default 3)
+	TickTime          time.Duration // default 2 s
+	InitLimit         int           // ticks; default 10 (documentation only: bounds ElectionTime)
+	SyncLimit         int           // ticks; default 5: how long a partition goes unnoticed
+	ElectionTime      time.Duration // default 400 ms
+	ClientLatency     time.Duration // one way, client to server; default 1 ms
+	PeerLatency       time.Duration // one way, server to server; default 1 ms
+	ApplyLag          map[int]time.Duration
+	MinSessionTimeout time.Duration // default 2 ticks
+	MaxSessionTimeout time.Duration // default 20 ticks
+}
+
+func (c Config) withDefaults() Config {
+	if c.Servers == 0 {
+		c.Servers = 3
+	}
+	if c.TickTime == 0 {
+		c.TickTime = 2 * time.Second
+	}
+	if c.InitLimit == 0 {
+		c.InitLimit = 10
+	}
+	if c.SyncLimit == 0 {
+		c.SyncLimit = 5
+	}
+	if c.ElectionTime == 0 {
+		c.ElectionTime = 400 * time.Millisecond
+	}
+	if c.ClientLatency == 0 {
+		c.ClientLatency = time.Millisecond
+	}
+	if c.PeerLatency == 0 {
+		c.PeerLatency = time.Millisecond
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = 2 * c.TickTime
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = 20 * c.TickTime
+	}
+	return c
+}
+
+// Stats are an ensemble's counters, for reports and benchmarks.
+type Stats struct {
+	Events          int64 // events the loop delivered
+	Messages        int64 // client messages delivered (both directions)
+	Notifications   int64 // watch notifications sent to clients
+	SessionsExpired int64
+	Elections       int64
+}
+
+// Stats reads the counters (safe while the ensemble runs).
+func (e *Ensemble) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Lost lists the messages LoseNext ate and the crashes CrashLeaderOn
+// caused, in order.
+func (e *Ensemble) Lost() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string{}, e.lost...)
+}
+
+// Ensemble is the simulated ZooKeeper service. Create it inside a
+// synctest bubble with New and Stop it before the bubble ends.
+type Ensemble struct {
+	mu  sync.Mutex
+	cfg Config
+
+	servers []*server
+	byName  map[string]*server
+	leader  int // index into servers, -1 while there is none
+	epoch   int64
+	counter int64
+	auth    *tree // the leader's authoritative tree (what is committed)
+	log     []*txn
+	stalled []*proposal // writes waiting for a quorum
+
+	sessions    map[int64]*session
+	nextSession int64
+	ticking     bool
+	electing    bool
+
+	cuts      map[[2]string]bool
+	lossRules []lossRule
+	conns     []*Conn
+	hostConns map[string]int
+	delays    map[string]time.Duration
+	paused    map[string]bool
+	resumed   chan struct{} // closed and replaced on every Resume
+	start     time.Time
+
+	queue    eventQueue
+	seq      uint64
+	kick     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+	stopping bool
+
+	digest hash.Hash
+	// Trace, if set, gets one line per delivered message.
+	Trace io.Writer
+
+	stats Stats
+	lost  []string
+}
+
+type server struct {
+	e       *Ensemble
+	id      int // 1-based, as in zoo.cfg server.N
+	name    string
+	up      bool
+	serving bool  // following the current leader (or leading) and serving clients
+	logged  int   // how many log entries it has logged
+	applied int   // how many it has applied to its tree
+	tree    *tree // its applied copy
+	conns   []*Conn
+
+	dataW  map[string]map[*Conn]bool // set by exists and getData
+	childW map[string]map[*Conn]bool // set by getChildren
+}
+
+type session struct {
+	id        int64
+	passwd    []byte
+	timeout   time.Duration
+	lastTouch time.Time
+	conn      *Conn // where the client is connected now
+	closing   bool
+}
+
+// txn is a committed transaction as every server replays it.
+type txn struct {
+	zxid    int64
+	ms      int64
+	effects []effect
+	res     result
+	origin  *Conn // the connection whose request it answers (nil if none)
+	xid     int32 // the request's xid
+	kind    int32 // wire op, or opCreateSession / opCloseSession
+	session int64 // for session transactions
+	connect *connectReply
+}
+
+type connectReply struct {
+	resp wire.ConnectResponse
+}
+
+const (
+	opCreateSession int32 = -10
+	opCloseSession  int32 = -11 // wire.OpClose; also used for expiry
+)
+
+type proposal struct {
+	req    wire.Request
+	origin *Conn
+	kind   int32
+	sess   int64
+	apply  func(*txn)
+}
+
+// New builds and starts an ensemble: servers zk1…zkN, zkN the first leader
+// (FastLeaderElection's tie-break on the highest id when all logs are
+// empty). It must be called inside a synctest bubble.
+func New(cfg Config) *Ensemble {
+	cfg = cfg.withDefaults()
+	e := &Ensemble{
+		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
+		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{}, paused: map[string]bool{}, resumed: make(chan struct{}),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+		start: time.Now(), digest: sha256.New(),
+	}
+	for i := 1; i <= cfg.Servers; i++ {
+		s := &server{e: e, id: i, name: fmt.Sprintf("zk%d", i), up: true, tree: newTree(),
+			dataW: map[string]map[*Conn]bool{}, childW: map[string]map[*Conn]bool{}}
+		e.servers = append(e.servers, s)
+		e.byName[s.name] = s
+	}
+	e.leader = len(e.servers) - 1
+	e.epoch = 1
+	for _, s := range e.servers {
+		s.serving = true
+	}
+	go e.loop()
+	return e
+}
+
+// Stop ends the loop and resets every connection still open, so the
+// clients' goroutines can end with the bubble.
+func (e *Ensemble) Stop() {
+	e.mu.Lock()
+	e.stopping = true
+	for _, c := range e.conns {
+		c.reset()
+	}
+	e.mu.Unlock()
+	close(e.stop)
+	<-e.stopped
+}
+
+// Addrs are the servers' addresses for zk.Connect.
+func (e *Ensemble) Addrs() []string {
+	var out []string
+	for _, s := range e.servers {
+		out = append(out, s.name+":2181")
+	}
+	return out
+}
+
+// Connect opens an unmodified go-zookeeper client on host: the ensemble's
+// dialer, a deterministic host provider starting at server start, and
+// go-zookeeper's log lines silenced, and 64 KiB buffers each way instead
+// of the default 1.5 MiB (a hundred clients would otherwise allocate 300
+// MiB; ZooKeeper's own limit on a packet is 1 MiB, and no recipe here comes
+// near 64 KiB). cb, if not nil, is the client's event callback
+// (zk.WithEventCallback).
+func (e *Ensemble) Connect(host string, start int, sessionTimeout time.Duration, cb zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+	if cb == nil {
+		cb = func(zk.Event) {}
+	}
+	return zk.Connect(e.Addrs(), sessionTimeout,
+		zk.WithDialer(e.Dialer(host)), zk.WithHostProvider(NewHostProvider(start)),
+		zk.WithLogger(quietLogger{}), zk.WithEventCallback(cb),
+		zk.WithMaxBufferSize(64<<10), zk.WithMaxConnBufferSize(64<<10))
+}
+
+func (e *Ensemble) majority() int { return len(e.servers)/2 + 1 }
+
+func (e *Ensemble) ms() int64 { return e.now().Sub(e.start).Milliseconds() }
+
+func (e *Ensemble) nextZxid() int64 {
+	e.counter++
+	return e.epoch<<32 | e.counter
+}
+
+// cut reports whether a and b (host or server names) cannot reach each
+// other.
+func (e *Ensemble) cut(a, b string) bool {
+	if e.paused[a] || e.paused[b] {
+		return true
+	}
+	if a > b {
+		a, b = b, a
+	}
+	return e.cuts[[2]string{a, b}]
+}
+
+func (e *Ensemble) reachable(a, b *server) bool {
+	return a == b || (a.up && b.up && !e.cut(a.name, b.name))
+}
+
+// Leader is the name of the current leader, "" during an election.
+func (e *Ensemble) Leader() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leader < 0 {
+		return ""
+	}
+	return e.servers[e.leader].name
+}
+
+// Tree dumps a server's copy of the tree under path (see tree.dump).
+func (e *Ensemble) Tree(serverName, under string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.byName[serverName].tree.dump(under)
+}
+
+// Committed dumps the committed tree under path.
+func (e *Ensemble) Committed(under string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.auth.dump(under)
+}
+
+// SessionAlive reports whether the leader still has the session.
+func (e *Ensemble) SessionAlive(id int64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sessions[id] != nil
+}
+
+// ---- proposals and commits ----
+
+// propose is a write arriving at the leader.
+func (e *Ensemble) propose(p *proposal) {
+	if e.leader < 0 || !e.hasQuorum() {
+		e.stalled = append(e.stalled, p)
+		return
+	}
+	e.commit(p)
+}
+
+func (e *Ensemble) hasQuorum() bool {
+	if e.leader < 0 {
+		return false
+	}
+	l := e.servers[e.leader]
+	n := 0
+	for _, s := range e.servers {
+		if s.serving && e.reachable(l, s) {
+			n++
+		}
+	}
+	return l.up && n >= e.majority()
+}
+
+func (e *Ensemble) commit(p *proposal) {
+	t := &txn{zxid: e.nextZxid(), ms: e.ms(), origin: p.origin, xid: p.req.Xid, kind: p.kind, session: p.sess}
+	switch p.kind {
+	case opCreateSession:
+	case opCloseSession:
+		t.effects = e.auth.closeSession(p.sess, t.zxid, t.ms)
+		delete(e.sessions, p.sess)
+	default:
+		t.effects, t.res = e.auth.prepare(p.req, p.sess, t.zxid, t.ms)
+	}
+	e.auth.zxid = t.zxid
+	if p.apply != nil {
+		p.apply(t)
+	}
+	e.log = append(e.log, t)
+	// The proposal goes to every follower; the leader commits when a
+	// quorum acked (one round trip), and each server applies when the
+	// commit reaches it.
+	l := e.servers[e.leader]
+	idx := len(e.log)
+	for _, s := range e.servers {
+		if !s.serving || !e.reachable(l, s) {
+			continue
+		}
+		s.logged = idx
+		d := 2 * e.cfg.PeerLatency
+		if s != l {
+			d += e.cfg.PeerLatency + e.cfg.ApplyLag[s.id]
+		}
+		s := s
+		e.after(d, func() { s.applyUpTo(idx) })
+	}
+}
+
+// applyUpTo applies log entries on one server, firing its watches and
+// answering its clients.
+func (s *server) applyUpTo(idx int) {
+	e := s.e
+	if !s.up {
+		return
+	}
+	for s.applied < idx && s.applied < len(e.log) {
+		t := e.log[s.applied]
+		s.applied++
+		s.applyTxn(t)
+	}
+}
+
+func (s *server) applyTxn(t *txn) {
+	e := s.e
+	var trig []trigger
+	for _, ef := range t.effects {
+		trig = append(trig, s.tree.apply(ef, t.zxid, t.ms)...)
+	}
+	if t.zxid > s.tree.zxid {
+		s.tree.zxid = t.zxid
+	}
+	s.fire(trig, t.zxid)
+	if t.origin != nil && t.origin.server == s && !t.origin.srvGone {
+		c := t.origin
+		switch t.kind {
+		case opCreateSession:
+			c.sendDown(t.connect.resp.Frame(), false)
+		case opCloseSession:
+			c.sendDown(wire.ReplyHeader(t.xid, t.zxid, wire.ErrOK).Frame(), false)
+			c.serverClose()
+		default:
+			c.sendDown(encodeResult(t.xid, t.zxid, t.res), false)
+		}
+		c.busy = false
+		s.pump(c)
+	}
+	if t.kind == opCloseSession && t.origin == nil {
+		// An expired session: the server holding its connection closes
+		// it (FinalRequestProcessor → closeSession).
+		for _, c := range append([]*Conn{}, s.conns...) {
+			if c.session != nil && c.session.id == t.session {
+				c.serverClose()
+			}
+		}
+	}
+	_ = e
+}
+
+// ---- sessions ----
+
+func (e *Ensemble) touch(sess *session) {
+	if e.sessions[sess.id] == sess {
+		sess.lastTouch = e.now()
+	}
+	e.startTicking()
+}
+
+func (e *Ensemble) startTicking() {
+	if e.ticking || len(e.sessions) == 0 {
+		return
+	}
+	e.ticking = true
+	tick := e.cfg.TickTime
+	elapsed := e.now().Sub(e.start)
+	next := (elapsed/tick + 1) * tick
+	e.at(e.start.Add(next), 0, "", 0, e.expireTick)
+}
+
+// expireTick is the leader's SessionTracker: at each tick boundary it
+// expires every session whose deadline, rounded up to a tick, has passed.
+func (e *Ensemble) expireTick() {
+	e.ticking = false
+	if len(e.sessions) == 0 {
+		return
+	}
+	if e.leader >= 0 && e.hasQuorum() {
+		now := e.now()
+		var ids []int64
+		for id := range e.sessions {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			s := e.sessions[id]
+			if s.closing {
+				continue
+			}
+			dl := s.lastTouch.Add(s.timeout)
+			tick := e.cfg.TickTime
+			rounded := e.start.Add((dl.Sub(e.start) + tick - 1) / tick * tick)
+			if !rounded.After(now) {
+				s.closing = true
+				e.stats.SessionsExpired++
+				e.commit(&proposal{kind: opCloseSession, sess: id})
+			}
+		}
+	}
+	e.startTicking()
+}
+
+// ---- failures ----
+
+// Crash stops a server: its connections are reset, and if it led, the
+// others start an election.
+func (e *Ensemble) Crash(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.crash(name)
+}
+
+func (e *Ensemble) crash(name string) {
+	s := e.byName[name]
+	if s == nil || !s.up {
+		return
+	}
+	s.up = false
+	s.stopServing()
+	if e.leader == s.id-1 {
+		e.loseLeader()
+	} else if e.leader >= 0 && !e.hasQuorum() {
+		e.loseLeader()
+	}
+}
+
+// Restart brings a crashed server back with its log (ZooKeeper fsyncs
+// before acking); it joins the leader, or an election, after ElectionTime.
+func (e *Ensemble) Restart(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.byName[name]
+	if s == nil || s.up {
+		return
+	}
+	s.up = true
+	// It rebuilds its tree from its log.
+	s.tree = newTree()
+	s.applied = 0
+	for s.applied < s.logged {
+		t := e.log[s.applied]
+		s.applied++
+		for _, ef := range t.effects {
+			s.tree.apply(ef, t.zxid, t.ms)
+		}
+		s.tree.zxid = t.zxid
+	}
+	e.scheduleElection()
+}
+
+// Partition cuts every link between a and b (client hosts or server
+// names). Links are symmetric.
+func (e *Ensemble) Partition(a, b string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a > b {
+		a, b = b, a
+	}
+	e.cuts[[2]string{a, b}] = true
+	// A cut between servers is noticed after syncLimit ticks.
+	if e.byName[a] != nil && e.byName[b] != nil {
+		e.after(time.Duration(e.cfg.SyncLimit)*e.cfg.TickTime, e.checkQuorum)
+	}
+}
+
+// Heal restores the link between a and b; held messages are delivered.
+func (e *Ensemble) Heal(a, b string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a > b {
+		a, b = b, a
+	}
+	delete(e.cuts, [2]string{a, b})
+	for _, c := range e.conns {
+		if !e.cut(c.host, c.server.name) && len(c.stalled) > 0 {
+			c.release()
+		}
+	}
+	if e.byName[a] != nil && e.byName[b] != nil {
+		// A follower healed before anyone noticed the cut still has its
+		// connection to the leader: the proposals it missed arrive now
+		// (TCP retransmits them), and it applies them.
+		if e.leader >= 0 {
+			l := e.servers[e.leader]
+			for _, s := range e.servers {
+				if s.serving && s != l && e.reachable(l, s) && s.logged < len(e.log) {
+					s.logged = len(e.log)
+					idx, s := len(e.log), s
+					e.after(2*e.cfg.PeerLatency+e.cfg.ApplyLag[s.id], func() { s.applyUpTo(idx) })
+				}
+			}
+		}
+		e.scheduleElection()
+		e.flushStalled()
+	}
+}
+
+// Pause freezes a client host as a long GC pause or a stopped VM does:
+// nothing it sends leaves and nothing sent to it is read until Resume (its
+// connections hold the bytes, as the kernel's socket buffers would), and
+// it dials nobody. The client library's own timers still run in the
+// bubble: on resume they fire at once, as they would on a real host.
+func (e *Ensemble) Pause(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.paused[host] = true
+}
+
+// Resume ends a Pause: held messages go out in order.
+func (e *Ensemble) Resume(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.paused, host)
+	close(e.resumed)
+	e.resumed = make(chan struct{})
+	for _, c := range e.conns {
+		if c.host == host && !e.cut(c.host, c.server.name) && len(c.stalled) > 0 {
+			c.release()
+		}
+	}
+}
+
+// Drop resets every connection of a client host (a lost TCP segment that
+// the stack gives up on, modelled as the reset it ends in).
+func (e *Ensemble) Drop(host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.conns {
+		if c.host == host && !c.closed && c.rdErr == nil {
+			c.reset()
+		}
+	}
+}
+
+func (s *server) stopServing() {
+	s.serving = false
+	for _, c := range append([]*Conn{}, s.conns...) {
+		if s.up {
+			c.serverClose()
+		} else {
+			c.reset()
+		}
+	}
+}
+
+// checkQuorum runs syncLimit ticks after a partition: followers cut from
+// the leader stop serving; a leader without a quorum steps down.
+func (e *Ensemble) checkQuorum() {
+	if e.leader < 0 {
+		e.scheduleElection()
+		return
+	}
+	l := e.servers[e.leader]
+	if !e.hasQuorum() {
+		e.loseLeader()
+		return
+	}
+	for _, s := range e.servers {
+		if s.serving && !e.reachable(l, s) {
+			s.stopServing()
+		}
+	}
+}
+
+func (e *Ensemble) loseLeader() {
+	e.leader = -1
+	for _, s := range e.servers {
+		if s.serving {
+			s.stopServing()
+		}
+	}
+	e.stalled = nil
+	e.scheduleElection()
+}
+
+func (e *Ensemble) scheduleElection() {
+	if e.electing {
+		return
+	}
+	e.electing = true
+	e.after(e.cfg.ElectionTime, e.elect)
+}
+
+// elect runs after ElectionTime: LOOKING servers that can reach the
+// leader join it; with no leader, a majority of mutually reachable servers
+// elects the one with the most logged transactions, then the highest id.
+func (e *Ensemble) elect() {
+	e.electing = false
+	if e.leader >= 0 {
+		l := e.servers[e.leader]
+		for _, s := range e.servers {
+			if s.up && !s.serving && e.reachable(l, s) {
+				s.follow()
+			}
+		}
+		e.flushStalled()
+		return
+	}
+	for _, c := range e.servers {
+		if !c.up {
+			continue
+		}
+		var group []*server
+		for _, s := range e.servers {
+			if e.reachable(c, s) {
+				group = append(group, s)
+			}
+		}
+		if len(group) < e.majority() {
+			continue
+		}
+		best := group[0]
+		for _, s := range group[1:] {
+			if s.logged > best.logged || (s.logged == best.logged && s.id > best.id) {
+				best = s
+			}
+		}
+		e.stats.Elections++
+		e.leader = best.id - 1
+		e.epoch++
+		e.counter = 0
+		for _, s := range group {
+			s.follow()
+		}
+		// The new leader restarts every session's clock.
+		now := e.now()
+		for _, ss := range e.sessions {
+			ss.lastTouch = now
+			ss.closing = false
+		}
+		e.startTicking()
+		e.flushStalled()
+		return
+	}
+}
+
+// follow syncs a server with the log (DIFF/SNAP) and lets it serve.
+func (s *server) follow() {
+	s.logged = len(s.e.log)
+	s.applyUpTo(s.logged)
+	s.serving = true
+}
+
+func (e *Ensemble) flushStalled() {
+	if !e.hasQuorum() {
+		return
+	}
+	held := e.stalled
+	e.stalled = nil
+	for _, p := range held {
+		if p.origin != nil && p.origin.srvGone {
+			continue
+		}
+		e.commit(p)
+	}
+}

@@ -1,0 +1,587 @@
+package ensemble
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing/synctest"
+	"time"
+
+	"github.com/locklab/locklab/sim/zk/wire"
+)
+
+// The transport: fake TCP connections between client hosts and servers,
+// and the one loop that delivers every message.
+//
+// Determinism inside a synctest bubble: every message is an event with a
+// virtual delivery time and a key (connection, sequence number). The loop
+// first lets every goroutine woken at the current instant run until it
+// blocks (synctest.Wait), then delivers one due event, then waits again.
+// Events due at the same instant are delivered in key order, never in the
+// order goroutines happened to write them. Latencies are positive, so a
+// message written at instant t is delivered strictly later.
+
+type event struct {
+	at   time.Time
+	kind int    // 0 internal, 1 client→server, 2 server→client
+	host string // the client host of the connection
+	key  int64  // the host's connection number<<32 | per-direction sequence
+	seq  uint64
+	fn   func()
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	a, b := q[i], q[j]
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	if a.host != b.host {
+		return a.host < b.host
+	}
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return a.seq < b.seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// at schedules fn (run under e.mu by the loop) at instant t.
+func (e *Ensemble) at(t time.Time, kind int, host string, key int64, fn func()) {
+	e.seq++
+	heap.Push(&e.queue, &event{at: t, kind: kind, host: host, key: key, seq: e.seq, fn: fn})
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Ensemble) after(d time.Duration, fn func()) { e.at(e.now().Add(d), 0, "", 0, fn) }
+
+func (e *Ensemble) now() time.Time { return time.Now() }
+
+// loop is the ensemble's clockwork; it runs until Stop.
+func (e *Ensemble) loop() {
+	defer close(e.stopped)
+	for {
+		synctest.Wait()
+		e.mu.Lock()
+		if e.stopping {
+			e.mu.Unlock()
+			return
+		}
+		now := e.now()
+		if len(e.queue) > 0 && !e.queue[0].at.After(now) {
+			ev := heap.Pop(&e.queue).(*event)
+			ev.fn()
+			e.stats.Events++
+			e.mu.Unlock()
+			continue
+		}
+		var timer *time.Timer
+		var tc <-chan time.Time
+		if len(e.queue) > 0 {
+			timer = time.NewTimer(e.queue[0].at.Sub(now))
+			tc = timer.C
+		}
+		e.mu.Unlock()
+		select {
+		case <-e.kick:
+		case <-tc:
+		case <-e.stop:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// traceMsg feeds the run's digest with every delivery: instant,
+// direction, connection, server and the bytes. Two runs with the same
+// inputs must give the same digest.
+func (e *Ensemble) traceMsg(dir string, c *Conn, msg []byte, fin bool) {
+	fmt.Fprintf(e.digest, "%d %s %d %s %s %v %x\n", e.now().Sub(e.start), dir, c.id, c.host, c.server.name, fin, msg)
+	if e.Trace != nil {
+		fmt.Fprintf(e.Trace, "%v %s %s#%d %s fin=%v %x\n", e.now().Sub(e.start), dir, c.host, c.id, c.server.name, fin, msg)
+	}
+	e.stats.Messages++
+}
+
+// Digest is a hash of every message delivered so far.
+func (e *Ensemble) Digest() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprintf("%x", e.digest.Sum(nil))
+}
+
+// Conn is the client end of one simulated TCP connection to a server; it
+// is the net.Conn go-zookeeper's Dialer returns.
+type Conn struct {
+	e      *Ensemble
+	id     int    // per host
+	host   string // client host
+	server *server
+
+	// client side
+	in       []byte
+	notify   chan struct{}
+	closed   bool  // the client closed it
+	rdErr    error // set when the stream ends (EOF) or is reset
+	deadline time.Time
+	upSeq    int64
+	partial  []byte
+
+	// server side
+	srvGone   bool // the server side is closed
+	handshook bool
+	session   *session
+	fifo      []pendingReq
+	busy      bool
+	downSeq   int64
+	stalled   []stalledMsg // held by a partition, in order
+	lastTouch time.Time
+	dropReply int32 // the xid whose reply a LoseNext rule eats
+	// lastUp and lastDown are the arrival times of the last message each
+	// way, so a delay that ends cannot reorder the stream.
+	lastUp, lastDown time.Time
+}
+
+type stalledMsg struct {
+	up  bool
+	msg []byte // nil for a FIN
+	fin bool
+}
+
+var errReset = errors.New("zk sim: connection reset by peer")
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "zk sim: i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+type simAddr string
+
+func (a simAddr) Network() string { return "tcp" }
+func (a simAddr) String() string  { return string(a) }
+
+func (c *Conn) signal() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Read blocks on a channel of the bubble (durably, in synctest's sense)
+// until data, end of stream, reset or the read deadline.
+func (c *Conn) Read(p []byte) (int, error) {
+	for {
+		c.e.mu.Lock()
+		if len(c.in) > 0 {
+			n := copy(p, c.in)
+			c.in = c.in[n:]
+			c.e.mu.Unlock()
+			return n, nil
+		}
+		if c.closed {
+			c.e.mu.Unlock()
+			return 0, net.ErrClosed
+		}
+		if c.rdErr != nil {
+			err := c.rdErr
+			c.e.mu.Unlock()
+			return 0, err
+		}
+		dl := c.deadline
+		c.e.mu.Unlock()
+		var tc <-chan time.Time
+		var timer *time.Timer
+		if !dl.IsZero() {
+			d := time.Until(dl)
+			if d <= 0 {
+				return 0, &net.OpError{Op: "read", Net: "tcp", Err: timeoutError{}}
+			}
+			timer = time.NewTimer(d)
+			tc = timer.C
+		}
+		select {
+		case <-c.notify:
+		case <-tc:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// Write cuts the stream into frames and sends each as one message.
+func (c *Conn) Write(p []byte) (int, error) {
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	if c.rdErr == errReset {
+		return 0, errReset
+	}
+	c.partial = append(c.partial, p...)
+	for {
+		body, rest, ok, err := wire.SplitFrame(c.partial, maxFrame)
+		if err != nil {
+			c.partial = nil
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		msg := append([]byte{}, body...)
+		c.partial = append([]byte{}, rest...)
+		c.sendUp(msg, false)
+	}
+	return len(p), nil
+}
+
+func (c *Conn) sendUp(msg []byte, fin bool) {
+	c.upSeq++
+	e := c.e
+	at := c.arrival(&c.lastUp)
+	e.at(at, 1, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin) })
+}
+
+// arrival is when a message sent now on this connection arrives: the
+// client latency plus any delay fault on its host, never before the
+// message sent before it (a stream keeps its order, as TCP does).
+func (c *Conn) arrival(last *time.Time) time.Time {
+	at := c.e.now().Add(c.e.cfg.ClientLatency + c.e.delays[c.host])
+	if at.Before(*last) {
+		at = *last
+	}
+	*last = at
+	return at
+}
+
+// Delay adds d to the one-way latency of every message to and from host
+// (0 ends the fault). Messages stay in order; a delay beyond the client's
+// read timeout makes it give up on the connection and reconnect.
+func (e *Ensemble) Delay(host string, d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d == 0 {
+		delete(e.delays, host)
+		return
+	}
+	e.delays[host] = d
+}
+
+func (c *Conn) deliverUp(msg []byte, fin bool) {
+	c.e.traceMsg("up", c, msg, fin)
+	if c.srvGone {
+		return
+	}
+	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, true) {
+		c.stalled = append(c.stalled, stalledMsg{up: true, msg: msg, fin: fin})
+		return
+	}
+	if fin {
+		c.server.dropConn(c)
+		return
+	}
+	if c.handshook && len(msg) >= 8 {
+		xid, op := int32(binary.BigEndian.Uint32(msg)), int32(binary.BigEndian.Uint32(msg[4:]))
+		for i, r := range c.e.lossRules {
+			if r.host != c.host || r.op != op {
+				continue
+			}
+			c.e.lossRules = append(c.e.lossRules[:i], c.e.lossRules[i+1:]...)
+			if r.crashLeader {
+				c.server.handleFrame(c, msg)
+				if c.e.leader >= 0 {
+					c.e.lost = append(c.e.lost, fmt.Sprintf("%v leader %s crashed as %s's op %d xid %d arrived", c.e.now().Sub(c.e.start), c.e.servers[c.e.leader].name, c.host, op, xid))
+					c.e.crash(c.e.servers[c.e.leader].name)
+				}
+				return
+			}
+			c.e.lost = append(c.e.lost, fmt.Sprintf("%v %s op %d xid %d (%s)", c.e.now().Sub(c.e.start), c.host, op, xid, map[bool]string{false: "request lost", true: "reply lost"}[r.reply]))
+			if !r.reply {
+				c.reset()
+				return
+			}
+			c.dropReply = xid
+			break
+		}
+	}
+	c.server.handleFrame(c, msg)
+}
+
+type lossRule struct {
+	host        string
+	op          int32
+	reply       bool
+	crashLeader bool
+}
+
+// CrashLeaderOn arms a one-shot fault: when the next request with this op
+// code from host reaches its server, the leader crashes.
+func (e *Ensemble) CrashLeaderOn(host string, op int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lossRules = append(e.lossRules, lossRule{host: host, op: op, crashLeader: true})
+}
+
+// LoseNext arms a one-shot fault on the next request with this op code
+// from host: the request (reply=false: it never takes effect) or its reply
+// (reply=true: it takes effect, the client never hears) is lost, and, as
+// with TCP, the connection breaks: the client sees ConnectionLoss and
+// reconnects.
+func (e *Ensemble) LoseNext(host string, op int32, reply bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lossRules = append(e.lossRules, lossRule{host: host, op: op, reply: reply})
+}
+
+// sendDown sends a frame (or, with fin, the end of the stream) from the
+// server to the client.
+func (c *Conn) sendDown(frame []byte, fin bool) {
+	if c.dropReply != 0 && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) == c.dropReply {
+		c.dropReply = 0
+		c.reset()
+		return
+	}
+	c.downSeq++
+	e := c.e
+	at := c.arrival(&c.lastDown)
+	e.at(at, 2, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
+}
+
+func (c *Conn) deliverDown(frame []byte, fin bool) {
+	c.e.traceMsg("down", c, frame, fin)
+	if c.closed || c.rdErr != nil {
+		return
+	}
+	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, false) {
+		c.stalled = append(c.stalled, stalledMsg{msg: frame, fin: fin})
+		return
+	}
+	if fin {
+		c.rdErr = errEOF
+	} else {
+		c.in = append(c.in, frame...)
+	}
+	c.signal()
+}
+
+var errEOF = io.EOF
+
+func hasStalled(s []stalledMsg, up bool) bool {
+	for _, m := range s {
+		if m.up == up {
+			return true
+		}
+	}
+	return false
+}
+
+// release re-sends the messages a partition held, in their order, once
+// the link heals (TCP retransmission).
+func (c *Conn) release() {
+	held := c.stalled
+	c.stalled = nil
+	for _, m := range held {
+		m := m
+		if m.up {
+			c.sendUp(m.msg, m.fin)
+		} else {
+			c.sendDown(m.msg, m.fin)
+		}
+	}
+}
+
+// reset breaks the connection at once on both ends, as a TCP RST does: the
+// client's next read fails, the server forgets the connection.
+func (c *Conn) reset() {
+	if c.rdErr == nil {
+		c.rdErr = errReset
+	}
+	c.stalled = nil
+	c.signal()
+	if !c.srvGone {
+		c.server.dropConn(c)
+	}
+}
+
+// serverClose is the server closing the socket: the client reads what was
+// already sent, then end of stream.
+func (c *Conn) serverClose() {
+	if c.srvGone {
+		return
+	}
+	c.server.dropConn(c)
+	c.sendDown(nil, true)
+}
+
+// Close is the client closing the socket.
+func (c *Conn) Close() error {
+	c.e.mu.Lock()
+	defer c.e.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.signal()
+	if !c.srvGone && c.rdErr != errReset {
+		c.sendUp(nil, true)
+	}
+	return nil
+}
+
+func (c *Conn) LocalAddr() net.Addr  { return simAddr(c.host + ":40000") }
+func (c *Conn) RemoteAddr() net.Addr { return simAddr(c.server.name + ":2181") }
+func (c *Conn) SetDeadline(t time.Time) error {
+	return c.SetReadDeadline(t)
+}
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.e.mu.Lock()
+	c.deadline = t
+	c.e.mu.Unlock()
+	c.signal()
+	return nil
+}
+
+// SetWriteDeadline is a no-op: writes never block in the simulation (the
+// socket buffer is unbounded).
+func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
+
+// Dialer returns a go-zookeeper Dialer for a client on host. Dialing a
+// crashed server is refused at once; dialing across a partition fails after
+// the client's connect timeout, as a SYN that is never answered does.
+func (e *Ensemble) Dialer(host string) func(network, address string, timeout time.Duration) (net.Conn, error) {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		name := address
+		if i := strings.LastIndexByte(name, ':'); i >= 0 {
+			name = name[:i]
+		}
+		e.mu.Lock()
+		for e.paused[host] && !e.stopping {
+			ch := e.resumed
+			e.mu.Unlock()
+			select {
+			case <-ch:
+			case <-e.stop:
+			}
+			e.mu.Lock()
+		}
+		s := e.byName[name]
+		if s == nil {
+			e.mu.Unlock()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("no such host %q", name)}
+		}
+		if !s.up {
+			e.mu.Unlock()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
+		}
+		if e.stopping {
+			e.mu.Unlock()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
+		}
+		if e.cut(host, name) {
+			e.mu.Unlock()
+			// A SYN that is never answered; Stop ends the wait so the
+			// client's goroutines can leave the bubble.
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-e.stop:
+			}
+			return nil, &net.OpError{Op: "dial", Net: network, Err: timeoutError{}}
+		}
+		// Connections are numbered per client host: one host dials from
+		// one goroutine at a time, so the numbers never depend on which
+		// client's goroutine ran first.
+		e.hostConns[host]++
+		c := &Conn{e: e, id: e.hostConns[host], host: host, server: s, notify: make(chan struct{}, 1)}
+		s.conns = append(s.conns, c)
+		e.conns = append(e.conns, c)
+		e.mu.Unlock()
+		return c, nil
+	}
+}
+
+// HostProvider is go-zookeeper's HostProvider without DNS and without the
+// client's random shuffle: servers are tried in name order starting at a
+// given index, so every run connects the same way. retryStart follows
+// DNSHostProvider: true when the provider comes back round to the server
+// it last connected to (the client then waits a second).
+type HostProvider struct {
+	mu      sync.Mutex
+	servers []string
+	start   int
+	curr    int
+	last    int
+}
+
+// NewHostProvider starts at the start-th server (modulo their number).
+func NewHostProvider(start int) *HostProvider { return &HostProvider{start: start} }
+
+func (p *HostProvider) Init(servers []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.servers = append([]string{}, servers...)
+	sort.Strings(p.servers)
+	if len(p.servers) == 0 {
+		return errors.New("zk sim: no servers")
+	}
+	n := len(p.servers)
+	p.curr = (p.start%n + n - 1) % n
+	p.last = -1
+	return nil
+}
+
+func (p *HostProvider) Len() int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.servers) }
+
+func (p *HostProvider) Next() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.curr = (p.curr + 1) % len(p.servers)
+	retry := p.curr == p.last
+	if p.last == -1 {
+		p.last = p.curr
+	}
+	return p.servers[p.curr], retry
+}
+
+func (p *HostProvider) Connected() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = p.curr
+}
+
+// quietLogger drops go-zookeeper's log lines (they would go to the real
+// log package and its wall clock). Set LOCKLAB_ZK_LOG=1 to see them.
+type quietLogger struct{}
+
+func (quietLogger) Printf(format string, a ...any) {
+	if os.Getenv("LOCKLAB_ZK_LOG") != "" {
+		fmt.Fprintf(os.Stderr, "zk: "+format+"\n", a...)
+	}
+}
