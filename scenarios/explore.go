@@ -54,6 +54,9 @@ type ExploreOptions struct {
 	NoShrink bool
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
+	// Bubble runs every run inside the calling testing/synctest bubble,
+	// one at a time (see Options.Bubble).
+	Bubble bool
 	// Progress is called after each run with the runs done and violations
 	// found so far; it may be called from several goroutines at once.
 	Progress func(runs, found int)
@@ -187,7 +190,10 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true}
+	if opt.Bubble {
+		workers = 1 // one kernel per bubble at a time
+	}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble}
 
 	var (
 		next     atomic.Int64 // next run index to hand out
@@ -263,7 +269,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if len(hits) > 0 && !opt.NoShrink {
 		f := &out.Findings[0]
 		t0 := time.Now()
-		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns})
+		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: opt.Bubble})
 		f.ShrinkTime = time.Since(t0)
 	}
 	out.Elapsed = time.Since(start)
@@ -275,6 +281,8 @@ type ShrinkOptions struct {
 	Factory algorithms.Factory
 	// MaxRuns bounds the number of candidate runs (default 2000).
 	MaxRuns int
+	// Bubble runs inside the calling synctest bubble (Options.Bubble).
+	Bubble bool
 }
 
 // Shrink looks for a simpler scenario that, run with the same seed, still
@@ -288,7 +296,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble}
 	cur := sc.Clone()
 	curRes, err := Run(cur, cur.Seed, runOpt)
 	if err != nil || !violates(curRes.Report.Verdict, prop) {
@@ -320,7 +328,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 		}
 	}
 	// The counterexample's own run, traced, is the one to show and replay.
-	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory}); err == nil {
+	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble}); err == nil {
 		curRes = r
 	}
 	cur.Expect = Expect{}

@@ -322,9 +322,16 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		// The dialer never fails: a failed dial makes go-redis retry on real
 		// timers. Refusal is modelled by the conn itself.
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if n.w.b != nil {
+				n.w.enter("dial " + host.Name)
+				defer n.w.leave()
+			}
 			target := n.current()
 			c := &redisConn{node: target, host: host, timeout: o.Timeout}
 			target.conns = append(target.conns, c)
+			if n.w.b != nil {
+				c.bubbleDial()
+			}
 			n.w.Tracef(host.Name, "dial %s", target.Name)
 			return c, nil
 		},
@@ -348,6 +355,7 @@ type redisConn struct {
 	closed  bool
 	waiter  *Process
 	waitID  uint64
+	bb      *connBubble // in a bubble (bubble.go)
 }
 
 type timeoutError struct{}
@@ -359,6 +367,9 @@ func (timeoutError) Temporary() bool { return true }
 var errConnClosed = errors.New("use of closed simulated connection")
 
 func (c *redisConn) Write(b []byte) (int, error) {
+	if c.bb != nil {
+		return c.bubbleWrite(b)
+	}
 	if c.closed {
 		return 0, errConnClosed
 	}
@@ -380,24 +391,31 @@ func (c *redisConn) Write(b []byte) (int, error) {
 
 func (c *redisConn) send(w *World, args []string) {
 	var summary string
-	if w.Tracing() {
+	if w.Tracing() || c.bb != nil {
 		summary = commandSummary(args)
 	}
 	op := strings.ToUpper(args[0])
 	w.Tracef(c.host.Name, "send %s → %s", summary, c.node.Name)
 	req := &Message{From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
+	if c.bb != nil {
+		req.order = c.bb.id
+	}
 	w.Net.Send(req, func() {
 		if c.peer == nil {
 			c.peer = c.node.NewPeer()
 		}
 		reply := c.node.Exec(c.peer, args)
 		var rs string
-		if w.Tracing() {
+		if w.Tracing() || c.bb != nil {
 			rs = replySummary(reply)
 		}
 		w.Tracef(c.node.Name, "%s → %s", summary, rs)
-		rep := &Message{From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
+		rep := &Message{From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs, order: req.order}
 		w.Net.Send(rep, func() {
+			if c.bb != nil {
+				c.bubbleDeliver(reply, rs)
+				return
+			}
 			if c.closed {
 				w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
 				return
@@ -411,6 +429,9 @@ func (c *redisConn) send(w *World, args []string) {
 }
 
 func (c *redisConn) Read(b []byte) (int, error) {
+	if c.bb != nil {
+		return c.bubbleRead(b)
+	}
 	w := c.node.w
 	if len(c.rbuf) == 0 && !c.closed {
 		p := w.current
@@ -439,6 +460,9 @@ func (c *redisConn) Read(b []byte) (int, error) {
 }
 
 func (c *redisConn) Close() error {
+	if c.bb != nil {
+		return c.bubbleClose()
+	}
 	if !c.closed {
 		c.closed = true
 		c.node.w.Tracef(c.host.Name, "close connection to %s", c.node.Name)
