@@ -55,8 +55,14 @@ type ExploreOptions struct {
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
 	// Bubble runs every run inside the calling testing/synctest bubble,
-	// one at a time (see Options.Bubble).
+	// one at a time (see Options.Bubble). Faults on client clocks are left
+	// out there: the lock's code reads the bubble's one virtual clock.
 	Bubble bool
+	// Prepare is passed to every run (Options.Prepare).
+	Prepare func(seed uint64)
+	// KeepWorkload keeps Base's clients, cycles and work instead of drawing
+	// them for each run.
+	KeepWorkload bool
 	// Progress is called after each run with the runs done and violations
 	// found so far; it may be called from several goroutines at once.
 	Progress func(runs, found int)
@@ -95,6 +101,12 @@ func ExploreBase(algorithm string) (*Scenario, error) { return MatrixScenario(al
 
 // exploreRun is run i's scenario: a swarm draw over base.
 func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Scenario {
+	return exploreRunWith(base, classes, seed, i, false, false)
+}
+
+// exploreRunWith is exploreRun that may keep base's workload and leave out
+// faults on client clocks (for runs in a bubble).
+func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, keepWorkload, nodeClocksOnly bool) *Scenario {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "explore/%s/%d", base.Algorithm, seed)
 	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
@@ -110,6 +122,10 @@ func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Sce
 	lo := time.Duration(float64(hi) * 0.5 * rng.Float64())
 	sc.Clients.Work = Range{Min: lo.Round(time.Millisecond), Max: hi.Round(time.Millisecond), set: true}
 	sc.Clients.Each = nil
+	if keepWorkload {
+		sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work = base.Clients.Count, base.Clients.Cycles, base.Clients.Work
+		hi = base.Clients.Work.Max
+	}
 	// Swarm: each enabled class is on for this run with probability 1/2.
 	var on []faults.Class
 	for _, c := range classes {
@@ -126,6 +142,12 @@ func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Sce
 	horizon = min(max(horizon, 500*time.Millisecond), MatrixHorizon)
 	names := generatorNames(sc)
 	sc.Faults = faults.Generate(rng, on, names, horizon, ttl)
+	if nodeClocksOnly {
+		clients := sc.ClientNames()
+		sc.Faults = slices.DeleteFunc(sc.Faults, func(f faults.Fault) bool {
+			return (f.Kind == faults.ClockJump || f.Kind == faults.Drift) && slices.Contains(clients, f.Target)
+		})
+	}
 	sc.Expect = Expect{}
 	sc.Seed = rng.Uint64()>>1 | 1
 	return sc
@@ -193,7 +215,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if opt.Bubble {
 		workers = 1 // one kernel per bubble at a time
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
 
 	var (
 		next     atomic.Int64 // next run index to hand out
@@ -225,7 +247,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 				if fb := firstBad.Load(); fb != 0 && !opt.All && int64(i) > fb {
 					return
 				}
-				sc := exploreRun(base, usable, opt.Seed, i)
+				sc := exploreRunWith(base, usable, opt.Seed, i, opt.KeepWorkload, opt.Bubble)
 				res, err := Run(sc, sc.Seed, runOpt)
 				done.Add(1)
 				if err != nil {
@@ -269,7 +291,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if len(hits) > 0 && !opt.NoShrink {
 		f := &out.Findings[0]
 		t0 := time.Now()
-		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: opt.Bubble})
+		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: opt.Bubble, Prepare: opt.Prepare})
 		f.ShrinkTime = time.Since(t0)
 	}
 	out.Elapsed = time.Since(start)
@@ -282,7 +304,8 @@ type ShrinkOptions struct {
 	// MaxRuns bounds the number of candidate runs (default 2000).
 	MaxRuns int
 	// Bubble runs inside the calling synctest bubble (Options.Bubble).
-	Bubble bool
+	Bubble  bool
+	Prepare func(seed uint64)
 }
 
 // Shrink looks for a simpler scenario that, run with the same seed, still
@@ -296,7 +319,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
 	cur := sc.Clone()
 	curRes, err := Run(cur, cur.Seed, runOpt)
 	if err != nil || !violates(curRes.Report.Verdict, prop) {
@@ -328,7 +351,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 		}
 	}
 	// The counterexample's own run, traced, is the one to show and replay.
-	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble}); err == nil {
+	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare}); err == nil {
 		curRes = r
 	}
 	cur.Expect = Expect{}

@@ -33,6 +33,10 @@ type Options struct {
 	// lock code with goroutines and timers of its own (sim/bubble.go). Only
 	// a Factory's lock may run there: it is called through Outside.
 	Bubble bool
+	// Prepare, when set, is called with the run's seed before the world is
+	// built (locktest seeds the process-wide random sources a library
+	// draws from with it).
+	Prepare func(seed uint64)
 }
 
 // Host describes one simulated host of a run, for reports.
@@ -146,6 +150,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			return nil, err
 		}
 		info = algorithms.Info{Name: sc.Algorithm, Backend: "redis"}
+	}
+	if opt.Prepare != nil {
+		opt.Prepare(seed)
 	}
 	w := sim.New(seed)
 	if opt.Bubble {

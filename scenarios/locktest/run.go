@@ -1,0 +1,371 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	mathrand "math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/reports"
+	"github.com/locklab/locklab/scenarios"
+)
+
+var (
+	flagSeed   = flag.Uint64("locktest.seed", 0, "locktest: seed of the random runs (0: Options.Seed)")
+	flagRuns   = flag.Int("locktest.runs", 0, "locktest: random runs per fault class (0: Options.Runs)")
+	flagReplay = flag.String("locktest.replay", "", "locktest: replay this counterexample file and print its witness")
+	flagReport = flag.String("locktest.report", "", "locktest: write the HTML report of each counterexample to this file (the class is added before the extension)")
+)
+
+// userLock adapts a Lock to the harness's algorithms.Lock. The lock's code
+// runs outside the kernel, where its goroutines and timers live.
+type userLock struct {
+	lock    Lock
+	ttl     time.Duration
+	renews  bool
+	fencing bool
+}
+
+type outsider interface{ Outside(func()) }
+
+func outside(env algorithms.Env, fn func()) {
+	if o, ok := env.(outsider); ok {
+		o.Outside(fn)
+		return
+	}
+	fn()
+}
+
+func (u *userLock) ctx(env algorithms.Env) context.Context {
+	return context.WithValue(env.Context(), randKey{}, env.Rand())
+}
+
+func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
+	start := env.Now()
+	ctx := u.ctx(env)
+	var (
+		err   error
+		fence int64
+	)
+	outside(env, func() {
+		if tl, ok := u.lock.(TokenLock); ok && u.fencing {
+			fence, err = tl.LockToken(ctx)
+		} else {
+			err = u.lock.Lock(ctx)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", algorithms.ErrNotAcquired, err)
+	}
+	validity := start.Add(u.ttl)
+	if u.renews {
+		// A renewed lease has no deadline the client consults: it holds
+		// until it unlocks, crashes or the run ends.
+		validity = start.Add(100 * 365 * 24 * time.Hour)
+	}
+	return &algorithms.Lease{Resource: "lock", Start: start, Validity: validity, Fence: fence}, nil
+}
+
+func (u *userLock) Release(env algorithms.Env, l *algorithms.Lease) error {
+	ctx := u.ctx(env)
+	var err error
+	outside(env, func() { err = u.lock.Unlock(ctx) })
+	return err
+}
+
+func (f Factory) algorithm(ttl time.Duration, renews, fencing bool) algorithms.Factory {
+	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+		return &userLock{lock: f(c.Redis), ttl: ttl, renews: renews, fencing: fencing}, nil
+	}
+}
+
+// base is the setup every run of Run starts from.
+func (o *Options) base() (*scenarios.Scenario, error) {
+	sc, err := scenarios.MatrixScenario(algorithms.Custom)
+	if err != nil {
+		return nil, err
+	}
+	sc.ID = "locktest"
+	sc.Nodes = nil
+	for i := 0; i < o.Nodes; i++ {
+		name := string(rune('A' + i))
+		sc.Nodes = append(sc.Nodes, scenarios.Node{Name: name})
+		for r := 1; r <= o.Replicas; r++ {
+			sc.Nodes = append(sc.Nodes, scenarios.Node{Name: fmt.Sprintf("%s%d", name, r), Replica: name})
+		}
+	}
+	sc.TTL = scenarios.Duration(o.TTL)
+	sc.LivenessBound = scenarios.Duration(2*o.TTL + time.Second)
+	if o.Duration > 0 {
+		sc.Duration = scenarios.Duration(o.Duration)
+	}
+	if o.Fencing {
+		sc.Resource.Fencing = ">"
+	}
+	if o.Clients > 0 {
+		sc.Clients.Count = o.Clients
+	}
+	sc.Clients.Cycles = 2
+	if o.Cycles > 0 {
+		sc.Clients.Cycles = o.Cycles
+	}
+	if o.Work > 0 {
+		sc.Clients.Work, _ = scenarios.ParseRange(fmt.Sprintf("%v..%v", o.Work/2, o.Work))
+	}
+	return sc, sc.Validate()
+}
+
+func (o *Options) keepWorkload() bool { return o.Clients > 0 || o.Cycles > 0 || o.Work > 0 }
+
+// Run tests the lock under every fault class of opt.Classes, one subtest
+// per class, inside a synctest bubble, and fails each class whose outcome
+// is not opt.Expect's. Subtests run one after another: the lock's
+// process-wide random sources (math/rand, crypto/rand) are seeded per run.
+func Run(t *testing.T, f Factory, opt Options) {
+	t.Helper()
+	if err := opt.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if *flagSeed != 0 {
+		opt.Seed = *flagSeed
+	}
+	if *flagRuns > 0 {
+		opt.Runs = *flagRuns
+	}
+	base, err := opt.base()
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
+	for _, c := range opt.Classes {
+		t.Run(string(c), func(t *testing.T) { runClass(t, f, opt, base, c) })
+	}
+}
+
+// failfile is where a class's counterexample is kept.
+func failfile(t *testing.T, class Class) string {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	return filepath.Join("testdata", "locktest", top, string(class)+".yaml")
+}
+
+// replayCommand is the go test line that replays file.
+func replayCommand(t *testing.T, file string) string {
+	top, sub, _ := strings.Cut(t.Name(), "/")
+	return fmt.Sprintf("go test -run '^%s$/^%s$' -locktest.replay=%s", top, sub, file)
+}
+
+var globalRandOnce sync.Once
+
+// seedProcessRandom makes the random sources a library draws from without
+// asking — crypto/rand (lock values) and math/rand's global functions
+// (redsync's retry delays) — start from the run's seed, so a replay is byte
+// for byte the run that failed.
+func seedProcessRandom(t *testing.T, seed uint64) {
+	cryptotest.SetGlobalRandom(t, seed)
+	globalRandOnce.Do(func() {
+		// rand.Seed is a no-op since Go 1.24 unless randseednop=0.
+		os.Setenv("GODEBUG", strings.Trim(os.Getenv("GODEBUG")+",randseednop=0", ","))
+	})
+	mathrand.Seed(int64(seed)) //nolint:staticcheck // deterministic library retries need it
+}
+
+func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, class Class) {
+	expect, ok := opt.Expect[class]
+	if !ok {
+		expect = Safe
+	}
+	file := failfile(t, class)
+	synctest.Test(t, func(t *testing.T) {
+		run := func(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
+			return scenarios.Run(sc, sc.Seed, scenarios.Options{
+				Factory:   f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
+				Bubble:    true,
+				KeepTrace: keep,
+				Prepare:   func(seed uint64) { seedProcessRandom(t, seed) },
+			})
+		}
+		if *flagReplay != "" {
+			replay(t, run, *flagReplay, class, expect)
+			return
+		}
+		// The last counterexample of this class goes first, as in rapid.
+		if sc, err := scenarios.Load(file); err == nil {
+			res, err := run(sc, true)
+			if err != nil {
+				t.Fatalf("locktest: %s: %v", file, err)
+			}
+			if prop := violated(res.Report.Verdict); prop != Safe {
+				judge(t, class, expect, finding{prop: prop, sc: sc, res: res, file: file, what: "the saved counterexample " + file})
+				return
+			}
+			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", class, file)
+		}
+		ex, err := scenarios.Explore(scenarios.ExploreOptions{
+			Algorithm:     algorithms.Custom,
+			Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
+			Base:          base,
+			Classes:       []faults.Class{class},
+			Runs:          opt.Runs,
+			Seed:          opt.Seed,
+			Bubble:        true,
+			KeepWorkload:  opt.keepWorkload(),
+			MaxShrinkRuns: opt.ShrinkRuns,
+			Prepare:       func(seed uint64) { seedProcessRandom(t, seed) },
+		})
+		if err != nil {
+			t.Fatalf("locktest: %s: %v", class, err)
+		}
+		if len(ex.Findings) == 0 {
+			judge(t, class, expect, finding{runs: ex.Runs, seed: opt.Seed})
+			return
+		}
+		fd := ex.Findings[0]
+		sc := fd.Minimal
+		if sc == nil {
+			sc = fd.Scenario
+		}
+		sc.ID = fmt.Sprintf("locktest-%s-%s", strings.ReplaceAll(t.Name(), "/", "-"), class)
+		res, err := run(sc, true)
+		if err != nil {
+			t.Fatalf("locktest: %s: %v", class, err)
+		}
+		saved := ""
+		if data, err := sc.Marshal(); err == nil {
+			if os.MkdirAll(filepath.Dir(file), 0o755) == nil && os.WriteFile(file, data, 0o644) == nil {
+				saved = file
+			}
+		}
+		judge(t, class, expect, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: saved,
+			what: fmt.Sprintf("run %d of %d (seed %d), shrunk to %d fault(s) and %d client(s)", fd.Run, opt.Runs, opt.Seed, len(sc.Faults), sc.Clients.Count),
+			runs: ex.Runs, seed: opt.Seed})
+	})
+}
+
+// finding is what a class's runs came to.
+type finding struct {
+	prop Outcome // Safe when nothing broke
+	sc   *scenarios.Scenario
+	res  *scenarios.Result
+	file string
+	what string
+	runs int
+	seed uint64
+}
+
+func violated(v checker.Verdict) Outcome {
+	var o Outcome
+	if v.MutualExclusion == checker.Violated {
+		o |= MutualExclusion
+	}
+	if v.Resource == checker.Violated {
+		o |= Resource
+	}
+	if v.Liveness == checker.Violated {
+		o |= Liveness
+	}
+	return o
+}
+
+// judge compares a class's finding with its expectation and logs or fails.
+func judge(t *testing.T, class Class, expect Outcome, f finding) {
+	t.Helper()
+	if f.prop == Safe {
+		switch {
+		case expect == Safe || expect&Any != 0:
+			t.Logf("locktest: %s: no violation in %d runs (seed %d)", class, f.runs, f.seed)
+		default:
+			t.Errorf("locktest: %s: expected %s, but %d runs (seed %d) found no violation", class, expect, f.runs, f.seed)
+		}
+		return
+	}
+	msg := describe(t, class, f)
+	if expect&Any != 0 || expect&f.prop != 0 {
+		t.Logf("locktest: %s: %s, as expected\n%s", class, f.prop, msg)
+		return
+	}
+	t.Errorf("locktest: %s: %s, expected %s\n%s", class, f.prop, expect, msg)
+}
+
+// describe renders a counterexample: faults, witness, replay, report.
+func describe(t *testing.T, class Class, f finding) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  found in %s:\n", f.what)
+	for _, fl := range f.sc.Faults {
+		fmt.Fprintf(&b, "    %s\n", fl.String())
+	}
+	writeWitness(&b, f.res)
+	if f.file != "" {
+		replay := replayCommand(t, f.file)
+		fmt.Fprintf(&b, "  replay:  %s\n", replay)
+		if *flagReport != "" {
+			path := reportPath(*flagReport, class)
+			if err := reports.WriteRunFile(path, f.res, nil, replay); err != nil {
+				fmt.Fprintf(&b, "  report:  %v\n", err)
+			} else {
+				fmt.Fprintf(&b, "  report:  %s\n", path)
+			}
+		} else {
+			fmt.Fprintf(&b, "  report:  add -locktest.report=out.html to the replay command\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func writeWitness(b *strings.Builder, res *scenarios.Result) {
+	w := res.Report.Witness
+	if w.MutualExclusion != nil {
+		fmt.Fprintf(b, "  witness: %s\n", w.MutualExclusion)
+	}
+	if w.Resource != nil {
+		fmt.Fprintf(b, "  witness: %s\n", w.Resource)
+	}
+	if w.Liveness != nil {
+		fmt.Fprintf(b, "  witness: %s\n", w.Liveness)
+	}
+}
+
+// reportPath puts the class before the extension: out.html → out-pause.html.
+func reportPath(path string, class Class) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-" + string(class) + ext
+}
+
+var errNoReplay = errors.New("locktest: -locktest.replay")
+
+// replay runs a saved counterexample and prints its witness.
+func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result, error), file string, class Class, expect Outcome) {
+	t.Helper()
+	sc, err := scenarios.Load(file)
+	if err != nil {
+		t.Fatalf("%v: %v", errNoReplay, err)
+	}
+	if want := "-" + string(class); !strings.HasSuffix(sc.ID, want) && !strings.HasSuffix(strings.TrimSuffix(file, ".yaml"), string(class)) {
+		t.Skipf("locktest: %s is not a %s counterexample", file, class)
+	}
+	res, err := run(sc, true)
+	if err != nil {
+		t.Fatalf("locktest: %s: %v", file, err)
+	}
+	judge(t, class, expect, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
+	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
+	var tb strings.Builder
+	for _, e := range res.Trace {
+		tb.WriteString(e.String())
+		tb.WriteByte('\n')
+	}
+	if os.WriteFile(trace, []byte(tb.String()), 0o644) != nil {
+		trace = "(not written)"
+	}
+	t.Logf("locktest: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
+}
