@@ -116,7 +116,13 @@ const (
 	Any Outcome = 1 << 7
 )
 
-func (o Outcome) String() string {
+func (o Outcome) String() string { return o.join(" or ") }
+
+// found renders an outcome that happened: "mutual exclusion and resource
+// violated".
+func (o Outcome) found() string { return o.join(" and ") }
+
+func (o Outcome) join(sep string) string {
 	if o == Safe {
 		return "safe"
 	}
@@ -132,7 +138,7 @@ func (o Outcome) String() string {
 			parts = append(parts, p.name)
 		}
 	}
-	return strings.Join(parts, " or ") + " violated"
+	return strings.Join(parts, sep) + " violated"
 }
 
 // Expect maps a fault class to the outcome CI asserts for it. A class not

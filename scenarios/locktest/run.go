@@ -8,6 +8,7 @@ import (
 	mathrand "math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -153,17 +154,26 @@ func Run(t *testing.T, f Factory, opt Options) {
 	}
 }
 
-// failfile is where a class's counterexample is kept.
+// failfile is where a class's counterexample is kept: under
+// testdata/locktest/, a folder per test (and parent subtest), a file per
+// class. t is the class's subtest.
 func failfile(t *testing.T, class Class) string {
-	top, _, _ := strings.Cut(t.Name(), "/")
-	return filepath.Join("testdata", "locktest", top, string(class)+".yaml")
+	parts := strings.Split(t.Name(), "/")
+	dir := filepath.Join(append([]string{"testdata", "locktest"}, parts[:len(parts)-1]...)...)
+	return filepath.Join(dir, string(class)+".yaml")
 }
 
 // replayCommand is the go test line that replays file.
 func replayCommand(t *testing.T, file string) string {
-	top, sub, _ := strings.Cut(t.Name(), "/")
-	return fmt.Sprintf("go test -run '^%s$/^%s$' -locktest.replay=%s", top, sub, file)
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return fmt.Sprintf("go test -run '%s' -locktest.replay=%s", strings.Join(parts, "/"), filepath.ToSlash(file))
 }
+
+// observe, when set (by tests of this package), sees every class's finding.
+var observe func(t *testing.T, class Class, f finding)
 
 var globalRandOnce sync.Once
 
@@ -280,6 +290,9 @@ func violated(v checker.Verdict) Outcome {
 // judge compares a class's finding with its expectation and logs or fails.
 func judge(t *testing.T, class Class, expect Outcome, f finding) {
 	t.Helper()
+	if observe != nil {
+		observe(t, class, f)
+	}
 	if f.prop == Safe {
 		switch {
 		case expect == Safe || expect&Any != 0:
@@ -291,10 +304,10 @@ func judge(t *testing.T, class Class, expect Outcome, f finding) {
 	}
 	msg := describe(t, class, f)
 	if expect&Any != 0 || expect&f.prop != 0 {
-		t.Logf("locktest: %s: %s, as expected\n%s", class, f.prop, msg)
+		t.Logf("locktest: %s: %s, as expected\n%s", class, f.prop.found(), msg)
 		return
 	}
-	t.Errorf("locktest: %s: %s, expected %s\n%s", class, f.prop, expect, msg)
+	t.Errorf("locktest: %s: %s, expected %s\n%s", class, f.prop.found(), expect, msg)
 }
 
 // describe renders a counterexample: faults, witness, replay, report.
