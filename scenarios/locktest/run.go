@@ -21,6 +21,7 @@ import (
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/reports"
 	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim"
 )
 
 var (
@@ -196,6 +197,18 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 		expect = Safe
 	}
 	file := failfile(t, class)
+	stop := make(chan struct{})
+	defer close(stop)
+	go watchdog(t.Name(), stop)
+	defer func() {
+		// A lock blocked for good on a channel of its own leaves goroutines
+		// behind in the bubble; synctest then panics. The failure has
+		// already been reported with what blocked; say it once more and
+		// carry on with the next class instead of killing the test binary.
+		if r := recover(); r != nil {
+			t.Errorf("locktest: %s: goroutines of the lock are blocked for good (%v); see the failure above", class, r)
+		}
+	}()
 	synctest.Test(t, func(t *testing.T) {
 		run := func(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
 			return scenarios.Run(sc, sc.Seed, scenarios.Options{
@@ -381,4 +394,40 @@ func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result
 		trace = "(not written)"
 	}
 	t.Logf("locktest: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
+}
+
+// stallLimit is how long, in real time, the kernel may make no progress
+// before the watchdog gives up on the run.
+const stallLimit = 15 * time.Second
+
+// watchdog runs outside the bubble. synctest.Wait cannot return while a
+// goroutine of the bubble waits on something outside it (a real socket, a
+// mutex, a channel made outside the bubble): the run would hang until go
+// test's timeout. The watchdog notices that the kernel stopped moving,
+// says what blocked, and ends the test binary.
+func watchdog(name string, stop chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	limit := stallLimit
+	if d, err := time.ParseDuration(os.Getenv("LOCKTEST_STALL")); err == nil && d > 0 {
+		limit = d // the tests of this package wait less
+	}
+	last, idle := sim.BubbleProgress.Load(), time.Duration(0)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if now := sim.BubbleProgress.Load(); now != last {
+			last, idle = now, 0
+			continue
+		}
+		if idle += time.Second; idle < limit {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s\n    locktest: no progress for %v of real time: the lock waits on something outside the simulation — a real network connection, a mutex, or a channel made outside the test's bubble. Blocked:\n%s\n",
+			name, limit, sim.BlockedGoroutines(false))
+		os.Exit(1)
+	}
 }
