@@ -127,6 +127,9 @@ func (e procEnv) Go(fn func(algorithms.Env)) {
 // Outside runs the lock's own code outside the kernel (see sim.Process.Outside).
 func (e procEnv) Outside(fn func()) { e.p.Outside(fn) }
 
+// Notify runs fn in the kernel from any goroutine (see sim.World.Notify).
+func (e procEnv) Notify(fn func()) { e.p.World().Notify(e.p.Name, fn) }
+
 func (e procEnv) Parallel(fns ...func(algorithms.Env)) {
 	wrapped := make([]func(*sim.Process), len(fns))
 	for i, fn := range fns {

@@ -311,6 +311,22 @@ func (p *Process) Outside(fn func()) {
 	}
 }
 
+// Notify runs fn inside the kernel on behalf of a goroutine of the lock's
+// code (who names it in event keys), for a harness goroutine that reports
+// what the lock told it — for example that it lost its lease. Outside a
+// bubble it just calls fn.
+func (w *World) Notify(who string, fn func()) {
+	if w.b == nil {
+		fn()
+		return
+	}
+	w.enter("notify " + who)
+	defer w.leave()
+	if !w.b.ended {
+		fn()
+	}
+}
+
 // bubbleMain is a process's goroutine in a bubble.
 func (p *Process) bubbleMain(fn func(p *Process)) {
 	w := p.w

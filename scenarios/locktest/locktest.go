@@ -55,6 +55,15 @@ type TokenLock interface {
 	Unlock(ctx context.Context) error
 }
 
+// LossReporter is a lock that tells its holder when it learns its lease is
+// gone (a renewal found the key expired or taken). The harness then ends
+// the client's hold and the worker skips its write, as a careful holder
+// does. Lost is asked after each successful Lock; the channel is closed on
+// loss.
+type LossReporter interface {
+	Lost() <-chan struct{}
+}
+
 // Funcs adapts two functions to Lock.
 type Funcs struct {
 	LockFunc   func(ctx context.Context) error

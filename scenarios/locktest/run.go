@@ -38,6 +38,8 @@ type userLock struct {
 	ttl     time.Duration
 	renews  bool
 	fencing bool
+	// released ends the loss watcher of the current hold.
+	released chan struct{}
 }
 
 type outsider interface{ Outside(func()) }
@@ -77,10 +79,40 @@ func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		// until it unlocks, crashes or the run ends.
 		validity = start.Add(100 * 365 * 24 * time.Hour)
 	}
-	return &algorithms.Lease{Resource: "lock", Start: start, Validity: validity, Fence: fence}, nil
+	lease := &algorithms.Lease{Resource: "lock", Start: start, Validity: validity, Fence: fence}
+	if lr, ok := u.lock.(LossReporter); ok {
+		u.watchLoss(env, lr.Lost(), lease)
+	}
+	return lease, nil
+}
+
+type notifier interface{ Notify(func()) }
+
+// watchLoss marks the lease lost when the lock reports it; the goroutine
+// ends with the hold (Release) or the client's context.
+func (u *userLock) watchLoss(env algorithms.Env, lost <-chan struct{}, lease *algorithms.Lease) {
+	n, ok := env.(notifier)
+	if !ok || lost == nil {
+		return
+	}
+	done := env.Context().Done()
+	released := make(chan struct{})
+	u.released = released
+	go func() {
+		select {
+		case <-lost:
+			n.Notify(lease.MarkLost)
+		case <-released:
+		case <-done:
+		}
+	}()
 }
 
 func (u *userLock) Release(env algorithms.Env, l *algorithms.Lease) error {
+	if u.released != nil {
+		close(u.released)
+		u.released = nil
+	}
 	ctx := u.ctx(env)
 	var err error
 	outside(env, func() { err = u.lock.Unlock(ctx) })
