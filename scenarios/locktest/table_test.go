@@ -168,6 +168,12 @@ func TestLibraryTable(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	for _, r := range rows {
+		if len(got[r.name]) != len(tableClasses) || *flagReplay != "" {
+			t.Logf("only part of the table ran (-run or -locktest.replay): README.md not compared")
+			return
+		}
+	}
 	table := renderTable(rows, got)
 	readme := filepath.Join("..", "..", "README.md")
 	data, err := os.ReadFile(readme)
