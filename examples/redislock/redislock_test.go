@@ -93,3 +93,22 @@ func (r *refreshing) Unlock(ctx context.Context) error {
 	r.done.Wait()
 	return r.held.Release(ctx)
 }
+
+// With an asynchronous replica, a failover loses the lock with the writes
+// the master had not yet replicated: a single-instance lock hands it out
+// twice.
+func TestRedislockFailover(t *testing.T) {
+	locktest.Run(t, func(clients []*redis.Client) locktest.Lock {
+		c := redislock.New(clients[0])
+		var held *redislock.Lock
+		return locktest.Funcs{
+			LockFunc: func(ctx context.Context) (err error) {
+				held, err = c.Obtain(ctx, "orders", ttl, &redislock.Options{RetryStrategy: redislock.LinearBackoff(100 * time.Millisecond)})
+				return err
+			},
+			UnlockFunc: func(ctx context.Context) error { return held.Release(ctx) },
+		}
+	}, locktest.Options{TTL: ttl, Replicas: 1, Classes: []locktest.Class{locktest.Failover}, Expect: locktest.Expect{
+		locktest.Failover: locktest.MutualExclusion | locktest.Resource,
+	}})
+}

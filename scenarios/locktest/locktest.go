@@ -190,7 +190,7 @@ type Options struct {
 	Duration time.Duration
 
 	// Classes are the fault classes to test, one subtest each (default:
-	// every class).
+	// every class, and Failover when there are Replicas).
 	Classes []Class
 	// Expect is the outcome asserted per class (default Safe).
 	Expect Expect
@@ -231,12 +231,21 @@ func (o *Options) defaults() error {
 	if o.ShrinkRuns == 0 {
 		o.ShrinkRuns = 80
 	}
+	known := append(faults.Classes(), Failover)
 	if len(o.Classes) == 0 {
 		o.Classes = faults.Classes()
+		if o.Replicas > 0 {
+			o.Classes = known
+		}
+	}
+	for _, c := range o.Classes {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("locktest: Options.Classes: unknown fault class %q; expected one of %v", c, known)
+		}
 	}
 	for c := range o.Expect {
-		if !slices.Contains(faults.Classes(), c) {
-			return fmt.Errorf("locktest: Options.Expect: unknown fault class %q; expected one of %v", c, faults.Classes())
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("locktest: Options.Expect: unknown fault class %q; expected one of %v", c, known)
 		}
 	}
 	return nil

@@ -228,6 +228,9 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 	if !ok {
 		expect = Safe
 	}
+	if class == Failover && opt.Replicas == 0 {
+		t.Skip("locktest: failover needs Options.Replicas")
+	}
 	file := failfile(t, class)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -266,18 +269,27 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 			}
 			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", class, file)
 		}
-		ex, err := scenarios.Explore(scenarios.ExploreOptions{
-			Algorithm:     algorithms.Custom,
-			Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
-			Base:          base,
-			Classes:       []faults.Class{class},
-			Runs:          opt.Runs,
-			Seed:          opt.Seed,
-			Bubble:        true,
-			KeepWorkload:  opt.keepWorkload(),
-			MaxShrinkRuns: opt.ShrinkRuns,
-			Prepare:       func(seed uint64) { seedProcessRandom(t, seed) },
-		})
+		prepare := func(seed uint64) { seedProcessRandom(t, seed) }
+		var (
+			ex  *scenarios.ExploreResult
+			err error
+		)
+		if class == Failover {
+			ex, err = exploreFailover(f, opt, base, prepare)
+		} else {
+			ex, err = scenarios.Explore(scenarios.ExploreOptions{
+				Algorithm:     algorithms.Custom,
+				Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
+				Base:          base,
+				Classes:       []faults.Class{class},
+				Runs:          opt.Runs,
+				Seed:          opt.Seed,
+				Bubble:        true,
+				KeepWorkload:  opt.keepWorkload(),
+				MaxShrinkRuns: opt.ShrinkRuns,
+				Prepare:       prepare,
+			})
+		}
 		if err != nil {
 			t.Fatalf("locktest: %s: %v", class, err)
 		}
