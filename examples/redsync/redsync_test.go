@@ -16,7 +16,9 @@ import (
 
 // One Redis node, redsync's defaults (8s expiry, 32 tries, random retry
 // delays): a single-instance lease, so a paused holder writes after its
-// lock expired, and a node that forgets hands the lock out twice.
+// lock expired, a node that forgets hands the lock out twice, and a
+// release delayed in the network deletes the lock a later try of the same
+// Lock call took (redsync keeps one value for all its tries).
 func TestRedsync(t *testing.T) {
 	locktest.Run(t, func(clients []*redis.Client) locktest.Lock {
 		m := redsync.New(goredis.NewPool(clients[0])).NewMutex("orders")
@@ -28,5 +30,6 @@ func TestRedsync(t *testing.T) {
 		locktest.Pause:   locktest.Resource,
 		locktest.Clock:   locktest.MutualExclusion | locktest.Resource,
 		locktest.Restart: locktest.MutualExclusion | locktest.Resource,
-	}})
+		locktest.Delay:   locktest.MutualExclusion | locktest.Resource,
+	}, Runs: 100})
 }
