@@ -51,6 +51,7 @@ func TestRedislockRefresh(t *testing.T) {
 		locktest.Delay:     locktest.Any,
 		locktest.Drop:      locktest.Any,
 		locktest.Partition: locktest.Any,
+		locktest.Stall:     locktest.MutualExclusion | locktest.Resource,
 	}})
 }
 

@@ -31,5 +31,6 @@ func TestRedsync(t *testing.T) {
 		locktest.Clock:   locktest.MutualExclusion | locktest.Resource,
 		locktest.Restart: locktest.MutualExclusion | locktest.Resource,
 		locktest.Delay:   locktest.MutualExclusion | locktest.Resource,
+		locktest.Stall:   locktest.MutualExclusion | locktest.Resource,
 	}, Runs: 100})
 }

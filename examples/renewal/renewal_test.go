@@ -27,5 +27,6 @@ func TestRenewalLock(t *testing.T) {
 		locktest.Delay:     locktest.Any,
 		locktest.Drop:      locktest.Any,
 		locktest.Partition: locktest.Any,
+		locktest.Stall:     locktest.MutualExclusion | locktest.Resource,
 	}})
 }

@@ -41,14 +41,48 @@ func failoverRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *sce
 	return sc
 }
 
-// exploreFailover is scenarios.Explore for the failover class, which the
-// fault generator does not draw: runs one by one, the first violation
-// shrunk.
-func exploreFailover(f Factory, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*scenarios.ExploreResult, error) {
+// Stall is the class of a starved renewal: one client's script calls
+// (EVALSHA and EVAL — the renewals of redsync's Extend, redislock's Refresh,
+// a watchdog's compare-and-pexpire, and the release) are held back by up
+// to twice the TTL, a few at a time, while its other traffic and its worker
+// go on: Redisson's watchdog starved while the worker runs, the opposite
+// of a hang.
+const Stall Class = "stall"
+
+// stallRun draws run i of the stall class.
+func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "locktest/stall/%d", seed)
+	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
+	sc := base.Clone()
+	sc.ID = fmt.Sprintf("locktest-stall-%d-%d", seed, i)
+	if !opt.keepWorkload() {
+		sc.Clients.Count = 2 + rng.IntN(4)
+		hi := time.Duration(float64(opt.TTL) * (0.05 + 0.8*rng.Float64())).Round(time.Millisecond)
+		if opt.Renews {
+			hi = time.Duration(float64(opt.TTL) * (0.5 + 1.5*rng.Float64())).Round(time.Millisecond)
+		}
+		sc.Clients.Work, _ = scenarios.ParseRange(fmt.Sprintf("%v..%v", hi/2, hi))
+	}
+	client := fmt.Sprintf("c%d", 1+rng.IntN(sc.Clients.Count))
+	start := time.Duration(rng.IntN(3000)) * time.Millisecond
+	by := time.Duration(float64(opt.TTL) * (0.3 + 1.7*rng.Float64())).Round(time.Millisecond)
+	n := 1 + rng.IntN(4)
+	at := func(d time.Duration) *faults.Duration { v := faults.Duration(d); return &v }
+	for _, op := range []string{"EVALSHA", "EVAL"} {
+		sc.Faults = append(sc.Faults, faults.Fault{Kind: faults.Delay, At: at(start), Dir: "request", Client: client, Op: op, Count: n, Duration: faults.Duration(by)})
+	}
+	sc.Seed = rng.Uint64()>>1 | 1
+	return sc
+}
+
+// exploreDrawn is scenarios.Explore for a class the fault generator does
+// not draw (failover, stall): runs one by one, the first violation shrunk.
+func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario, f Factory, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*scenarios.ExploreResult, error) {
 	runOpt := scenarios.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
 	out := &scenarios.ExploreResult{}
 	for i := 1; i <= opt.Runs; i++ {
-		sc := failoverRun(base, opt, opt.Seed, i)
+		sc := draw(base, opt, opt.Seed, i)
 		res, err := scenarios.Run(sc, sc.Seed, runOpt)
 		out.Runs++
 		if err != nil {

@@ -190,7 +190,7 @@ type Options struct {
 	Duration time.Duration
 
 	// Classes are the fault classes to test, one subtest each (default:
-	// every class, and Failover when there are Replicas).
+	// every class and Stall, and Failover when there are Replicas).
 	Classes []Class
 	// Expect is the outcome asserted per class (default Safe).
 	Expect Expect
@@ -231,9 +231,9 @@ func (o *Options) defaults() error {
 	if o.ShrinkRuns == 0 {
 		o.ShrinkRuns = 80
 	}
-	known := append(faults.Classes(), Failover)
+	known := append(faults.Classes(), Stall, Failover)
 	if len(o.Classes) == 0 {
-		o.Classes = faults.Classes()
+		o.Classes = append(faults.Classes(), Stall)
 		if o.Replicas > 0 {
 			o.Classes = known
 		}

@@ -274,9 +274,12 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 			ex  *scenarios.ExploreResult
 			err error
 		)
-		if class == Failover {
-			ex, err = exploreFailover(f, opt, base, prepare)
-		} else {
+		switch class {
+		case Failover:
+			ex, err = exploreDrawn(failoverRun, f, opt, base, prepare)
+		case Stall:
+			ex, err = exploreDrawn(stallRun, f, opt, base, prepare)
+		default:
 			ex, err = scenarios.Explore(scenarios.ExploreOptions{
 				Algorithm:     algorithms.Custom,
 				Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),

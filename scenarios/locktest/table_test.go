@@ -72,7 +72,7 @@ type tableRow struct {
 	opt        Options
 }
 
-var tableClasses = faults.Classes()
+var tableClasses = append(faults.Classes(), Stall)
 
 func tableRows() []tableRow {
 	redsyncOne := func(opts ...redsync.Option) Factory {
