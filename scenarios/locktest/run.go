@@ -241,7 +241,7 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 		// already been reported with what blocked; say it once more and
 		// carry on with the next class instead of killing the test binary.
 		if r := recover(); r != nil {
-			t.Errorf("locktest: %s: goroutines of the lock are blocked for good (%v); see the failure above", class, r)
+			t.Errorf("locktest: %s: goroutines of the lock outlived the runs (%v): stop them when the context passed to Lock is cancelled, or when Unlock is called. Still there:\n%s", class, r, sim.BlockedGoroutines(true))
 		}
 	}()
 	synctest.Test(t, func(t *testing.T) {
@@ -473,8 +473,15 @@ func watchdog(name string, stop chan struct{}) {
 		if idle += time.Second; idle < limit {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "--- FAIL: %s\n    locktest: no progress for %v of real time: the lock waits on something outside the simulation — a real network connection, a mutex, or a channel made outside the test's bubble. Blocked:\n%s\n",
-			name, limit, sim.BlockedGoroutines(false))
+		blocked := sim.BlockedGoroutines(false)
+		if blocked == "" {
+			// Nothing waits outside: a goroutine of the lock outlived its
+			// run and keeps the bubble's clock running (a ticker that
+			// neither Unlock nor the context stops).
+			blocked = "    (nothing waits outside the bubble; these goroutines of the lock are still running — stop them when the context passed to Lock is cancelled:)\n" + sim.BlockedGoroutines(true)
+		}
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s\n    locktest: no progress for %v of real time: the lock waits on something outside the simulation — a real network connection, a mutex, or a channel made outside the test's bubble — or a goroutine of its own never ends. Blocked:\n%s\n",
+			name, limit, blocked)
 		os.Exit(1)
 	}
 }

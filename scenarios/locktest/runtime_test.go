@@ -126,17 +126,32 @@ func TestHelperProcess(t *testing.T) {
 			UnlockFunc: func(ctx context.Context) error { return nil },
 		}
 	}
-	switch os.Getenv("LOCKTEST_HELPER") {
-	case "":
+	if os.Getenv("LOCKTEST_HELPER") == "" {
 		t.Skip("run by other tests")
+	}
+	dir := t.TempDir() // failfiles go there, not into this package
+	wd, _ := os.Getwd()
+	os.Chdir(dir)
+	defer os.Chdir(wd)
+	switch os.Getenv("LOCKTEST_HELPER") {
 	case "blocked":
 		Run(t, never, Options{TTL: time.Second, Classes: []Class{Crash, Drop}, Runs: 2})
 	case "outside":
 		Run(t, outsider, Options{TTL: time.Second, Classes: []Class{Crash}, Runs: 2})
+	case "ticker":
+		Run(t, func(clients []*redis.Client) Lock {
+			return Funcs{
+				LockFunc: func(ctx context.Context) error {
+					go func() { // a renewal nobody stops
+						for range time.Tick(time.Second) {
+						}
+					}()
+					return nil
+				},
+				UnlockFunc: func(ctx context.Context) error { return nil },
+			}
+		}, Options{TTL: time.Second, Classes: []Class{Crash}, Runs: 1})
 	case "unexpected":
-		dir, _ := os.MkdirTemp("", "locktest")
-		defer os.RemoveAll(dir)
-		os.Chdir(dir)
 		Run(t, redlock, Options{TTL: 8 * time.Second, Nodes: 1, Classes: []Class{Pause, Drop}, Runs: 30, Expect: Expect{Drop: Any}})
 	}
 }
@@ -196,6 +211,23 @@ func TestUnexpectedViolationFailsItsClass(t *testing.T) {
 		"witness: lost update",
 		"replay:  go test -run '^TestHelperProcess$/^pause$' -locktest.replay=testdata/locktest/TestHelperProcess/pause.yaml",
 		"(seed 1)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A goroutine of the lock that never ends is named when its class ends.
+func TestEndlessGoroutineIsReported(t *testing.T) {
+	out, err := helper(t, "ticker")
+	if err == nil {
+		t.Fatalf("the helper passed:\n%s", out)
+	}
+	for _, want := range []string{
+		"--- FAIL: TestHelperProcess/crash",
+		"goroutines of the lock outlived the runs",
+		"chan receive (durable): github.com/locklab/locklab/scenarios/locktest.TestHelperProcess.func",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
