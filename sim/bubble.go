@@ -182,7 +182,7 @@ func (w *World) contentRand(key string) *rand.Rand {
 	return rand.New(rand.NewPCG(w.Seed, h.Sum64()))
 }
 
-// bubbleSendKey orders a message by its content and draws its jitter and
+// bubbleKey orders a message by its content and draws its jitter and
 // filter decisions from that content. stream is the connection it travels
 // on (or who sent it); n counts the stream's messages.
 func (n *Network) bubbleKey(m *Message) string {
