@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -101,8 +102,12 @@ func TestBubbleDeterministicRedlock(t *testing.T) {
 // helper runs the test case named by LOCKTEST_HELPER in a child process,
 // for the tests that check how locktest fails.
 func helper(t *testing.T, name string, env ...string) (string, error) {
+	return helperArgs(t, name, nil, env...)
+}
+
+func helperArgs(t *testing.T, name string, args []string, env ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "-test.v"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "LOCKTEST_HELPER="+name), env...)
 	cmd.Dir, _ = os.Getwd()
 	out, err := cmd.CombinedOutput()
@@ -129,7 +134,10 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv("LOCKTEST_HELPER") == "" {
 		t.Skip("run by other tests")
 	}
-	dir := t.TempDir() // failfiles go there, not into this package
+	dir := os.Getenv("LOCKTEST_DIR")
+	if dir == "" {
+		dir = t.TempDir() // failfiles go there, not into this package
+	}
 	wd, _ := os.Getwd()
 	os.Chdir(dir)
 	defer os.Chdir(wd)
@@ -232,5 +240,30 @@ func TestEndlessGoroutineIsReported(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The failure's replay command reproduces it: the replay prints the same
+// witness, and -locktest.report writes the HTML report it names.
+func TestReplayAndReport(t *testing.T) {
+	dir := t.TempDir()
+	out, _ := helper(t, "unexpected", "LOCKTEST_DIR="+dir)
+	i := strings.Index(out, "witness: lost update")
+	if i < 0 {
+		t.Fatalf("no witness in the failure:\n%s", out)
+	}
+	witness, _, _ := strings.Cut(out[i:], "\n")
+	report := filepath.Join(dir, "out.html")
+	out2, err := helperArgs(t, "unexpected", []string{"-test.run=^TestHelperProcess$/^pause$", "-locktest.replay=testdata/locktest/TestHelperProcess/pause.yaml", "-locktest.report=" + report}, "LOCKTEST_DIR="+dir)
+	if err == nil {
+		t.Fatalf("the replay of a failure passed:\n%s", out2)
+	}
+	for _, want := range []string{witness, "found in replay of testdata/locktest/TestHelperProcess/pause.yaml", "report:  " + filepath.Join(dir, "out-pause.html")} {
+		if !strings.Contains(out2, want) {
+			t.Errorf("replay output lacks %q:\n%s", want, out2)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "out-pause.html")); err != nil || !strings.Contains(string(data), "<html") {
+		t.Errorf("no HTML report: %v", err)
 	}
 }
