@@ -55,6 +55,15 @@ type ExploreOptions struct {
 	NoShrink bool
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
+	// Bubble runs every run inside the calling testing/synctest bubble,
+	// one at a time (see Options.Bubble). Faults on client clocks are left
+	// out there: the lock's code reads the bubble's one virtual clock.
+	Bubble bool
+	// Prepare is passed to every run (Options.Prepare).
+	Prepare func(seed uint64)
+	// KeepWorkload keeps Base's clients, cycles and work instead of drawing
+	// them for each run.
+	KeepWorkload bool
 	// Progress is called after each run with the runs done and violations
 	// found so far; it may be called from several goroutines at once.
 	Progress func(runs, found int)
@@ -104,6 +113,12 @@ func ExploreBase(algorithm string) (*Scenario, error) { return MatrixScenario(al
 
 // exploreRun is run i's scenario: a swarm draw over base.
 func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Scenario {
+	return exploreRunWith(base, classes, seed, i, false, false)
+}
+
+// exploreRunWith is exploreRun that may keep base's workload and leave out
+// faults on client clocks (for runs in a bubble).
+func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, keepWorkload, nodeClocksOnly bool) *Scenario {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "explore/%s/%d", base.Algorithm, seed)
 	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
@@ -119,6 +134,10 @@ func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Sce
 	lo := time.Duration(float64(hi) * 0.5 * rng.Float64())
 	sc.Clients.Work = Range{Min: lo.Round(time.Millisecond), Max: hi.Round(time.Millisecond), set: true}
 	sc.Clients.Each = nil
+	if keepWorkload {
+		sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work = base.Clients.Count, base.Clients.Cycles, base.Clients.Work
+		hi = base.Clients.Work.Max
+	}
 	// Swarm: each enabled class is on for this run with probability 1/2.
 	var on []faults.Class
 	for _, c := range classes {
@@ -135,6 +154,12 @@ func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Sce
 	horizon = min(max(horizon, 500*time.Millisecond), MatrixHorizon)
 	names := generatorNames(sc)
 	sc.Faults = faults.Generate(rng, on, names, horizon, ttl)
+	if nodeClocksOnly {
+		clients := sc.ClientNames()
+		sc.Faults = slices.DeleteFunc(sc.Faults, func(f faults.Fault) bool {
+			return (f.Kind == faults.ClockJump || f.Kind == faults.Drift) && slices.Contains(clients, f.Target)
+		})
+	}
 	sc.Expect = Expect{}
 	sc.Seed = rng.Uint64()>>1 | 1
 	return sc
@@ -199,7 +224,10 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true}
+	if opt.Bubble {
+		workers = 1 // one kernel per bubble at a time
+	}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -240,7 +268,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 				if fb := firstBad.Load(); fb != 0 && !opt.All && int64(i) > fb {
 					return
 				}
-				sc := exploreRun(base, usable, opt.Seed, i)
+				sc := exploreRunWith(base, usable, opt.Seed, i, opt.KeepWorkload, opt.Bubble)
 				res, err := Run(sc, sc.Seed, runOpt)
 				done.Add(1)
 				if err != nil {
@@ -298,7 +326,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		t0 := time.Now()
 		// Shrinking stops at once when interrupted and keeps the smallest
 		// counterexample found so far (the drawn run itself at worst).
-		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Context: ctx})
+		f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Context: ctx, Bubble: opt.Bubble, Prepare: opt.Prepare})
 		f.ShrinkTime = time.Since(t0)
 		out.Interrupted = ctx.Err() != nil
 	}
@@ -314,6 +342,9 @@ type ShrinkOptions struct {
 	// Context, when cancelled, ends shrinking with the smallest
 	// counterexample so far.
 	Context context.Context
+	// Bubble runs inside the calling synctest bubble (Options.Bubble).
+	Bubble  bool
+	Prepare func(seed uint64)
 }
 
 // Shrink looks for a simpler scenario that, run with the same seed, still
@@ -327,7 +358,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -363,7 +394,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 		}
 	}
 	// The counterexample's own run, traced, is the one to show and replay.
-	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory}); err == nil {
+	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare}); err == nil {
 		curRes = r
 	}
 	cur.Expect = Expect{}

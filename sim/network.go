@@ -30,6 +30,7 @@ type Message struct {
 	Dir     Direction
 	Op      string
 	Summary string
+	order   string // in a bubble: the connection it travels on (bubble.go)
 }
 
 // Filter inspects a message as it is sent. It may drop it or delay it; reason
@@ -155,6 +156,15 @@ func (n *Network) Send(m *Message, deliver func()) {
 	m.ID = n.nextID
 	n.Sent++
 	w := n.w
+	var key string
+	if w.b != nil {
+		// Decisions about this message (jitter, random drops) come from
+		// its content, not from the order racing goroutines sent in.
+		key = n.bubbleKey(m)
+		saved := w.rng
+		w.rng = w.contentRand(key)
+		defer func() { w.rng = saved }()
+	}
 	if n.cut[[2]string{m.From, m.To}] {
 		n.Dropped++
 		w.Tracef(m.From, "lost %s %s→%s %s (partition)", m.Dir, m.From, m.To, m.Summary)
@@ -180,17 +190,21 @@ func (n *Network) Send(m *Message, deliver func()) {
 		lat += time.Duration(w.rng.Int64N(int64(n.Jitter)))
 	}
 	at := w.now + lat
-	key := fifoKey{m.Conn, m.From, m.To}
-	if prev := n.last[key]; at < prev {
-		at = prev // TCP keeps order within a connection
+	if w.b != nil {
+		at = n.bubbleArrival(m, at)
+	} else {
+		fk := fifoKey{m.Conn, m.From, m.To}
+		if prev := n.last[fk]; at < prev {
+			at = prev // TCP keeps order within a connection
+		}
+		n.last[fk] = at
 	}
-	n.last[key] = at
 	if extra > 0 {
 		n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client,
 			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, why)})
 	}
 	id := n.depart()
-	w.At(at, func() {
+	w.atKey(at, key, func() {
 		defer n.arrive(id)
 		if n.down[m.To] {
 			n.Dropped++

@@ -21,6 +21,7 @@ type Host struct {
 	paused  bool
 	crashed bool
 	pending []*Process // processes whose wake-up arrived during a pause
+	held    []func()   // in a bubble: connection traffic held during a pause
 }
 
 // NewHost adds a machine to the world.
@@ -58,6 +59,11 @@ func (h *Host) Resume() {
 	h.w.Tracef(h.Name, "resume")
 	pending := h.pending
 	h.pending = nil
+	held := h.held
+	h.held = nil
+	for _, f := range held {
+		f()
+	}
 	for _, p := range pending {
 		id := p.parkID
 		h.w.At(h.w.now, func() { h.w.wakeup(p, id) })
@@ -76,6 +82,9 @@ func (h *Host) Crash() {
 			p.crashed = true
 			h.w.kill(p)
 		}
+	}
+	if h.w.b != nil {
+		h.w.bubbleCrash(h)
 	}
 }
 
@@ -99,6 +108,11 @@ type Process struct {
 	frozen     bool
 	frozenWake bool
 	onExit     []func()
+	// In a bubble (bubble.go): the process's own random source, whether
+	// it holds the kernel, and whether it is inside the lock's code.
+	rng      *rand.Rand
+	inKernel bool
+	outside  bool
 }
 
 // Spawn starts fn as a new process on host h at true time start.
@@ -108,7 +122,14 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 	h.procs = append(h.procs, p)
 	w.procs = append(w.procs, p)
 	w.live++
-	go p.main(fn)
+	if w.b != nil {
+		p.wake = make(chan struct{}, 1)
+		p.rng = w.contentRand("process " + name)
+		w.b.running++
+		go p.bubbleMain(fn)
+	} else {
+		go p.main(fn)
+	}
 	id := p.parkID
 	w.At(start, func() { w.wakeup(p, id) })
 	return p
@@ -180,7 +201,14 @@ func (p *Process) Sleep(d time.Duration) {
 
 // Context returns a context for go-redis calls. It carries no deadline: time
 // inside a simulation is the kernel's, never the context package's.
-func (p *Process) Context() context.Context { return context.Background() }
+// In a bubble it is cancelled when the host crashes or the run ends, so that
+// a library's background goroutines can stop.
+func (p *Process) Context() context.Context {
+	if p.w.b != nil {
+		return p.w.hostState(p.Host).ctx
+	}
+	return context.Background()
+}
 
 // Go starts fn as a child process on the same host, at the current instant.
 func (p *Process) Go(name string, fn func(c *Process)) *Process {
@@ -254,6 +282,10 @@ func (p *Process) prepark() uint64 {
 // id. A killed process unwinds with runtime.Goexit; if code deferred during
 // that unwinding blocks again, it returns at once so the unwinding completes.
 func (p *Process) park() {
+	if p.w.b != nil {
+		p.bubblePark()
+		return
+	}
 	if p.exiting {
 		return
 	}
@@ -322,6 +354,10 @@ func (w *World) wakeup(p *Process, id uint64) {
 		p.frozenWake = true
 		return
 	}
+	if w.b != nil {
+		w.bubbleWake(p)
+		return
+	}
 	p.parked = false
 	prev := w.current
 	w.current = p
@@ -333,6 +369,10 @@ func (w *World) wakeup(p *Process, id uint64) {
 // kill ends a parked process: it wakes up inside park and exits.
 func (w *World) kill(p *Process) {
 	if p.done {
+		return
+	}
+	if w.b != nil {
+		w.bubbleKill(p)
 		return
 	}
 	p.killed = true

@@ -353,9 +353,16 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		// The dialer never fails: a failed dial makes go-redis retry on real
 		// timers. Refusal is modelled by the conn itself.
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if n.w.b != nil {
+				n.w.enter("dial " + host.Name)
+				defer n.w.leave()
+			}
 			target := n.masterFor(host.Name)
 			c := &redisConn{node: target, host: host, timeout: o.Timeout, id: n.w.Net.NewConn()}
 			target.conns = append(target.conns, c)
+			if n.w.b != nil {
+				c.bubbleDial()
+			}
 			n.w.Tracef(host.Name, "dial %s", target.Name)
 			return c, nil
 		},
@@ -383,6 +390,7 @@ type redisConn struct {
 	switched bool
 	waiter   *Process
 	waitID   uint64
+	bb       *connBubble // in a bubble (bubble.go)
 }
 
 type timeoutError struct{}
@@ -397,6 +405,9 @@ var (
 )
 
 func (c *redisConn) Write(b []byte) (int, error) {
+	if c.bb != nil {
+		return c.bubbleWrite(b)
+	}
 	if c.closed {
 		return 0, errConnClosed
 	}
@@ -423,24 +434,31 @@ func (c *redisConn) Write(b []byte) (int, error) {
 
 func (c *redisConn) send(w *World, args []string) {
 	var summary string
-	if w.Tracing() {
+	if w.Tracing() || c.bb != nil {
 		summary = commandSummary(args)
 	}
 	op := strings.ToUpper(args[0])
 	w.Tracef(c.host.Name, "send %s → %s", summary, c.node.Name)
 	req := &Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
+	if c.bb != nil {
+		req.order = c.bb.id
+	}
 	w.Net.Send(req, func() {
 		if c.peer == nil {
 			c.peer = c.node.NewPeer()
 		}
 		respond := func(reply []byte) {
 			var rs string
-			if w.Tracing() {
+			if w.Tracing() || c.bb != nil {
 				rs = replySummary(reply)
 			}
 			w.Tracef(c.node.Name, "%s → %s", summary, rs)
-			rep := &Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
+			rep := &Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs, order: req.order}
 			w.Net.Send(rep, func() {
+				if c.bb != nil {
+					c.bubbleDeliver(reply, rs)
+					return
+				}
 				if c.closed {
 					w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
 					return
@@ -460,6 +478,9 @@ func (c *redisConn) send(w *World, args []string) {
 }
 
 func (c *redisConn) Read(b []byte) (int, error) {
+	if c.bb != nil {
+		return c.bubbleRead(b)
+	}
 	w := c.node.w
 	if len(c.rbuf) == 0 && !c.closed {
 		p := w.current
@@ -488,6 +509,9 @@ func (c *redisConn) Read(b []byte) (int, error) {
 }
 
 func (c *redisConn) Close() error {
+	if c.bb != nil {
+		return c.bubbleClose()
+	}
 	if !c.closed {
 		c.closed = true
 		c.node.w.Tracef(c.host.Name, "close connection to %s", c.node.Name)

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -22,6 +24,11 @@ type Trace struct {
 	h       hash.Hash
 	n       int
 	buf     []byte
+	// sorted (a bubble run) holds lines back until the kernel's next
+	// step and sorts them: goroutines racing at one instant write them in
+	// any order.
+	sorted  bool
+	pending []TraceEntry
 }
 
 // TraceEntry is one line of the trace.
@@ -45,6 +52,10 @@ func (t *Trace) addf(at time.Duration, actor, format string, args ...any) {
 		return
 	}
 	t.n++
+	if t.sorted {
+		t.pending = append(t.pending, TraceEntry{At: at, Actor: actor, Text: fmt.Sprintf(format, args...)})
+		return
+	}
 	b := strconv.AppendInt(t.buf[:0], int64(at), 10)
 	b = append(b, ' ')
 	b = append(b, actor...)
@@ -59,10 +70,42 @@ func (t *Trace) addf(at time.Duration, actor, format string, args ...any) {
 	t.buf = b
 }
 
+// flush writes the held-back lines of a bubble run, sorted by time, actor
+// and text.
+func (t *Trace) flush() {
+	if len(t.pending) == 0 {
+		return
+	}
+	slices.SortStableFunc(t.pending, func(a, b TraceEntry) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Actor, b.Actor); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Text, b.Text)
+	})
+	for _, e := range t.pending {
+		b := strconv.AppendInt(t.buf[:0], int64(e.At), 10)
+		b = append(b, ' ')
+		b = append(b, e.Actor...)
+		b = append(b, ' ')
+		b = append(b, e.Text...)
+		b = append(b, '\n')
+		t.h.Write(b)
+		t.buf = b
+		if t.Keep {
+			t.Entries = append(t.Entries, e)
+		}
+	}
+	t.pending = t.pending[:0]
+}
+
 // Len is the number of lines traced so far.
 func (t *Trace) Len() int { return t.n }
 
 // SHA256 is the hex digest of every line traced so far.
 func (t *Trace) SHA256() string {
+	t.flush()
 	return hex.EncodeToString(t.h.Sum(nil))
 }

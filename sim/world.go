@@ -23,6 +23,7 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Event is a callback scheduled at a true time. Cancel it to make it a no-op.
 type Event struct {
 	At        time.Duration
+	key       string // orders events of one instant in a bubble (bubble.go)
 	seq       uint64
 	fn        func()
 	cancelled bool
@@ -43,6 +44,9 @@ func (q eventQueue) Len() int { return len(q) }
 func (q eventQueue) Less(i, j int) bool {
 	if q[i].At != q[j].At {
 		return q[i].At < q[j].At
+	}
+	if q[i].key != q[j].key {
+		return q[i].key < q[j].key
 	}
 	return q[i].seq < q[j].seq
 }
@@ -90,6 +94,7 @@ type World struct {
 	// until the messages then in flight have landed.
 	draining bool
 	closers  []func()
+	b        *bubble // set when the world runs in a synctest bubble (bubble.go)
 }
 
 // New returns an empty world whose every random choice derives from seed.
@@ -113,12 +118,19 @@ func (w *World) Rand() *rand.Rand { return w.rng }
 
 // At schedules fn at true time t (or now, if t is in the past).
 func (w *World) At(t time.Duration, fn func()) *Event {
+	return w.atKey(t, w.autoKey(), fn)
+}
+
+func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
 	if t < w.now {
 		t = w.now
 	}
 	w.seq++
-	e := &Event{At: t, seq: w.seq, fn: fn}
+	e := &Event{At: t, key: key, seq: w.seq, fn: fn}
 	heap.Push(&w.queue, e)
+	if w.b != nil {
+		w.noteScheduled(t)
+	}
 	return e
 }
 
@@ -153,6 +165,9 @@ func (w *World) OnClose(fn func()) { w.closers = append(w.closers, fn) }
 // goroutine of the run outlives it.
 func (w *World) Run(limit time.Duration) error {
 	defer w.shutdown()
+	if w.b != nil {
+		return w.runBubble(limit)
+	}
 	sameInstant := 0
 	for w.queue.Len() > 0 && w.failure == nil && !w.stopped {
 		e := heap.Pop(&w.queue).(*Event)
@@ -197,7 +212,7 @@ func (w *World) allProcessesDone() bool { return len(w.procs) > 0 && w.live == 0
 // each goroutine to unwind, then runs the registered closers.
 func (w *World) shutdown() {
 	for _, p := range w.procs {
-		if !p.done {
+		if !p.done && w.b == nil {
 			w.kill(p)
 		}
 	}

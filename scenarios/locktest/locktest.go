@@ -1,48 +1,67 @@
-// Package locktest puts your own Redis lock under locklab's faults from a
-// Go test. You give it a factory that builds one client's lock from its
-// go-redis clients (one per simulated Redis node); it explores random fault
-// schedules and workloads — clocks that jump, replies that are lost, clients
-// that pause — checks mutual exclusion, resource safety and liveness, and on
-// a violation fails the test with a minimal counterexample and the line that
-// replays it:
+// Package locktest puts the Redis lock you ship — a library such as
+// go-redsync/redsync or bsm/redislock, or your own code with a renewal
+// goroutine — under locklab's faults from a Go test, unmodified:
 //
-//	func TestMyLock(t *testing.T) {
-//		locktest.Check(t, func(clients []*redis.Client) locktest.Lock {
-//			return mylock.New(clients[0], "orders", 5*time.Second)
-//		}, locktest.Options{TTL: 5 * time.Second})
+//	func TestRedsync(t *testing.T) {
+//		locktest.Run(t, func(clients []*redis.Client) locktest.Lock {
+//			m := redsync.New(goredis.NewPool(clients[0])).NewMutex("lock", redsync.WithExpiry(2*time.Second))
+//			return locktest.Funcs{
+//				LockFunc:   m.LockContext,
+//				UnlockFunc: func(ctx context.Context) error { _, err := m.UnlockContext(ctx); return err },
+//			}
+//		}, locktest.Options{TTL: 2 * time.Second, Expect: locktest.Expect{
+//			locktest.Pause: locktest.Resource, locktest.Clock: locktest.MutualExclusion | locktest.Resource,
+//		}})
 //	}
 //
-// The lock's code runs unmodified, over ordinary go-redis clients whose
-// connections are simulated. It must not start goroutines of its own or wait
-// on timers (a retry loop with time.Sleep): simulated time does not pass
-// while it waits. Retrying is the harness's job, so configure no retries.
-// For byte-identical replays, draw any random token from Token(ctx).
+// Run gives one subtest per fault class (go test -run TestRedsync/pause).
+// Each explores random runs of that class: simulated Redis nodes whose
+// clocks jump, replies that are lost, clients that pause or crash. The
+// lock's code runs inside a testing/synctest bubble, so its goroutines,
+// sleeps, timers, time.Now and context deadlines all follow virtual time,
+// and a seed decides a run byte for byte. A class whose outcome differs from
+// Options.Expect fails with a minimal counterexample, its witness, a
+// failfile under testdata/locktest/<Test>/<class>.yaml (replayed first on
+// the next run, as rapid does) and the go test command that replays it.
 package locktest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
-	"testing"
 	"time"
 
-	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/scenarios"
 	"github.com/redis/go-redis/v9"
 )
 
 // Lock is the lock under test, as its users call it.
 type Lock interface {
 	// Lock takes the lock once; an error (busy, timeout) means not taken,
-	// and the harness tries again a little later.
+	// and the harness tries again a little later. Retries and waits of the
+	// lock's own are welcome.
 	Lock(ctx context.Context) error
 	// Unlock releases it.
 	Unlock(ctx context.Context) error
+}
+
+// TokenLock is a lock whose Lock hands out a fencing token. With
+// Options.Fencing the protected resource checks it and refuses a token
+// lower than one it has seen (Kleppmann's fencing).
+type TokenLock interface {
+	LockToken(ctx context.Context) (token int64, err error)
+	Unlock(ctx context.Context) error
+}
+
+// LossReporter is a lock that tells its holder when it learns its lease is
+// gone (a renewal found the key expired or taken). The harness then ends
+// the client's hold and the worker skips its write, as a careful holder
+// does. Lost is asked after each successful Lock; the channel is closed on
+// loss.
+type LossReporter interface {
+	Lost() <-chan struct{}
 }
 
 // Funcs adapts two functions to Lock.
@@ -54,192 +73,195 @@ type Funcs struct {
 func (f Funcs) Lock(ctx context.Context) error   { return f.LockFunc(ctx) }
 func (f Funcs) Unlock(ctx context.Context) error { return f.UnlockFunc(ctx) }
 
+// TokenFuncs adapts two functions to TokenLock (and Lock).
+type TokenFuncs struct {
+	LockFunc   func(ctx context.Context) (int64, error)
+	UnlockFunc func(ctx context.Context) error
+}
+
+func (f TokenFuncs) LockToken(ctx context.Context) (int64, error) { return f.LockFunc(ctx) }
+func (f TokenFuncs) Lock(ctx context.Context) error {
+	_, err := f.LockFunc(ctx)
+	return err
+}
+func (f TokenFuncs) Unlock(ctx context.Context) error { return f.UnlockFunc(ctx) }
+
 // Factory builds one client's lock from its connections: one go-redis
-// client per simulated Redis node, in node order.
+// client per simulated Redis node (masters only), in node order. It is
+// called once per client per run.
 type Factory func(clients []*redis.Client) Lock
 
-// Options tune Check.
+// Class is a family of faults; each is one subtest of Run.
+type Class = faults.Class
+
+// The fault classes. Client clocks cannot jump or drift inside one bubble
+// (the lock's code reads the bubble's one virtual clock), so Clock and
+// Drift act on the Redis nodes' clocks only.
+const (
+	Clock     = faults.ClassClock     // a node's clock jumps, forward or backward
+	Drift     = faults.ClassDrift     // a node's clock runs fast or slow
+	Pause     = faults.ClassPause     // a client stops (GC, SIGSTOP), sometimes past the TTL
+	Drop      = faults.ClassDrop      // requests or replies are lost
+	Delay     = faults.ClassDelay     // messages arrive late
+	Crash     = faults.ClassCrash     // a client dies
+	Restart   = faults.ClassRestart   // a node restarts with what it persisted
+	Partition = faults.ClassPartition // partitions that heal
+)
+
+// Outcome is what a class of faults may do to the lock: Safe, or the
+// properties it may violate, or Any.
+type Outcome uint8
+
+const (
+	// Safe: no run may violate anything.
+	Safe Outcome = 0
+	// MutualExclusion: two clients hold the lock at once.
+	MutualExclusion Outcome = 1 << iota
+	// Resource: the protected resource sees a lost update or a stale token.
+	Resource
+	// Liveness: the lock stays unavailable with nobody holding it.
+	Liveness
+	// Any: report what happens, assert nothing.
+	Any Outcome = 1 << 7
+)
+
+func (o Outcome) String() string { return o.join(" or ") }
+
+// found renders an outcome that happened: "mutual exclusion and resource
+// violated".
+func (o Outcome) found() string { return o.join(" and ") }
+
+func (o Outcome) join(sep string) string {
+	if o == Safe {
+		return "safe"
+	}
+	if o&Any != 0 {
+		return "any"
+	}
+	var parts []string
+	for _, p := range []struct {
+		o    Outcome
+		name string
+	}{{MutualExclusion, "mutual exclusion"}, {Resource, "resource"}, {Liveness, "liveness"}} {
+		if o&p.o != 0 {
+			parts = append(parts, p.name)
+		}
+	}
+	return strings.Join(parts, sep) + " violated"
+}
+
+// Expect maps a fault class to the outcome CI asserts for it. A class not
+// in the map is expected Safe.
+type Expect map[Class]Outcome
+
+// Options tune Run. TTL is required; everything else has a default.
 type Options struct {
-	// TTL is the lease your lock takes. A client believes it holds the
-	// lock from the return of Lock until it calls Unlock, or until TTL after
-	// it called Lock, whichever comes first. Required.
+	// TTL is the lease your lock takes, and it must match the lock's own
+	// TTL: faults (pauses, delays, stalls) and the liveness bound are
+	// scaled to it. It does not end a hold: as everywhere in locklab
+	// (package checker), a client holds from the return of Lock until it
+	// calls Unlock, crashes or learns it lost the lock (LossReporter); a
+	// deadline your code never consults does not stop it from acting.
 	TTL time.Duration
-	// Faults are the fault classes to draw from (default: all of them).
-	Faults []faults.Class
-	// Nodes is the number of Redis nodes (default 1; 5 for a Redlock).
+	// Renews says the lock extends its lease while held (a watchdog or a
+	// renewal goroutine): the work may then outlast TTL.
+	Renews bool
+	// Fencing: Lock returns a token (the lock is a TokenLock) and the
+	// protected resource refuses tokens lower than one it has seen.
+	Fencing bool
+
+	// Nodes is the number of Redis masters (default 1; 5 for a Redlock).
 	Nodes int
-	// Runs is the number of random runs (default 200).
+	// Replicas is the number of asynchronous replicas of each master
+	// (default 0), replicating with a lag of 100ms.
+	Replicas int
+	// Persistence is what a restarted node remembers: "none" (default),
+	// "everysec" or "always".
+	Persistence string
+
+	// Clients is the number of clients (default: drawn from 2 to 5 per run).
+	Clients int
+	// Cycles is the number of lock/work/unlock cycles per client (default:
+	// drawn from 1 to 3 per run, or 2 when Clients or Work is set).
+	Cycles int
+	// Work is the longest time a client works while holding the lock
+	// (default: drawn per run, below TTL); each cycle draws from Work/2 to
+	// Work.
+	Work time.Duration
+	// Duration is the simulated length of a run (default 20s).
+	Duration time.Duration
+
+	// Classes are the fault classes to test, one subtest each (default:
+	// every class and Stall, and Failover when there are Replicas).
+	Classes []Class
+	// Expect is the outcome asserted per class (default Safe).
+	Expect Expect
+	// Runs is the number of random runs per class (default 40; flag
+	// -locktest.runs).
 	Runs int
-	// Seed picks the runs (default 1).
+	// Seed picks the runs (default 1; flag -locktest.seed).
 	Seed uint64
-	// Workers run in parallel (default: all cores).
-	Workers int
+	// ShrinkRuns bounds the runs spent shrinking a counterexample
+	// (default 80).
+	ShrinkRuns int
+}
+
+func (o *Options) defaults() error {
+	if o.TTL <= 0 {
+		return fmt.Errorf("locktest: Options.TTL: expected the TTL your lock uses, such as 2*time.Second, got %v", o.TTL)
+	}
+	if o.Nodes < 0 || o.Replicas < 0 || o.Clients < 0 || o.Cycles < 0 || o.Work < 0 || o.Duration < 0 || o.Runs < 0 {
+		return fmt.Errorf("locktest: Options: Nodes, Replicas, Clients, Cycles, Work, Duration and Runs must not be negative")
+	}
+	switch o.Persistence {
+	case "", "none", "everysec", "always":
+	default:
+		return fmt.Errorf("locktest: Options.Persistence: unknown %q; expected none, everysec or always", o.Persistence)
+	}
+	if o.Work >= o.TTL && !o.Renews {
+		return fmt.Errorf("locktest: Options.Work: %v is not below the TTL %v; a fault-free run would then break the lock", o.Work, o.TTL)
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Runs == 0 {
+		o.Runs = 40
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.ShrinkRuns == 0 {
+		o.ShrinkRuns = 80
+	}
+	known := append(faults.Classes(), Stall, Failover)
+	if len(o.Classes) == 0 {
+		o.Classes = append(faults.Classes(), Stall)
+		if o.Replicas > 0 {
+			o.Classes = known
+		}
+	}
+	for _, c := range o.Classes {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("locktest: Options.Classes: unknown fault class %q; expected one of %v", c, known)
+		}
+	}
+	for c := range o.Expect {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("locktest: Options.Expect: unknown fault class %q; expected one of %v", c, known)
+		}
+	}
+	return nil
 }
 
 type randKey struct{}
 
 // Token returns a random token drawn from the run's seeded source, for
-// locks that accept a caller-supplied token: tokens from crypto/rand make
-// every replay's trace differ (its verdict does not).
+// locks that accept a caller-supplied token. Library tokens from
+// crypto/rand are made deterministic by Run as well; Token is for locks
+// that take one from the caller.
 func Token(ctx context.Context) string {
 	if r, ok := ctx.Value(randKey{}).(*rand.Rand); ok {
 		return fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
 	}
 	return fmt.Sprintf("%016x", rand.Uint64())
-}
-
-// userLock adapts a Lock to algorithms.Lock.
-type userLock struct {
-	lock Lock
-	ttl  time.Duration
-}
-
-func (u *userLock) ctx(env algorithms.Env) context.Context {
-	return context.WithValue(env.Context(), randKey{}, env.Rand())
-}
-
-func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
-	start := env.Now()
-	if err := u.lock.Lock(u.ctx(env)); err != nil {
-		return nil, fmt.Errorf("%w: %v", algorithms.ErrNotAcquired, err)
-	}
-	return &algorithms.Lease{Resource: "lock", Start: start, Validity: start.Add(u.ttl)}, nil
-}
-
-func (u *userLock) Release(env algorithms.Env, l *algorithms.Lease) error {
-	return u.lock.Unlock(u.ctx(env))
-}
-
-func (o *Options) defaults() error {
-	if o.TTL <= 0 {
-		return errors.New("locktest: Options.TTL: expected the TTL your lock uses, such as 5*time.Second")
-	}
-	if o.Nodes <= 0 {
-		o.Nodes = 1
-	}
-	if o.Runs <= 0 {
-		o.Runs = 200
-	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
-	if len(o.Faults) == 0 {
-		o.Faults = faults.Classes()
-	}
-	return nil
-}
-
-// base is the setup runs start from: Nodes Redis nodes, the TTL, the matrix
-// workload.
-func (o *Options) base() (*scenarios.Scenario, error) {
-	sc, err := scenarios.MatrixScenario(algorithms.Custom)
-	if err != nil {
-		return nil, err
-	}
-	sc.Nodes = nil
-	for i := 0; i < o.Nodes; i++ {
-		sc.Nodes = append(sc.Nodes, scenarios.Node{Name: string(rune('A' + i))})
-	}
-	sc.TTL = scenarios.Duration(o.TTL)
-	sc.LivenessBound = scenarios.Duration(2*o.TTL + time.Second)
-	return sc, sc.Validate()
-}
-
-func (f Factory) algorithm(ttl time.Duration) algorithms.Factory {
-	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
-		return &userLock{lock: f(c.Redis), ttl: ttl}, nil
-	}
-}
-
-// Explore runs the exploration and returns what it found, without failing
-// anything: for reports, and for tests that document which faults break a
-// lock.
-func Explore(f Factory, opt Options) (*scenarios.ExploreResult, error) {
-	if err := opt.defaults(); err != nil {
-		return nil, err
-	}
-	base, err := opt.base()
-	if err != nil {
-		return nil, err
-	}
-	return scenarios.Explore(scenarios.ExploreOptions{
-		Algorithm: algorithms.Custom,
-		Factory:   f.algorithm(opt.TTL),
-		Base:      base,
-		Classes:   opt.Faults,
-		Runs:      opt.Runs,
-		Seed:      opt.Seed,
-		Workers:   opt.Workers,
-	})
-}
-
-// Check explores random faults against the lock and fails t with a minimal
-// counterexample if any run violates mutual exclusion, resource safety or
-// liveness.
-func Check(t testing.TB, f Factory, opt Options) {
-	t.Helper()
-	res, err := Explore(f, opt)
-	if err != nil {
-		t.Fatalf("locktest: %v", err)
-		return
-	}
-	if len(res.Findings) == 0 {
-		t.Logf("locktest: no violation in %d runs (faults %v, seed %d)", res.Runs, opt.Faults, opt.Seed)
-		return
-	}
-	t.Error(Describe(res, t.Name()))
-}
-
-// Describe renders a finding as a failure message: the violated property,
-// the minimal schedule, the witness and how to replay it. It saves the
-// counterexample in a file named after the test.
-func Describe(res *scenarios.ExploreResult, name string) string {
-	f := res.Findings[0]
-	min, mres := f.Minimal, f.MinimalResult
-	if min == nil {
-		min, mres = f.Scenario, f.Result
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "locktest: %s violated in run %d of %d; shrunk to %d fault(s), %d client(s):\n",
-		strings.ReplaceAll(f.Property, "_", " "), f.Run, res.Runs, len(min.Faults), min.Clients.Count)
-	for _, fl := range min.Faults {
-		fmt.Fprintf(&b, "    %s\n", fl.String())
-	}
-	w := mres.Report.Witness
-	if w.MutualExclusion != nil {
-		fmt.Fprintf(&b, "  witness: %s\n", w.MutualExclusion)
-	}
-	if w.Resource != nil {
-		fmt.Fprintf(&b, "  witness: %s\n", w.Resource)
-	}
-	if w.Liveness != nil {
-		fmt.Fprintf(&b, "  witness: %s\n", w.Liveness)
-	}
-	safe := strings.NewReplacer("/", "-", " ", "_").Replace(name)
-	path := filepath.Join(os.TempDir(), "locklab-"+safe+".yaml")
-	if data, err := min.Marshal(); err == nil && os.WriteFile(path, data, 0o644) == nil {
-		fmt.Fprintf(&b, "  replay:  locktest.Replay(t, factory, opts, %q)\n", path)
-	}
-	return b.String()
-}
-
-// Replay runs a saved counterexample against the lock and fails t unless
-// it reproduces the violation the file records.
-func Replay(t testing.TB, f Factory, opt Options, file string) *scenarios.Result {
-	t.Helper()
-	if err := opt.defaults(); err != nil {
-		t.Fatalf("locktest: %v", err)
-	}
-	sc, err := scenarios.Load(file)
-	if err != nil {
-		t.Fatalf("locktest: %v", err)
-	}
-	res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: f.algorithm(opt.TTL)})
-	if err != nil {
-		t.Fatalf("locktest: %v", err)
-	}
-	if !res.Matches() {
-		t.Errorf("locktest: %s did not reproduce: verdict %+v, expected %+v", file, res.Report.Verdict, sc.Expect)
-	}
-	return res
 }

@@ -38,7 +38,7 @@ func TestRedislockUnderCatalogueFaults(t *testing.T) {
 	breaks := map[faults.Class]bool{}
 	var table []string
 	for _, class := range faults.Classes() {
-		res, err := locktest.Explore(redislockFactory, locktest.Options{TTL: 2 * time.Second, Faults: []faults.Class{class}, Runs: 150})
+		res, err := locktest.Explore(redislockFactory, locktest.CheckOptions{TTL: 2 * time.Second, Faults: []faults.Class{class}, Runs: 150})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func describe(s faults.Schedule) string {
 // Replay reproduces the saved counterexample.
 func TestCheckReportsCounterexampleAndReplays(t *testing.T) {
 	rec := &recorder{TB: t}
-	locktest.Check(rec, redislockFactory, locktest.Options{TTL: 2 * time.Second, Faults: []faults.Class{faults.ClassPause}, Runs: 150})
+	locktest.Check(rec, redislockFactory, locktest.CheckOptions{TTL: 2 * time.Second, Faults: []faults.Class{faults.ClassPause}, Runs: 150})
 	if !rec.failed {
 		t.Fatal("Check did not fail on a lock that a pause breaks")
 	}
@@ -85,14 +85,14 @@ func TestCheckReportsCounterexampleAndReplays(t *testing.T) {
 	}
 	file := msg[strings.Index(msg, `opts, "`)+7:]
 	file = file[:strings.Index(file, `"`)]
-	locktest.Replay(t, redislockFactory, locktest.Options{TTL: 2 * time.Second}, file)
+	locktest.Replay(t, redislockFactory, locktest.CheckOptions{TTL: 2 * time.Second}, file)
 }
 
 func TestCheckNeedsTTL(t *testing.T) {
 	rec := &recorder{TB: t}
 	func() {
 		defer func() { recover() }()
-		locktest.Check(rec, redislockFactory, locktest.Options{})
+		locktest.Check(rec, redislockFactory, locktest.CheckOptions{})
 	}()
 	if !rec.failed || !strings.Contains(rec.msg, "Options.TTL") {
 		t.Fatalf("missing TTL gave %q", rec.msg)

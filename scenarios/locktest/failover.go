@@ -1,0 +1,110 @@
+package locktest
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
+)
+
+// Failover is the class of Sentinel failovers: a master dies before its
+// last writes reached its replica, and the replica is promoted; clients
+// that reconnect reach it. It needs Options.Replicas.
+const Failover Class = "failover"
+
+// failoverRun draws run i of the failover class: a master crashes for good
+// while clients are busy, and its first replica is promoted a little later.
+func failoverRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "locktest/failover/%d", seed)
+	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
+	sc := base.Clone()
+	sc.ID = fmt.Sprintf("locktest-failover-%d-%d", seed, i)
+	if !opt.keepWorkload() {
+		sc.Clients.Count = 2 + rng.IntN(4)
+		ttl := opt.TTL
+		hi := time.Duration(float64(ttl) * (0.05 + 0.8*rng.Float64())).Round(time.Millisecond)
+		sc.Clients.Work, _ = scenarios.ParseRange(fmt.Sprintf("%v..%v", hi/2, hi))
+	}
+	master := string(rune('A' + rng.IntN(opt.Nodes)))
+	crash := time.Duration(100+rng.IntN(2900)) * time.Millisecond
+	promote := crash + time.Duration(rng.IntN(1000))*time.Millisecond
+	at := func(d time.Duration) *faults.Duration { v := faults.Duration(d); return &v }
+	sc.Faults = faults.Schedule{
+		{Kind: faults.NodeCrash, Target: master, At: at(crash)},
+		{Kind: faults.Failover, Target: master + "1", At: at(promote)},
+	}
+	sc.Seed = rng.Uint64()>>1 | 1
+	return sc
+}
+
+// Stall is the class of a starved renewal: one client's script calls
+// (EVALSHA and EVAL — the renewals of redsync's Extend, redislock's Refresh,
+// a watchdog's compare-and-pexpire, and the release) are held back by up
+// to twice the TTL, a few at a time, while its other traffic and its worker
+// go on: Redisson's watchdog starved while the worker runs, the opposite
+// of a hang.
+const Stall Class = "stall"
+
+// stallRun draws run i of the stall class.
+func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "locktest/stall/%d", seed)
+	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
+	sc := base.Clone()
+	sc.ID = fmt.Sprintf("locktest-stall-%d-%d", seed, i)
+	if !opt.keepWorkload() {
+		sc.Clients.Count = 2 + rng.IntN(4)
+		hi := time.Duration(float64(opt.TTL) * (0.05 + 0.8*rng.Float64())).Round(time.Millisecond)
+		if opt.Renews {
+			hi = time.Duration(float64(opt.TTL) * (0.5 + 1.5*rng.Float64())).Round(time.Millisecond)
+		}
+		sc.Clients.Work, _ = scenarios.ParseRange(fmt.Sprintf("%v..%v", hi/2, hi))
+	}
+	client := fmt.Sprintf("c%d", 1+rng.IntN(sc.Clients.Count))
+	start := time.Duration(rng.IntN(3000)) * time.Millisecond
+	by := time.Duration(float64(opt.TTL) * (0.3 + 1.7*rng.Float64())).Round(time.Millisecond)
+	n := 1 + rng.IntN(4)
+	at := func(d time.Duration) *faults.Duration { v := faults.Duration(d); return &v }
+	for _, op := range []string{"EVALSHA", "EVAL"} {
+		sc.Faults = append(sc.Faults, faults.Fault{Kind: faults.Delay, At: at(start), Dir: "request", Client: client, Op: op, Count: n, Duration: faults.Duration(by)})
+	}
+	sc.Seed = rng.Uint64()>>1 | 1
+	return sc
+}
+
+// exploreDrawn is scenarios.Explore for a class the fault generator does
+// not draw (failover, stall): runs one by one, the first violation shrunk.
+func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario, f Factory, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*scenarios.ExploreResult, error) {
+	runOpt := scenarios.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
+	out := &scenarios.ExploreResult{}
+	for i := 1; i <= opt.Runs; i++ {
+		sc := draw(base, opt, opt.Seed, i)
+		res, err := scenarios.Run(sc, sc.Seed, runOpt)
+		out.Runs++
+		if err != nil {
+			return nil, fmt.Errorf("run %d: %w", i, err)
+		}
+		prop := violated(res.Report.Verdict)
+		if prop == Safe {
+			continue
+		}
+		name := "liveness"
+		switch {
+		case prop&MutualExclusion != 0:
+			name = "mutual_exclusion"
+		case prop&Resource != 0:
+			name = "resource"
+		}
+		fd := scenarios.Finding{Run: i, Property: name, Scenario: sc, Result: res}
+		fd.Minimal, fd.MinimalResult, fd.ShrinkRuns = scenarios.Shrink(sc, name, scenarios.ShrinkOptions{
+			Factory: runOpt.Factory, MaxRuns: opt.ShrinkRuns, Bubble: true, Prepare: prepare,
+		})
+		out.Findings = append(out.Findings, fd)
+		break
+	}
+	return out, nil
+}

@@ -1,0 +1,487 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	mathrand "math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/reports"
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim"
+)
+
+var (
+	flagSeed   = flag.Uint64("locktest.seed", 0, "locktest: seed of the random runs (0: Options.Seed)")
+	flagRuns   = flag.Int("locktest.runs", 0, "locktest: random runs per fault class (0: Options.Runs)")
+	flagReplay = flag.String("locktest.replay", "", "locktest: replay this counterexample file and print its witness")
+	flagReport = flag.String("locktest.report", "", "locktest: write the HTML report of each counterexample to this file (the class is added before the extension)")
+)
+
+// userLock adapts a Lock to the harness's algorithms.Lock. The lock's code
+// runs outside the kernel, where its goroutines and timers live.
+type userLock struct {
+	lock    Lock
+	ttl     time.Duration
+	renews  bool
+	fencing bool
+	// released ends the loss watcher of the current hold.
+	released chan struct{}
+}
+
+type outsider interface{ Outside(func()) }
+
+func outside(env algorithms.Env, fn func()) {
+	if o, ok := env.(outsider); ok {
+		o.Outside(fn)
+		return
+	}
+	fn()
+}
+
+func (u *userLock) ctx(env algorithms.Env) context.Context {
+	return context.WithValue(env.Context(), randKey{}, env.Rand())
+}
+
+func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
+	start := env.Now()
+	ctx := u.ctx(env)
+	var (
+		err   error
+		fence int64
+	)
+	outside(env, func() {
+		if tl, ok := u.lock.(TokenLock); ok && u.fencing {
+			fence, err = tl.LockToken(ctx)
+		} else {
+			err = u.lock.Lock(ctx)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", algorithms.ErrNotAcquired, err)
+	}
+	validity := start.Add(u.ttl)
+	if u.renews {
+		// A renewed lease has no deadline the client consults: it holds
+		// until it unlocks, crashes or the run ends.
+		validity = start.Add(100 * 365 * 24 * time.Hour)
+	}
+	lease := &algorithms.Lease{Resource: "lock", Start: start, Validity: validity, Fence: fence}
+	if lr, ok := u.lock.(LossReporter); ok {
+		u.watchLoss(env, lr.Lost(), lease)
+	}
+	return lease, nil
+}
+
+type notifier interface{ Notify(func()) }
+
+// watchLoss marks the lease lost when the lock reports it; the goroutine
+// ends with the hold (Release) or the client's context.
+func (u *userLock) watchLoss(env algorithms.Env, lost <-chan struct{}, lease *algorithms.Lease) {
+	n, ok := env.(notifier)
+	if !ok || lost == nil {
+		return
+	}
+	done := env.Context().Done()
+	released := make(chan struct{})
+	u.released = released
+	go func() {
+		select {
+		case <-lost:
+			n.Notify(lease.MarkLost)
+		case <-released:
+		case <-done:
+		}
+	}()
+}
+
+func (u *userLock) Release(env algorithms.Env, l *algorithms.Lease) error {
+	if u.released != nil {
+		close(u.released)
+		u.released = nil
+	}
+	ctx := u.ctx(env)
+	var err error
+	outside(env, func() { err = u.lock.Unlock(ctx) })
+	return err
+}
+
+func (f Factory) algorithm(ttl time.Duration, renews, fencing bool) algorithms.Factory {
+	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+		return &userLock{lock: f(c.Redis), ttl: ttl, renews: renews, fencing: fencing}, nil
+	}
+}
+
+// base is the setup every run of Run starts from.
+func (o *Options) base() (*scenarios.Scenario, error) {
+	sc, err := scenarios.MatrixScenario(algorithms.Custom)
+	if err != nil {
+		return nil, err
+	}
+	sc.ID = "locktest"
+	sc.Nodes = nil
+	for i := 0; i < o.Nodes; i++ {
+		name := string(rune('A' + i))
+		sc.Nodes = append(sc.Nodes, scenarios.Node{Name: name})
+		for r := 1; r <= o.Replicas; r++ {
+			sc.Nodes = append(sc.Nodes, scenarios.Node{Name: fmt.Sprintf("%s%d", name, r), Replica: name})
+		}
+	}
+	sc.TTL = scenarios.Duration(o.TTL)
+	sc.LivenessBound = scenarios.Duration(2*o.TTL + time.Second)
+	if o.Duration > 0 {
+		sc.Duration = scenarios.Duration(o.Duration)
+	}
+	if o.Fencing {
+		sc.Resource.Fencing = ">"
+	}
+	if o.Clients > 0 {
+		sc.Clients.Count = o.Clients
+	}
+	sc.Clients.Cycles = 2
+	if o.Cycles > 0 {
+		sc.Clients.Cycles = o.Cycles
+	}
+	if o.Work > 0 {
+		sc.Clients.Work, _ = scenarios.ParseRange(fmt.Sprintf("%v..%v", o.Work/2, o.Work))
+	}
+	return sc, sc.Validate()
+}
+
+func (o *Options) keepWorkload() bool { return o.Clients > 0 || o.Cycles > 0 || o.Work > 0 }
+
+// Run tests the lock under every fault class of opt.Classes, one subtest
+// per class, inside a synctest bubble, and fails each class whose outcome
+// is not opt.Expect's. Subtests run one after another: the lock's
+// process-wide random sources (math/rand, crypto/rand) are seeded per run.
+func Run(t *testing.T, f Factory, opt Options) {
+	t.Helper()
+	if err := opt.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if *flagSeed != 0 {
+		opt.Seed = *flagSeed
+	}
+	if *flagRuns > 0 {
+		opt.Runs = *flagRuns
+	}
+	base, err := opt.base()
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
+	for _, c := range opt.Classes {
+		t.Run(string(c), func(t *testing.T) { runClass(t, f, opt, base, c) })
+	}
+}
+
+// failfile is where a class's counterexample is kept: under
+// testdata/locktest/, a folder per test (and parent subtest), a file per
+// class. t is the class's subtest.
+func failfile(t *testing.T, class Class) string {
+	parts := strings.Split(t.Name(), "/")
+	dir := filepath.Join(append([]string{"testdata", "locktest"}, parts[:len(parts)-1]...)...)
+	return filepath.Join(dir, string(class)+".yaml")
+}
+
+// replayCommand is the go test line that replays file.
+func replayCommand(t *testing.T, file string) string {
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return fmt.Sprintf("go test -run '%s' -locktest.replay=%s", strings.Join(parts, "/"), filepath.ToSlash(file))
+}
+
+// observe, when set (by tests of this package), sees every class's finding.
+var observe func(t *testing.T, class Class, f finding)
+
+var globalRandOnce sync.Once
+
+// seedProcessRandom makes the random sources a library draws from without
+// asking — crypto/rand (lock values) and math/rand's global functions
+// (redsync's retry delays) — start from the run's seed, so a replay is byte
+// for byte the run that failed.
+func seedProcessRandom(t *testing.T, seed uint64) {
+	cryptotest.SetGlobalRandom(t, seed)
+	globalRandOnce.Do(func() {
+		// rand.Seed is a no-op since Go 1.24 unless randseednop=0.
+		os.Setenv("GODEBUG", strings.Trim(os.Getenv("GODEBUG")+",randseednop=0", ","))
+	})
+	mathrand.Seed(int64(seed)) //nolint:staticcheck // deterministic library retries need it
+}
+
+func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, class Class) {
+	expect, ok := opt.Expect[class]
+	if !ok {
+		expect = Safe
+	}
+	if class == Failover && opt.Replicas == 0 {
+		t.Skip("locktest: failover needs Options.Replicas")
+	}
+	file := failfile(t, class)
+	stop := make(chan struct{})
+	defer close(stop)
+	go watchdog(t.Name(), stop)
+	defer func() {
+		// A lock blocked for good on a channel of its own leaves goroutines
+		// behind in the bubble; synctest then panics. The failure has
+		// already been reported with what blocked; say it once more and
+		// carry on with the next class instead of killing the test binary.
+		if r := recover(); r != nil {
+			t.Errorf("locktest: %s: goroutines of the lock outlived the runs (%v): stop them when the context passed to Lock is cancelled, or when Unlock is called. Still there:\n%s", class, r, sim.BlockedGoroutines(true))
+		}
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		run := func(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
+			return scenarios.Run(sc, sc.Seed, scenarios.Options{
+				Factory:   f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
+				Bubble:    true,
+				KeepTrace: keep,
+				Prepare:   func(seed uint64) { seedProcessRandom(t, seed) },
+			})
+		}
+		if *flagReplay != "" {
+			replay(t, run, *flagReplay, class, expect)
+			return
+		}
+		// The last counterexample of this class goes first, as in rapid.
+		if sc, err := scenarios.Load(file); err == nil {
+			res, err := run(sc, true)
+			if err != nil {
+				t.Fatalf("locktest: %s: %v", file, err)
+			}
+			if prop := violated(res.Report.Verdict); prop != Safe {
+				judge(t, class, expect, finding{prop: prop, sc: sc, res: res, file: file, what: "the saved counterexample " + file})
+				return
+			}
+			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", class, file)
+		}
+		prepare := func(seed uint64) { seedProcessRandom(t, seed) }
+		var (
+			ex  *scenarios.ExploreResult
+			err error
+		)
+		switch class {
+		case Failover:
+			ex, err = exploreDrawn(failoverRun, f, opt, base, prepare)
+		case Stall:
+			ex, err = exploreDrawn(stallRun, f, opt, base, prepare)
+		default:
+			ex, err = scenarios.Explore(scenarios.ExploreOptions{
+				Algorithm:     algorithms.Custom,
+				Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
+				Base:          base,
+				Classes:       []faults.Class{class},
+				Runs:          opt.Runs,
+				Seed:          opt.Seed,
+				Bubble:        true,
+				KeepWorkload:  opt.keepWorkload(),
+				MaxShrinkRuns: opt.ShrinkRuns,
+				Prepare:       prepare,
+			})
+		}
+		if err != nil {
+			t.Fatalf("locktest: %s: %v", class, err)
+		}
+		if len(ex.Findings) == 0 {
+			judge(t, class, expect, finding{runs: ex.Runs, seed: opt.Seed})
+			return
+		}
+		fd := ex.Findings[0]
+		sc := fd.Minimal
+		if sc == nil {
+			sc = fd.Scenario
+		}
+		sc.ID = fmt.Sprintf("locktest-%s-%s", strings.ReplaceAll(t.Name(), "/", "-"), class)
+		res, err := run(sc, true)
+		if err != nil {
+			t.Fatalf("locktest: %s: %v", class, err)
+		}
+		saved := ""
+		if data, err := sc.Marshal(); err == nil {
+			if os.MkdirAll(filepath.Dir(file), 0o755) == nil && os.WriteFile(file, data, 0o644) == nil {
+				saved = file
+			}
+		}
+		judge(t, class, expect, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: saved,
+			what: fmt.Sprintf("run %d of %d (seed %d), shrunk to %d fault(s) and %d client(s)", fd.Run, opt.Runs, opt.Seed, len(sc.Faults), sc.Clients.Count),
+			runs: ex.Runs, seed: opt.Seed})
+	})
+}
+
+// finding is what a class's runs came to.
+type finding struct {
+	prop Outcome // Safe when nothing broke
+	sc   *scenarios.Scenario
+	res  *scenarios.Result
+	file string
+	what string
+	runs int
+	seed uint64
+}
+
+func violated(v checker.Verdict) Outcome {
+	var o Outcome
+	if v.MutualExclusion == checker.Violated {
+		o |= MutualExclusion
+	}
+	if v.Resource == checker.Violated {
+		o |= Resource
+	}
+	if v.Liveness == checker.Violated {
+		o |= Liveness
+	}
+	return o
+}
+
+// judge compares a class's finding with its expectation and logs or fails.
+func judge(t *testing.T, class Class, expect Outcome, f finding) {
+	t.Helper()
+	if observe != nil {
+		observe(t, class, f)
+	}
+	if f.prop == Safe {
+		switch {
+		case expect == Safe || expect&Any != 0:
+			t.Logf("locktest: %s: no violation in %d runs (seed %d)", class, f.runs, f.seed)
+		default:
+			t.Errorf("locktest: %s: expected %s, but %d runs (seed %d) found no violation", class, expect, f.runs, f.seed)
+		}
+		return
+	}
+	msg := describe(t, class, f)
+	if expect&Any != 0 || expect&f.prop != 0 {
+		t.Logf("locktest: %s: %s, as expected\n%s", class, f.prop.found(), msg)
+		return
+	}
+	t.Errorf("locktest: %s: %s, expected %s\n%s", class, f.prop.found(), expect, msg)
+}
+
+// describe renders a counterexample: faults, witness, replay, report.
+func describe(t *testing.T, class Class, f finding) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  found in %s:\n", f.what)
+	for _, fl := range f.sc.Faults {
+		fmt.Fprintf(&b, "    %s\n", fl.String())
+	}
+	writeWitness(&b, f.res)
+	if f.file != "" {
+		replay := replayCommand(t, f.file)
+		fmt.Fprintf(&b, "  replay:  %s\n", replay)
+		if *flagReport != "" {
+			path := reportPath(*flagReport, class)
+			if err := reports.WriteRunFile(path, f.res, nil, replay); err != nil {
+				fmt.Fprintf(&b, "  report:  %v\n", err)
+			} else {
+				fmt.Fprintf(&b, "  report:  %s\n", path)
+			}
+		} else {
+			fmt.Fprintf(&b, "  report:  add -locktest.report=out.html to the replay command\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func writeWitness(b *strings.Builder, res *scenarios.Result) {
+	w := res.Report.Witness
+	if w.MutualExclusion != nil {
+		fmt.Fprintf(b, "  witness: %s\n", w.MutualExclusion)
+	}
+	if w.Resource != nil {
+		fmt.Fprintf(b, "  witness: %s\n", w.Resource)
+	}
+	if w.Liveness != nil {
+		fmt.Fprintf(b, "  witness: %s\n", w.Liveness)
+	}
+}
+
+// reportPath puts the class before the extension: out.html → out-pause.html.
+func reportPath(path string, class Class) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-" + string(class) + ext
+}
+
+var errNoReplay = errors.New("locktest: -locktest.replay")
+
+// replay runs a saved counterexample and prints its witness.
+func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result, error), file string, class Class, expect Outcome) {
+	t.Helper()
+	sc, err := scenarios.Load(file)
+	if err != nil {
+		t.Fatalf("%v: %v", errNoReplay, err)
+	}
+	if want := "-" + string(class); !strings.HasSuffix(sc.ID, want) && !strings.HasSuffix(strings.TrimSuffix(file, ".yaml"), string(class)) {
+		t.Skipf("locktest: %s is not a %s counterexample", file, class)
+	}
+	res, err := run(sc, true)
+	if err != nil {
+		t.Fatalf("locktest: %s: %v", file, err)
+	}
+	judge(t, class, expect, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
+	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
+	var tb strings.Builder
+	for _, e := range res.Trace {
+		tb.WriteString(e.String())
+		tb.WriteByte('\n')
+	}
+	if os.WriteFile(trace, []byte(tb.String()), 0o644) != nil {
+		trace = "(not written)"
+	}
+	t.Logf("locktest: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
+}
+
+// stallLimit is how long, in real time, the kernel may make no progress
+// before the watchdog gives up on the run.
+const stallLimit = 15 * time.Second
+
+// watchdog runs outside the bubble. synctest.Wait cannot return while a
+// goroutine of the bubble waits on something outside it (a real socket, a
+// mutex, a channel made outside the bubble): the run would hang until go
+// test's timeout. The watchdog notices that the kernel stopped moving,
+// says what blocked, and ends the test binary.
+func watchdog(name string, stop chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	limit := stallLimit
+	if d, err := time.ParseDuration(os.Getenv("LOCKTEST_STALL")); err == nil && d > 0 {
+		limit = d // the tests of this package wait less
+	}
+	last, idle := sim.BubbleProgress.Load(), time.Duration(0)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if now := sim.BubbleProgress.Load(); now != last {
+			last, idle = now, 0
+			continue
+		}
+		if idle += time.Second; idle < limit {
+			continue
+		}
+		blocked := sim.BlockedGoroutines(false)
+		if blocked == "" {
+			// Nothing waits outside: a goroutine of the lock outlived its
+			// run and keeps the bubble's clock running (a ticker that
+			// neither Unlock nor the context stops).
+			blocked = "    (nothing waits outside the bubble; these goroutines of the lock are still running — stop them when the context passed to Lock is cancelled:)\n" + sim.BlockedGoroutines(true)
+		}
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s\n    locktest: no progress for %v of real time: the lock waits on something outside the simulation — a real network connection, a mutex, or a channel made outside the test's bubble — or a goroutine of its own never ends. Blocked:\n%s\n",
+			name, limit, blocked)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,145 @@
+package sim
+
+// The simulated Redis connection in a bubble (see bubble.go): a library
+// goroutine enters the kernel to write and to read, and waits outside it
+// for a reply, a timeout or the end of its client.
+
+import (
+	"errors"
+	"fmt"
+)
+
+var errHostDown = errors.New("simulated connection: client host crashed")
+
+func (c *redisConn) bubbleDial() {
+	w := c.node.w
+	pair := c.host.Name + ">" + c.node.Name
+	w.b.dials[pair]++
+	c.bb = &connBubble{id: fmt.Sprintf("%s#%d", pair, w.b.dials[pair]), ready: make(chan struct{}, 1)}
+	w.b.conns = append(w.b.conns, c)
+}
+
+// dead reports whether the connection can no longer carry anything.
+func (c *redisConn) dead() bool {
+	return c.closed || c.host.crashed || c.node.w.b.ended
+}
+
+func (c *redisConn) signal() {
+	if c.bb.waiting {
+		select {
+		case c.bb.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *redisConn) bubbleWrite(b []byte) (int, error) {
+	w := c.node.w
+	w.enter("c " + c.bb.id)
+	defer w.leave()
+	if c.dead() {
+		if c.host.crashed {
+			return 0, errHostDown
+		}
+		return 0, errConnClosed
+	}
+	c.wbuf = append(c.wbuf, b...)
+	for {
+		args, used, err := parseCommand(c.wbuf)
+		if err != nil {
+			return 0, err
+		}
+		if used == 0 {
+			break
+		}
+		c.wbuf = c.wbuf[used:]
+		if c.host.paused {
+			// A paused host sends nothing; what its goroutines wrote
+			// leaves when it resumes.
+			c.host.held = append(c.host.held, func() {
+				if !c.dead() {
+					c.send(w, args)
+				}
+			})
+			continue
+		}
+		c.send(w, args)
+	}
+	return len(b), nil
+}
+
+// bubbleDeliver hands a reply to the connection (kernel context).
+func (c *redisConn) bubbleDeliver(reply []byte, rs string) {
+	w := c.node.w
+	switch {
+	case c.closed || c.host.crashed:
+		w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
+	case c.host.paused:
+		c.host.held = append(c.host.held, func() { c.bubbleDeliver(reply, rs) })
+	default:
+		c.rbuf = append(c.rbuf, reply...)
+		c.signal()
+	}
+}
+
+func (c *redisConn) bubbleTimeout(id uint64) {
+	if c.host.paused {
+		c.host.held = append(c.host.held, func() { c.bubbleTimeout(id) })
+		return
+	}
+	if c.bb.waiting && c.bb.reads == id {
+		c.bb.timedOut = true
+		c.signal()
+	}
+}
+
+func (c *redisConn) bubbleRead(b []byte) (int, error) {
+	w := c.node.w
+	who := "c " + c.bb.id
+	w.enter(who)
+	defer w.leave()
+	if len(c.rbuf) == 0 && !c.dead() {
+		c.bb.reads++
+		id := c.bb.reads
+		select {
+		case <-c.bb.ready:
+		default:
+		}
+		c.bb.waiting, c.bb.timedOut = true, false
+		timer := w.At(w.now+c.host.Clock.TrueDuration(w.now, c.timeout), func() { c.bubbleTimeout(id) })
+		for len(c.rbuf) == 0 && !c.bb.timedOut && !c.dead() {
+			w.leave()
+			<-c.bb.ready
+			w.enter(who)
+		}
+		c.bb.waiting = false
+		timer.Cancel()
+	}
+	if len(c.rbuf) > 0 {
+		n := copy(b, c.rbuf)
+		c.rbuf = c.rbuf[n:]
+		return n, nil
+	}
+	if c.host.crashed {
+		return 0, errHostDown
+	}
+	if c.dead() {
+		return 0, errConnClosed
+	}
+	w.Tracef(c.host.Name, "timeout waiting for %s", c.node.Name)
+	return 0, timeoutError{}
+}
+
+func (c *redisConn) bubbleClose() error {
+	w := c.node.w
+	w.enter("c " + c.bb.id)
+	defer w.leave()
+	if !c.closed {
+		c.closed = true
+		if !w.b.ended {
+			w.Tracef(c.host.Name, "close connection to %s", c.node.Name)
+		}
+		c.signal()
+	}
+	return nil
+}
