@@ -150,17 +150,20 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	}
 	v.Witnesses = witnessViews(res)
 
-	v.Timeline = buildTimeline(res, prefix+"tl-", 0, res.End+res.End/40, false)
+	mech := deriveMechanism(res)
+	v.Timeline = buildTimelineMech(res, mech, prefix+"tl-", 0, res.End+res.End/40, false)
 	v.Timeline.Caption = "The whole run in true time. Each client row shows when it waited for the lock and when it believed it held it; host rows show clocks and crashes; faults are shaded amber, the violation is red."
 	if from, to, ok := zoomWindow(res); ok {
-		v.Zoom = buildTimeline(res, prefix+"zoom-", from, to, true)
+		v.Zoom = buildTimelineMech(res, mech, prefix+"zoom-", from, to, true)
 		v.Zoom.Caption = fmt.Sprintf("Zoom on the violation: %s to %s.", checker.Sec(from), checker.Sec(to))
 	}
 
 	for _, a := range res.Applied {
 		row := faultRow{At: checker.Sec(a.At), Text: a.Text, Note: a.Fault.Note}
-		if a.Until > a.At {
-			row.Until = checker.Sec(a.Until)
+		if until, forever := faultExtent(a, res.Applied, res.End); forever {
+			row.Until = "end of run (never heals)"
+		} else if until > a.At {
+			row.Until = checker.Sec(until)
 		}
 		v.Faults = append(v.Faults, row)
 	}
