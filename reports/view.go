@@ -188,7 +188,7 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	if err := res.Report.Visualize(&viz); err != nil {
 		v.VizErr = err.Error()
 	} else {
-		v.Viz = viz.String()
+		v.Viz = withVizProbe(viz.String())
 	}
 	if withCharts {
 		v.Charts = buildCharts(res, prefix)
@@ -484,4 +484,25 @@ func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 	}
 	sort.Strings(actors)
 	return rows, omitted, actors
+}
+
+// vizProbe is appended to porcupine's page: once drawn, it tells the
+// report its height and how many boxes it drew (the frame is sandboxed, so
+// the report cannot look inside).
+const vizProbe = `<script>(function () {
+  function post() {
+    var svg = document.querySelector("#canvas svg");
+    var boxes = svg ? svg.querySelectorAll("rect").length : 0;
+    var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+    parent.postMessage({ locklabViz: true, h: h, boxes: boxes }, "*");
+  }
+  post();
+  window.addEventListener("resize", post);
+})();</script>`
+
+func withVizProbe(page string) string {
+	if i := strings.LastIndex(page, "</body>"); i >= 0 {
+		return page[:i] + vizProbe + page[i:]
+	}
+	return page + vizProbe
 }

@@ -31,6 +31,33 @@
     apply();
   });
 
+  // Porcupine's view measures its text with getBBox, which gives zeros in
+  // a closed <details>: the frame is only created when the section opens.
+  // The page inside tells its size back (see vizProbe in view.go), which
+  // sizes the frame and marks the section as drawn.
+  Array.prototype.forEach.call(document.querySelectorAll("details[data-viz]"), function (d) {
+    var tpl = d.querySelector("template[data-viz-frame]");
+    if (!tpl) { return; }
+    function open() {
+      if (!d.open || d.getAttribute("data-viz-state")) { return; }
+      d.setAttribute("data-viz-state", "loading");
+      d.appendChild(document.importNode(tpl.content, true));
+    }
+    d.addEventListener("toggle", open);
+    open();
+  });
+  window.addEventListener("message", function (e) {
+    var m = e.data;
+    if (!m || m.locklabViz !== true) { return; }
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-viz] iframe"), function (f) {
+      if (f.contentWindow !== e.source) { return; }
+      f.style.height = Math.max(160, Math.min(2000, Math.ceil(m.h) + 8)) + "px";
+      var d = f.closest("details");
+      d.setAttribute("data-viz-state", m.boxes > 0 ? "drawn" : "empty");
+      d.setAttribute("data-viz-boxes", String(m.boxes));
+    });
+  });
+
   // Interactive charts, when the local ECharts copy was inlined.
   var charts = [];
   if (window.echarts) {
