@@ -237,8 +237,9 @@ func (b *cdpBrowser) consoleSince(session string, from int) []string {
 
 // cdpPage is one tab.
 type cdpPage struct {
-	b       *cdpBrowser
-	session string
+	b        *cdpBrowser
+	session  string
+	targetID string
 }
 
 // newPage opens a tab with a viewport of width × height CSS pixels.
@@ -255,7 +256,7 @@ func (b *cdpBrowser) newPage(width, height int) (*cdpPage, error) {
 	}
 	var at struct{ SessionID string }
 	json.Unmarshal(res, &at)
-	p := &cdpPage{b: b, session: at.SessionID}
+	p := &cdpPage{b: b, session: at.SessionID, targetID: tg.TargetID}
 	for _, m := range []string{"Page.enable", "Runtime.enable", "Log.enable"} {
 		if _, err := b.call(p.session, m, nil); err != nil {
 			return nil, err
@@ -322,5 +323,5 @@ func (p *cdpPage) screenshot(file string, width, maxHeight int) error {
 }
 
 func (p *cdpPage) close() {
-	p.b.call("", "Target.closeTarget", map[string]any{"targetId": ""}) //nolint:errcheck
+	p.b.call("", "Target.closeTarget", map[string]any{"targetId": p.targetID}) //nolint:errcheck // best effort
 }

@@ -137,8 +137,21 @@ func (b *tlBuilder) keyLane(node string, r row) {
 		t.Plot = append(t.Plot, shape{Kind: "text", X: t.X0 + 4, Y: y + 13, Text: "no lock key", Size: 10, Fill: "#94a3b8"})
 	}
 	lastEnd := -1e9
-	for _, k := range b.mech.Keys[node] {
+	spans := b.mech.Keys[node]
+	for i := 0; i < len(spans); i++ {
+		k := spans[i]
 		if !b.visible(k.From, k.To) {
+			continue
+		}
+		// A run of short-lived keys (failed attempts that set the key and
+		// gave it back at once) is drawn as one burst, not hundreds of
+		// slivers.
+		if j := b.burstEnd(spans, i); j > i+1 {
+			last := spans[j-1]
+			x0, x1 := b.x(k.From), b.x(last.To)
+			t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 4, W: math.Max(x1-x0, 2), H: keyBarH - 8, Fill: "#94a3b8", Opacity: 0.6, Class: "key-burst",
+				Title: fmt.Sprintf("%d short-lived keys on %s from %s to %s: attempts that took the key and gave it back at once", j-i, node, checker.Sec(k.From), checker.Sec(last.To))})
+			i = j - 1
 			continue
 		}
 		x0, x1 := b.x(k.From), b.x(k.To)
@@ -193,6 +206,21 @@ func (b *tlBuilder) keyLane(node string, r row) {
 			t.Plot = append(t.Plot, shape{Kind: "line", X: x1, Y: y - 2, X2: x1, Y2: y + keyBarH + 2, Stroke: "#0f172a", SW: 1.5, Title: fmt.Sprintf("%s's key %s on %s at %s", k.Owner, mark, node, checker.Sec(k.To))})
 		}
 	}
+}
+
+// burstEnd returns the end (exclusive) of a run of key spans starting at i
+// that are each under 3 px wide and at most 3 px apart; i+1 when there is
+// no such run.
+func (b *tlBuilder) burstEnd(spans []keySpan, i int) int {
+	short := func(k keySpan) bool { return b.x(k.To)-b.x(k.From) < 3 }
+	if !short(spans[i]) {
+		return i + 1
+	}
+	j := i + 1
+	for j < len(spans) && short(spans[j]) && b.x(spans[j].From)-b.x(spans[j-1].To) < 3 {
+		j++
+	}
+	return j
 }
 
 func keyEndPhrase(k keySpan) string {
@@ -292,11 +320,20 @@ func (b *tlBuilder) votes(r row) {
 	}
 	quorum := len(b.mech.Nodes)/2 + 1
 	lastEnd := map[string]float64{}
+	lastTick := map[string]int{} // index in t.Plot of the client's last failed-attempt tick
+	burst := map[string]int{}
 	for _, a := range b.mech.Attempts {
 		y, ok := line[a.Client]
 		if !ok || !b.visible(a.From, a.To) {
 			continue
 		}
+		// Failed attempts a few pixels apart share one tick.
+		if i, ok := lastTick[a.Client]; ok && !a.Held && b.x(a.To)-t.Plot[i].X < 6 {
+			burst[a.Client]++
+			t.Plot[i].Title = fmt.Sprintf("%d failed attempts by %s up to %s (quorum %d of %d not reached)", burst[a.Client], a.Client, checker.Sec(a.To), quorum, len(b.mech.Nodes))
+			continue
+		}
+		delete(lastTick, a.Client)
 		x := b.x(a.To)
 		color := "#94a3b8"
 		if a.Held {
@@ -320,6 +357,9 @@ func (b *tlBuilder) votes(r row) {
 			t.Plot = append(t.Plot, shape{Kind: "rect", X: x, Y: y + 3, W: math.Max(vx-x, 1), H: 9, Fill: color, Opacity: 0.18, Stroke: color, SW: 1, Class: "validity", Title: title,
 				Label: fmt.Sprintf("validity %s %s %s", a.Client, checker.Sec(a.To), checker.Sec(a.Validity))})
 			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
+		}
+		if !a.Held {
+			lastTick[a.Client], burst[a.Client] = len(t.Plot), 1
 		}
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
 		label := fmt.Sprintf("%d/%d", a.Yes(), len(b.mech.Nodes))
@@ -373,8 +413,8 @@ func (b *tlBuilder) sessions(r row) {
 			Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
 		if s.State != "CONNECTED" || x0 <= t.X0+1 {
 			lx := math.Max(x0, t.X0) + 3
-			if s.State != "CONNECTED" && lx+boldWidth(s.State, 9.5) > t.X1 {
-				lx = t.X1 - boldWidth(s.State, 9.5) - 2
+			if s.State != "CONNECTED" && lx+boldWidth(s.State, 9.5)*1.2 > t.X1 {
+				lx = t.X1 - boldWidth(s.State, 9.5)*1.2 - 2
 			}
 			if s.State != "CONNECTED" || w > boldWidth(s.State, 9.5)+6 {
 				t.Plot = append(t.Plot, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: s.State != "CONNECTED"})

@@ -20,6 +20,20 @@ type MatrixData struct {
 	Algorithms   []string
 	FaultClasses []string
 	Cells        []MatrixCell
+	// Columns and Rows describe the setup of each fault class and each
+	// algorithm's runs (optional; matched by name).
+	Columns []MatrixColumn
+	Rows    []MatrixRow
+}
+
+// MatrixColumn says what a fault class does.
+type MatrixColumn struct {
+	Name, Setup string
+}
+
+// MatrixRow says how an algorithm's runs are set up.
+type MatrixRow struct {
+	Name, Setup string
 }
 
 // MatrixCell is one algorithm under one fault class.
@@ -43,7 +57,19 @@ type matrixView struct {
 	Width, Height float64
 	Cols, Rows    []matrixLabel
 	Cells         []matrixCellView
-	Table         []MatrixCell
+	Table         []matrixTableRow
+	Columns       []MatrixColumn
+	RowSetups     []MatrixRow
+	Scale         []matrixScaleStop
+}
+
+type matrixTableRow struct {
+	MatrixCell
+	M, R, L string // "7 of 10 (70%)"
+}
+
+type matrixScaleStop struct {
+	Fill, Ink, Text string
 }
 
 type matrixLabel struct {
@@ -110,11 +136,34 @@ func layoutMatrix(m MatrixData) *matrixView {
 		headH  = 34.0
 		rowH   = part + 26
 	)
-	v := &matrixView{Title: orTitle(m.Title), Note: m.Note, Table: m.Cells}
+	v := &matrixView{Title: orTitle(m.Title), Note: m.Note}
+	for _, c := range m.Cells {
+		v.Table = append(v.Table, matrixTableRow{MatrixCell: c, M: countOf(c.MutualExclusion, c.Runs), R: countOf(c.Resource, c.Runs), L: countOf(c.Liveness, c.Runs)})
+	}
+	for _, s := range []float64{0, 0.1, 0.25, 0.5, 0.75, 1} {
+		fill, ink := heat(s)
+		v.Scale = append(v.Scale, matrixScaleStop{Fill: fill, Ink: ink, Text: fmt.Sprintf("%.0f%%", s*100)})
+	}
+	colSetup := map[string]string{}
+	for _, c := range m.Columns {
+		colSetup[c.Name] = c.Setup
+	}
+	rowSetup := map[string]string{}
+	for _, r := range m.Rows {
+		rowSetup[r.Name] = r.Setup
+	}
 	v.Width = labelW + cellW*float64(max(len(cls), 1)) + 10
 	v.Height = headH + rowH*float64(max(len(algs), 1)) + 6
 	for j, c := range cls {
 		v.Cols = append(v.Cols, matrixLabel{X: labelW + cellW*float64(j) + cellW/2, Y: 22, Text: c})
+		if colSetup[c] != "" {
+			v.Columns = append(v.Columns, MatrixColumn{Name: c, Setup: colSetup[c]})
+		}
+	}
+	for _, a := range algs {
+		if rowSetup[a] != "" {
+			v.RowSetups = append(v.RowSetups, MatrixRow{Name: a, Setup: rowSetup[a]})
+		}
 	}
 	for i, a := range algs {
 		y := headH + rowH*float64(i)
@@ -136,7 +185,7 @@ func layoutMatrix(m MatrixData) *matrixView {
 					s := clamp01(prop.share)
 					mp.Fill, mp.Ink = heat(s)
 					mp.Text = fmt.Sprintf("%s %.0f%%", prop.short, s*100)
-					mp.Title = fmt.Sprintf("%s under %s: %s violated in %.0f%% of %d runs", a, fc, prop.name, s*100, c.Runs)
+					mp.Title = fmt.Sprintf("%s under %s: %s violated in %s runs", a, fc, prop.name, countOf(s, c.Runs))
 				}
 				cv.Parts = append(cv.Parts, mp)
 			}
@@ -147,6 +196,12 @@ func layoutMatrix(m MatrixData) *matrixView {
 		}
 	}
 	return v
+}
+
+// countOf turns a share of n runs back into "7 of 10 (70%)".
+func countOf(share float64, n int) string {
+	share = clamp01(share)
+	return fmt.Sprintf("%d of %d (%.0f%%)", int(math.Round(share*float64(n))), n, share*100)
 }
 
 func clamp01(v float64) float64 {

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 type runView struct {
 	P                string // element id prefix, unique on the page
 	Heading          string // "broken" / "fixed" on a lesson page
+	Compact          bool   // on a lesson page: the whole-run timeline is drawn above
 	HeadingClass     string
 	ChartsNote       string // why there are no interactive charts
 	ID, Title        string
@@ -43,9 +45,15 @@ type runView struct {
 	Compared         []compareRow
 	Trace            []traceRow
 	TraceOmitted     int
+	TraceTotal       int
 	Actors           []string
 	Viz              string
 	VizErr           string
+	// VizData is porcupine's data alone, for pages that share one copy of
+	// porcupine's viewer (PorcupineFile) instead of embedding it per run.
+	VizData   template.JS
+	VizShared bool
+	vizViewer string // porcupine's viewer, split from its page
 	Charts           []chartView
 }
 
@@ -102,8 +110,8 @@ type traceRow struct {
 	Class string
 }
 
-// maxTraceRows bounds the event log kept in a report.
-const maxTraceRows = 20000
+// maxTraceRows bounds the event log kept in a single run's report.
+const maxTraceRows = 5000
 
 func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefix string, withCharts bool) *runView {
 	sc := res.Scenario
@@ -183,12 +191,17 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	}
 
 	v.Trace, v.TraceOmitted, v.Actors = traceRows(res)
+	v.TraceTotal = len(res.Trace)
 
 	var viz bytes.Buffer
 	if err := res.Report.Visualize(&viz); err != nil {
 		v.VizErr = err.Error()
 	} else {
 		v.Viz = withVizProbe(viz.String())
+		if viewer, data, ok := splitViz(viz.String()); ok {
+			v.VizData = template.JS(scriptSafe([]byte(data)))
+			v.vizViewer = viewer
+		}
 	}
 	if withCharts {
 		v.Charts = buildCharts(res, prefix)
@@ -442,11 +455,6 @@ func sortedKeys(m map[string]string) []string {
 
 func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 	entries := res.Trace
-	omitted := 0
-	if len(entries) > maxTraceRows {
-		omitted = len(entries) - maxTraceRows
-		entries = entries[:maxTraceRows]
-	}
 	type window struct{ from, to time.Duration }
 	var hot []window
 	w := res.Report.Witness
@@ -483,22 +491,90 @@ func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 		}
 	}
 	sort.Strings(actors)
+	rows, omitted := capRows(rows, maxTraceRows)
 	return rows, omitted, actors
+}
+
+// capRows keeps at most n rows of an event log: every fault, lock event and
+// witness row first (in time order, up to n), then the earliest others.
+func capRows(rows []traceRow, n int) ([]traceRow, int) {
+	if len(rows) <= n {
+		return rows, 0
+	}
+	keep := make([]bool, len(rows))
+	kept := 0
+	for i, r := range rows {
+		if kept < n && r.Class != "" {
+			keep[i] = true
+			kept++
+		}
+	}
+	for i := range rows {
+		if kept < n && !keep[i] {
+			keep[i] = true
+			kept++
+		}
+	}
+	out := make([]traceRow, 0, kept)
+	for i, r := range rows {
+		if keep[i] {
+			out = append(out, r)
+		}
+	}
+	return out, len(rows) - len(out)
+}
+
+// capTrace shortens a run view's event log to n rows.
+func capTrace(v *runView, n int) {
+	var more int
+	v.Trace, more = capRows(v.Trace, n)
+	v.TraceOmitted += more
 }
 
 // vizProbe is appended to porcupine's page: once drawn, it tells the
 // report its height and how many boxes it drew (the frame is sandboxed, so
 // the report cannot look inside).
-const vizProbe = `<script>(function () {
-  function post() {
-    var svg = document.querySelector("#canvas svg");
-    var boxes = svg ? svg.querySelectorAll("rect").length : 0;
-    var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
-    parent.postMessage({ locklabViz: true, h: h, boxes: boxes }, "*");
-  }
-  post();
-  window.addEventListener("resize", post);
-})();</script>`
+const vizProbe = `<script>
+function locklabVizPost() {
+  var svg = document.querySelector("#canvas svg");
+  var boxes = svg ? svg.querySelectorAll("rect").length : 0;
+  var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  parent.postMessage({ locklabViz: true, h: h, boxes: boxes }, "*");
+}
+locklabVizPost();
+window.addEventListener("resize", locklabVizPost);
+</script>`
+
+// PorcupineFile is the shared porcupine viewer in a course directory.
+const PorcupineFile = "porcupine.html"
+
+// splitViz cuts porcupine's self-contained page into the viewer (its
+// scripts and styles, the same for every history) and the history's data.
+// ok is false when the page does not have the expected shape, and the
+// caller keeps the whole page.
+func splitViz(page string) (viewer, data string, ok bool) {
+	const marker = "const data = "
+	i := strings.Index(page, marker)
+	if i < 0 {
+		return "", "", false
+	}
+	j := strings.Index(page[i:], "render(data)")
+	if j < 0 {
+		return "", "", false
+	}
+	data = strings.TrimSpace(page[i+len(marker) : i+j])
+	viewer = page[:i] + `
+      window.addEventListener("message", function (e) {
+        var d = e.data;
+        if (d && d.porcupineData) { render(d.porcupineData); locklabVizPost(); }
+      });
+    </script>
+` + strings.Replace(vizProbe, "locklabVizPost();\n", "", 1) + `
+  </body>
+</html>
+`
+	return viewer, data, true
+}
 
 func withVizProbe(page string) string {
 	if i := strings.LastIndex(page, "</body>"); i >= 0 {

@@ -42,6 +42,15 @@
       if (!d.open || d.getAttribute("data-viz-state")) { return; }
       d.setAttribute("data-viz-state", "loading");
       d.appendChild(document.importNode(tpl.content, true));
+      // A shared viewer (a course's porcupine.html) gets its history by
+      // message once loaded.
+      var f = d.querySelector("iframe[data-viz-data]");
+      if (f) {
+        var src = document.getElementById(f.getAttribute("data-viz-data"));
+        f.addEventListener("load", function () {
+          f.contentWindow.postMessage({ porcupineData: JSON.parse(src.textContent) }, "*");
+        });
+      }
     }
     d.addEventListener("toggle", open);
     open();
@@ -53,23 +62,30 @@
       if (f.contentWindow !== e.source) { return; }
       f.style.height = Math.max(160, Math.min(2000, Math.ceil(m.h) + 8)) + "px";
       var d = f.closest("details");
-      d.setAttribute("data-viz-state", m.boxes > 0 ? "drawn" : "empty");
+      if (m.boxes > 0) { d.setAttribute("data-viz-state", "drawn"); }
       d.setAttribute("data-viz-boxes", String(m.boxes));
     });
   });
 
-  // Interactive charts, when the local ECharts copy was inlined.
+  // Interactive charts, when a local ECharts copy is on the page. A chart
+  // inside a closed <details> has no size yet: it is drawn when its
+  // section opens, and resized with the window.
   var charts = [];
-  if (window.echarts) {
+  function drawCharts() {
+    if (!window.echarts) { return; }
     Array.prototype.forEach.call(document.querySelectorAll("script[data-echarts-for]"), function (s) {
       var el = document.getElementById(s.getAttribute("data-echarts-for"));
-      if (!el) { return; }
+      if (!el || el.getAttribute("data-drawn") || el.clientWidth === 0) { return; }
       var chart = window.echarts.init(el, null, { renderer: "canvas" });
       chart.setOption(JSON.parse(s.textContent));
+      el.setAttribute("data-drawn", "1");
       charts.push(chart);
     });
-    window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
+    document.documentElement.setAttribute("data-charts", String(charts.length));
   }
+  drawCharts();
+  document.addEventListener("toggle", drawCharts, true);
+  window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
   document.documentElement.setAttribute("data-charts", String(charts.length));
   document.documentElement.setAttribute("data-js", "ready");
 })();
