@@ -54,7 +54,7 @@ type runView struct {
 	VizData   template.JS
 	VizShared bool
 	vizViewer string // porcupine's viewer, split from its page
-	Charts           []chartView
+	Charts    []chartView
 }
 
 type narrativeView struct {
