@@ -362,11 +362,17 @@ func (b *tlBuilder) votes(r row) {
 			lastTick[a.Client], burst[a.Client] = len(t.Plot), 1
 		}
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
-		label := fmt.Sprintf("%d/%d", a.Yes(), len(b.mech.Nodes))
+		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Nodes))
 		if a.Held {
-			label = fmt.Sprintf("%s ✓ (%s) · validity %s", label, strings.Join(tally, " "), dur(a.Validity-a.To))
+			var yes []string
+			for _, v := range a.Votes {
+				if v.Got == "yes" {
+					yes = append(yes, v.Node)
+				}
+			}
+			label = fmt.Sprintf("%s (%s), quorum %d → validity %s", label, strings.Join(yes, " "), quorum, dur(a.Validity-a.To))
 		} else {
-			label += " ✗"
+			label += fmt.Sprintf(", quorum %d not reached", quorum)
 		}
 		w := boldWidth(label, 10)
 		if x+6 > lastEnd[a.Client] && x+6+w < t.X1 {
