@@ -196,7 +196,7 @@ func TestReportsInBrowser(t *testing.T) {
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pagesToSee = append(pagesToSee, browserPage{name: "matrix", file: file, js: true, witness: []string{`class="heat"`, "M 70%", "7 of 10", `class="legend-scale"`}})
+	pagesToSee = append(pagesToSee, browserPage{name: "matrix", file: file, js: true, charts: true, witness: []string{`class="heat"`, "M 70%", "7 of 10", `class="legend-scale"`}})
 
 	b := startCDP(t, path)
 

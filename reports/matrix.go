@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
 // MatrixData is the input of WriteMatrix: lock algorithms (rows) against
@@ -61,6 +64,8 @@ type matrixView struct {
 	Columns       []MatrixColumn
 	RowSetups     []MatrixRow
 	Scale         []matrixScaleStop
+	Charts        []chartView
+	ChartsNote    string
 }
 
 type matrixTableRow struct {
@@ -96,9 +101,66 @@ type matrixPart struct {
 // WriteMatrix writes the HTML page of a matrix: an SVG heatmap (no
 // JavaScript needed) and the same data as a table.
 func WriteMatrix(w io.Writer, m MatrixData) error {
-	p := newPage(orTitle(m.Title)+" — locklab", echartsAsset{})
+	ec := loadECharts()
+	p := newPage(orTitle(m.Title)+" — locklab", ec)
 	p.Matrix = layoutMatrix(m)
+	if ec.ok() {
+		p.Matrix.Charts = matrixCharts(p.Matrix)
+	} else {
+		p.Matrix.ChartsNote = ec.note
+	}
 	return pages.ExecuteTemplate(w, "matrix-page", p)
+}
+
+// matrixCharts plots, per fault class, the share of all its runs (every
+// algorithm together) that violated each property: which faults hurt most.
+func matrixCharts(v *matrixView) []chartView {
+	var classes []string
+	seen := map[string]bool{}
+	type tally struct{ runs, m, r, l float64 }
+	sum := map[string]*tally{}
+	for _, c := range v.Table {
+		if !seen[c.FaultClass] {
+			seen[c.FaultClass] = true
+			classes = append(classes, c.FaultClass)
+			sum[c.FaultClass] = &tally{}
+		}
+		t, n := sum[c.FaultClass], float64(c.Runs)
+		t.runs += n
+		t.m += clamp01(c.MutualExclusion) * n
+		t.r += clamp01(c.Resource) * n
+		t.l += clamp01(c.Liveness) * n
+	}
+	share := func(f func(*tally) float64) []opts.BarData {
+		var out []opts.BarData
+		for _, c := range classes {
+			t := sum[c]
+			pct := 0.0
+			if t.runs > 0 {
+				pct = math.Round(f(t)/t.runs*1000) / 10
+			}
+			out = append(out, opts.BarData{Value: pct, Name: fmt.Sprintf("%s: %.0f of %.0f runs", c, f(t), t.runs)})
+		}
+		return out
+	}
+	bar := charts.NewBar()
+	bar.SetGlobalOptions(
+		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: "100%"}),
+		charts.WithAnimation(false),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "0"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "fault class", NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "runs violated (%)", Min: 0, Max: 100, NameLocation: "middle", NameGap: 45}),
+		charts.WithGridOpts(opts.Grid{Left: "80", Right: "30", Top: "40", Bottom: "60"}),
+	)
+	bar.SetXAxis(classes)
+	bar.AddSeries("mutual exclusion", share(func(t *tally) float64 { return t.m }), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#dc2626"}))
+	bar.AddSeries("resource safety", share(func(t *tally) float64 { return t.r }), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#b45309"}))
+	bar.AddSeries("liveness", share(func(t *tally) float64 { return t.l }), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#7c3aed"}))
+	bar.Validate()
+	return []chartView{{ID: "chart-matrix-classes", Title: "Which faults hurt most", Height: 320,
+		Help:   "For each fault class, the share of all its runs (every algorithm together) that violated each property.",
+		Option: bar.JSON()}}
 }
 
 func orTitle(s string) string {

@@ -562,11 +562,25 @@ func splitViz(page string) (viewer, data string, ok bool) {
 	if j < 0 {
 		return "", "", false
 	}
-	data = strings.TrimSpace(page[i+len(marker) : i+j])
-	viewer = page[:i] + `
+	raw := strings.TrimSpace(page[i+len(marker) : i+j])
+	// The checker names the client rows with a constant just before the
+	// data (checker/visualize.go); it is the run's too, so it travels with
+	// the data.
+	cut, clients := i, "null"
+	const names = "const locklabClients = "
+	if k := strings.LastIndex(page[:i], names); k >= 0 {
+		line, _, _ := strings.Cut(page[k+len(names):i], "\n")
+		cut, clients = k, strings.TrimSpace(line)
+	}
+	data = `{"clients":` + clients + `,"data":` + raw + `}`
+	viewer = page[:cut] + `
       window.addEventListener("message", function (e) {
         var d = e.data;
-        if (d && d.porcupineData) { render(d.porcupineData); locklabVizPost(); }
+        if (d && d.porcupineData) {
+          window.locklabClients = d.locklabClients;
+          render(d.porcupineData);
+          locklabVizPost();
+        }
       });
     </script>
 ` + strings.Replace(vizProbe, "locklabVizPost();\n", "", 1) + `

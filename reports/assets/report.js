@@ -48,7 +48,8 @@
       if (f) {
         var src = document.getElementById(f.getAttribute("data-viz-data"));
         f.addEventListener("load", function () {
-          f.contentWindow.postMessage({ porcupineData: JSON.parse(src.textContent) }, "*");
+          var v = JSON.parse(src.textContent);
+          f.contentWindow.postMessage({ porcupineData: v.data, locklabClients: v.clients }, "*");
         });
       }
     }
