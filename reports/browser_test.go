@@ -58,6 +58,7 @@ type browserPage struct {
 	charts  bool     // the page must draw its charts
 	js      bool     // the page runs report.js (handouts have no script)
 	viz     int      // porcupine views that must be drawn when opened
+	onePage bool     // printed on A4, it fits one sheet
 	witness []string // fragments the rendered DOM must contain
 }
 
@@ -175,7 +176,7 @@ func TestReportsInBrowser(t *testing.T) {
 			witness: []string{`class="session"`, `class="znode"`, `session c1 SUSPENDED`}},
 		browserPage{name: "lesson-zk-herd-effect", file: filepath.Join(course, "zk-herd-effect.html"), charts: true, js: true, viz: 1,
 			witness: []string{`id="lesson-herd"`, `data-label="herd zk-simple 5050"`, `data-label="herd zk-queue 100"`}},
-		browserPage{name: "handout-zk-session-expiry-pause", file: filepath.Join(course, "zk-session-expiry-pause-handout.html"),
+		browserPage{name: "handout-zk-session-expiry-pause", file: filepath.Join(course, "zk-session-expiry-pause-handout.html"), onePage: true,
 			witness: []string{`class="handout"`, `class="session"`}},
 		browserPage{name: "glossary", file: filepath.Join(course, GlossaryFile), js: true, witness: []string{`id="term-Fencing token"`}},
 		browserPage{name: "course-index", file: index, js: true, witness: []string{`href="setnx-expire-crash.html"`, `id="section-one-node"`, `id="section-zookeeper"`}},
@@ -266,6 +267,11 @@ func TestReportsInBrowser(t *testing.T) {
 						t.Errorf("rendered page lacks %q", w)
 					}
 				}
+				if p.onePage && width == 1280 {
+					if n, err := printedPages(b, p.file); err != nil || n != 1 {
+						t.Errorf("printed on A4 the page takes %d sheets (%v), want 1", n, err)
+					}
+				}
 				if st, err := os.Stat(shot); err != nil || st.Size() < 5_000 {
 					t.Errorf("no screenshot at %s (%v)", shot, err)
 				}
@@ -322,4 +328,17 @@ func cdpDOM(b *cdpBrowser, file string) (string, error) {
 		return "", err
 	}
 	return p.eval("document.documentElement.outerHTML")
+}
+
+// printedPages prints file on A4 and counts the sheets.
+func printedPages(b *cdpBrowser, file string) (int, error) {
+	p, err := b.newPage(1280, 900)
+	if err != nil {
+		return 0, err
+	}
+	defer p.close()
+	if err := p.navigate("file://" + file); err != nil {
+		return 0, err
+	}
+	return p.pdfPages()
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -325,3 +326,24 @@ func (p *cdpPage) screenshot(file string, width, maxHeight int) error {
 func (p *cdpPage) close() {
 	p.b.call("", "Target.closeTarget", map[string]any{"targetId": p.targetID}) //nolint:errcheck // best effort
 }
+
+// pdfPages prints the page as the browser would (A4, the page's own @page
+// rules) and counts the PDF's pages.
+func (p *cdpPage) pdfPages() (int, error) {
+	res, err := p.b.call(p.session, "Page.printToPDF", map[string]any{
+		"paperWidth": 8.27, "paperHeight": 11.69, "preferCSSPageSize": true, "printBackground": true,
+	})
+	if err != nil {
+		return 0, err
+	}
+	var r struct{ Data string }
+	json.Unmarshal(res, &r)
+	pdf, err := base64.StdEncoding.DecodeString(r.Data)
+	if err != nil {
+		return 0, err
+	}
+	return len(pdfPage.FindAll(pdf, -1)), nil
+}
+
+// pdfPage matches a page object of a PDF (not the /Pages tree).
+var pdfPage = regexp.MustCompile(`/Type\s*/Page[^s]`)

@@ -250,60 +250,11 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			isNode[h.Name] = true
 		}
 	}
-	key := sc.Key
-	fenceKey := "fence:" + key
-	owner := map[string]string{} // token → client
-	state := map[string]*keyState{}
+	kt := &keyTracker{m: m, clocks: clocks, key: sc.Key, fenceKey: "fence:" + sc.Key, owner: map[string]string{}, state: map[string]*keyState{}}
 	for _, n := range m.Nodes {
-		state[n] = &keyState{}
+		kt.state[n] = &keyState{}
 	}
-	closeKey := func(n string, at time.Duration, why string) {
-		s := state[n]
-		if !s.live {
-			return
-		}
-		s.span.To, s.span.End, s.live = at, why, false
-		m.Keys[n] = append(m.Keys[n], s.span)
-	}
-	// expire closes a key whose deadline passed on its node's clock by t.
-	expire := func(n string, t time.Duration) {
-		s := state[n]
-		if !s.live || s.deadline <= 0 {
-			return
-		}
-		c := clocks[n]
-		if c.local(t) >= s.deadline {
-			closeKey(n, c.trueAt(s.set, s.deadline), "expired")
-		}
-	}
-	openKey := func(n, token string, at, ttl time.Duration, replica bool) {
-		s := state[n]
-		if s.live {
-			closeKey(n, at, "overwritten")
-		}
-		c := clocks[n]
-		s.live, s.set = true, at
-		s.deadline = 0
-		if ttl > 0 {
-			s.deadline = c.local(at) + ttl
-		}
-		who := owner[token]
-		if who == "" {
-			who = token
-		}
-		s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica}
-		if ttl > 0 {
-			s.span.Nominal = at + ttl
-		}
-	}
-	setTTL := func(n string, at, ttl time.Duration) {
-		s := state[n]
-		if !s.live {
-			return
-		}
-		s.set, s.deadline = at, clocks[n].local(at)+ttl
-		s.span.TTL, s.span.Nominal = ttl, at+ttl
-	}
+	owner, state := kt.owner, kt.state
 
 	// Redlock attempts in progress, per client.
 	open := map[string]*voteAttempt{}
@@ -331,13 +282,13 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		actor, text := e.Actor, e.Text
 		base, _, _ := strings.Cut(actor, "/")
 		for _, n := range m.Nodes {
-			expire(n, e.At)
+			kt.expire(n, e.At)
 		}
 		switch {
 		case isClient[base] && strings.HasPrefix(text, "send "):
 			cmd, to, _ := strings.Cut(strings.TrimPrefix(text, "send "), " → ")
 			f := strings.Fields(cmd)
-			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == key {
+			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
 				owner[f[2]] = base
 				if m.Redlock && isNode[to] {
 					a := open[base]
@@ -389,7 +340,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				ev.Sent, ev.HasSent, sentAt[k] = ts[0], true, ts[1:]
 			}
 			m.Repl = append(m.Repl, ev)
-			applyCommand(m, actor, summary, reply, e.At, key, fenceKey, openKey, closeKey, setTTL, state, owner, true)
+			kt.apply(actor, summary, reply, e.At, true)
 		case isNode[actor] && strings.HasPrefix(text, "replication of "):
 			rest := strings.TrimPrefix(text, "replication of ")
 			summary, tail, _ := strings.Cut(rest, " to ")
@@ -410,7 +361,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			s := state[actor]
 			if s.live {
 				saved := *s
-				closeKey(actor, e.At, "crash")
+				kt.close(actor, e.At, "crash")
 				*s = saved
 				s.live = false
 				s.span.From = -1 // remembered, for a restart that keeps it
@@ -433,10 +384,10 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 						sentAt[actor+"|"+cmd] = append(sentAt[actor+"|"+cmd], e.At)
 					}
 				}
-				applyCommand(m, actor, cmd, reply, e.At, key, fenceKey, openKey, closeKey, setTTL, state, owner, false)
+				kt.apply(actor, cmd, reply, e.At, false)
 				if m.Redlock {
 					f := strings.Fields(cmd)
-					if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == key {
+					if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
 						if a := open[owner[f[2]]]; a != nil && a.Token == f[2] {
 							for j := range a.Votes {
 								if a.Votes[j].Node == actor {
@@ -455,8 +406,8 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		}
 	}
 	for _, n := range m.Nodes {
-		expire(n, res.End)
-		closeKey(n, res.End, "end of run")
+		kt.expire(n, res.End)
+		kt.close(n, res.End, "end of run")
 	}
 	for _, c := range sortedOpen(open) {
 		finish(c, res.End)
@@ -515,12 +466,74 @@ func looksLikeToken(s string) bool {
 	return true
 }
 
-// applyCommand updates the key state of node n for one executed command.
-func applyCommand(m *mechanism, n, cmd, reply string, at time.Duration, key, fenceKey string,
-	openKey func(n, token string, at, ttl time.Duration, replica bool),
-	closeKey func(n string, at time.Duration, why string),
-	setTTL func(n string, at, ttl time.Duration),
-	state map[string]*keyState, owner map[string]string, replica bool) {
+// keyTracker follows the lock key on every Redis node while the trace is
+// read: who owns it, and when it expires on the node's own clock.
+type keyTracker struct {
+	m             *mechanism
+	clocks        map[string]nodeClock
+	key, fenceKey string
+	owner         map[string]string // token → client that sent it
+	state         map[string]*keyState
+}
+
+// close ends node n's current key span at true time at.
+func (kt *keyTracker) close(n string, at time.Duration, why string) {
+	s := kt.state[n]
+	if !s.live {
+		return
+	}
+	s.span.To, s.span.End, s.live = at, why, false
+	kt.m.Keys[n] = append(kt.m.Keys[n], s.span)
+}
+
+// expire closes a key whose deadline passed on its node's clock by t, at
+// the true time the node's clock reached the deadline.
+func (kt *keyTracker) expire(n string, t time.Duration) {
+	s := kt.state[n]
+	if !s.live || s.deadline <= 0 {
+		return
+	}
+	c := kt.clocks[n]
+	if c.local(t) >= s.deadline {
+		kt.close(n, c.trueAt(s.set, s.deadline), "expired")
+	}
+}
+
+// open starts a key span: token was written at true time at with a TTL
+// counted on the node's clock (0: none).
+func (kt *keyTracker) open(n, token string, at, ttl time.Duration, replica bool) {
+	s := kt.state[n]
+	if s.live {
+		kt.close(n, at, "overwritten")
+	}
+	s.live, s.set, s.deadline = true, at, 0
+	if ttl > 0 {
+		s.deadline = kt.clocks[n].local(at) + ttl
+	}
+	who := kt.owner[token]
+	if who == "" {
+		who = token
+	}
+	s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica}
+	if ttl > 0 {
+		s.span.Nominal = at + ttl
+	}
+}
+
+// setTTL gives the live key a new TTL from true time at (EXPIRE, PEXPIRE,
+// a renewal).
+func (kt *keyTracker) setTTL(n string, at, ttl time.Duration) {
+	s := kt.state[n]
+	if !s.live {
+		return
+	}
+	s.set, s.deadline = at, kt.clocks[n].local(at)+ttl
+	s.span.TTL, s.span.Nominal = ttl, at+ttl
+}
+
+// apply updates node n's key for one executed command and its reply.
+func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool) {
+	m, key, fenceKey, state := kt.m, kt.key, kt.fenceKey, kt.state
 	f := strings.Fields(cmd)
 	if len(f) < 2 {
 		return
@@ -531,10 +544,10 @@ func applyCommand(m *mechanism, n, cmd, reply string, at time.Duration, key, fen
 		if reply != "+OK" {
 			return
 		}
-		openKey(n, f[2], at, ttlArgs(f[3:]), replica)
+		kt.open(n, f[2], at, ttlArgs(f[3:]), replica)
 	case verb == "setnx" && f[1] == key && len(f) >= 3:
 		if reply == ":1" {
-			openKey(n, f[2], at, 0, replica)
+			kt.open(n, f[2], at, 0, replica)
 		}
 	case (verb == "expire" || verb == "pexpire") && f[1] == key && len(f) >= 3:
 		if reply == ":1" {
@@ -543,12 +556,12 @@ func applyCommand(m *mechanism, n, cmd, reply string, at time.Duration, key, fen
 				if verb == "pexpire" {
 					unit = time.Millisecond
 				}
-				setTTL(n, at, time.Duration(v)*unit)
+				kt.setTTL(n, at, time.Duration(v)*unit)
 			}
 		}
 	case verb == "del" && f[1] == key:
 		if reply == ":1" {
-			closeKey(n, at, "released")
+			kt.close(n, at, "released")
 		}
 	case verb == "incr" && f[1] == fenceKey:
 		if v, err := strconv.ParseInt(strings.TrimPrefix(reply, ":"), 10, 64); err == nil && strings.HasPrefix(reply, ":") {
@@ -559,12 +572,12 @@ func applyCommand(m *mechanism, n, cmd, reply string, at time.Duration, key, fen
 		switch script {
 		case "<compare-and-delete>":
 			if reply == ":1" {
-				closeKey(n, at, "released")
+				kt.close(n, at, "released")
 			}
 		case "<compare-and-pexpire>":
 			if reply == ":1" && len(f) >= 6 {
 				if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
-					setTTL(n, at, time.Duration(v)*time.Millisecond)
+					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)
 					if s := state[n]; s.live {
 						s.span.Renewed++
 					}
@@ -576,9 +589,9 @@ func applyCommand(m *mechanism, n, cmd, reply string, at time.Duration, key, fen
 				s := state[n]
 				if s.live && s.span.Token == f[5] {
 					s.span.Count++
-					setTTL(n, at, time.Duration(ms)*time.Millisecond)
+					kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
 				} else {
-					openKey(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
+					kt.open(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
 					state[n].span.Count = 1
 				}
 			}
@@ -588,14 +601,14 @@ func applyCommand(m *mechanism, n, cmd, reply string, at time.Duration, key, fen
 			if s := state[n]; s.live {
 				switch reply {
 				case ":1":
-					closeKey(n, at, "released")
+					kt.close(n, at, "released")
 				case ":0":
 					if s.span.Count > 0 {
 						s.span.Count--
 					}
 					if len(f) >= 5 {
 						ms, _ := strconv.ParseInt(f[4], 10, 64)
-						setTTL(n, at, time.Duration(ms)*time.Millisecond)
+						kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
 					}
 				}
 			}
