@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,8 @@ type probeResult struct {
 		State  string
 		Boxes  int
 		Height float64
+		Labels string
+		MS     bool
 	}
 	Details  int
 	JS       string
@@ -251,6 +254,11 @@ func TestReportsInBrowser(t *testing.T) {
 					if v.State != "drawn" || v.Boxes == 0 || v.Height < 100 {
 						t.Errorf("porcupine view %d was not drawn when opened: %+v", i, v)
 					}
+					// Its rows are named after the run's clients, its times
+					// in ms (a view with no hold has no labels).
+					if v.Labels != "" && (!clientName.MatchString(v.Labels) || !v.MS) {
+						t.Errorf("porcupine view %d does not name clients and ms times: %q", i, v.Labels)
+					}
 				}
 				if got.ScrollWidth > got.Width {
 					t.Errorf("the page scrolls sideways at %d px: it is %d px wide", got.Width, got.ScrollWidth)
@@ -280,6 +288,8 @@ func TestReportsInBrowser(t *testing.T) {
 	}
 	t.Logf("browser test: %d pages at 2 widths; screenshots in %s", len(pagesToSee), out)
 }
+
+var clientName = regexp.MustCompile(`\bc[0-9]+\b`)
 
 func itoa(n int) string {
 	b, _ := json.Marshal(n)

@@ -539,7 +539,9 @@ function locklabVizPost() {
   var svg = document.querySelector("#canvas svg");
   var boxes = svg ? svg.querySelectorAll("rect").length : 0;
   var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
-  parent.postMessage({ locklabViz: true, h: h, boxes: boxes }, "*");
+  var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"), function (t) { return t.textContent; }) : [];
+  var ms = texts.some(function (t) { return / ms\b/.test(t); });
+  parent.postMessage({ locklabViz: true, h: h, boxes: boxes, labels: texts.slice(0, 20).join(" "), ms: ms }, "*");
 }
 locklabVizPost();
 window.addEventListener("resize", locklabVizPost);

@@ -64,6 +64,8 @@
       f.style.height = Math.max(160, Math.min(2000, Math.ceil(m.h) + 8)) + "px";
       var d = f.closest("details");
       if (m.boxes > 0) { d.setAttribute("data-viz-state", "drawn"); }
+      d.setAttribute("data-viz-labels", String(m.labels || "").slice(0, 400));
+      d.setAttribute("data-viz-ms", m.ms ? "1" : "0");
       d.setAttribute("data-viz-boxes", String(m.boxes));
     });
   });
