@@ -503,3 +503,29 @@ func fenceLabel(a checker.Access, highest int64) string {
 	}
 	return fmt.Sprintf("token %d ✗", a.Fence)
 }
+
+// mechLegend explains the mechanism lanes this timeline draws.
+func (b *tlBuilder) mechLegend() []legendItem {
+	m := b.mech
+	if m == nil || b.dense {
+		return nil
+	}
+	var out []legendItem
+	if m.hasRedis() {
+		out = append(out, legendItem{Swatch: "sw-key", Text: "lock key on a node, in its owner's colour, until released, expired on the node's own clock, or lost"},
+			legendItem{Swatch: "sw-nominal", Text: "the rest of a TTL the key lost to a clock that ran ahead"})
+	}
+	if len(b.voteClients) > 0 {
+		out = append(out, legendItem{Swatch: "sw-validity", Text: "Redlock attempt (tick: votes counted) and the validity window the client computed"})
+	}
+	if len(m.Repl) > 0 {
+		out = append(out, legendItem{Swatch: "sw-repl", Text: "replication of a write from master to replica (dashed and crossed: lost)"})
+	}
+	if len(b.sessionClients) > 0 {
+		out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
+	}
+	if len(m.Notifies) > 0 {
+		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})
+	}
+	return out
+}

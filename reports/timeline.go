@@ -361,6 +361,7 @@ func (b *tlBuilder) layout(clients []string) {
 		{Swatch: "sw-write", Text: "accepted write"},
 		{Swatch: "sw-reject", Text: "rejected write"},
 	}
+	t.Legend = append(t.Legend, b.mechLegend()...)
 }
 
 func (b *tlBuilder) axis(top, bottom float64) {
