@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,6 +228,9 @@ type keyState struct {
 	set      time.Duration // true time of the write that set the deadline
 }
 
+// offsetSuffix ends a replication line that carries an effect.
+var offsetSuffix = regexp.MustCompile(` \(offset [0-9]+\)$`)
+
 // deriveMechanism reads res's trace. It returns nil when the run kept no
 // trace.
 func deriveMechanism(res *scenarios.Result) *mechanism {
@@ -272,7 +276,24 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			masterOf[h.Name] = r
 		}
 	}
-	sentAt := map[string][]time.Duration{} // master+"|"+summary → times
+	sentAt := map[string][]time.Duration{}   // master+"|"+summary → times
+	tokenWrite := map[string]time.Duration{} // master+"|"+token → last write
+	// sentTime is when the master ran the write a replication line is
+	// about: the same command, or (when the stream carries rewritten
+	// effects) the last write of the same token.
+	sentTime := func(master, summary string, arrived time.Duration) (time.Duration, bool) {
+		k := master + "|" + summary
+		if ts := sentAt[k]; len(ts) > 0 {
+			sentAt[k] = ts[1:]
+			return ts[0], true
+		}
+		for _, w := range strings.Fields(summary) {
+			if t, ok := tokenWrite[master+"|"+w]; ok && looksLikeToken(w) && t <= arrived {
+				return t, true
+			}
+		}
+		return 0, false
+	}
 	// ZooKeeper.
 	zkState := map[string]*sessionSpan{}
 	var zkCreates []struct{ client, prefix string }
@@ -333,23 +354,27 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			}
 			zkState[base] = &sessionSpan{Client: base, State: st, From: e.At}
 		case isNode[actor] && strings.HasPrefix(text, "replicated "):
-			summary, reply, _ := strings.Cut(strings.TrimPrefix(text, "replicated "), " → ")
-			ev := replEvent{From: masterOf[actor], To: actor, Arrived: e.At, Summary: summary}
-			k := ev.From + "|" + summary
-			if ts := sentAt[k]; len(ts) > 0 {
-				ev.Sent, ev.HasSent, sentAt[k] = ts[0], true, ts[1:]
+			// "replicated CMD → REPLY", or "replicated EFFECT (offset N)"
+			// when the stream carries effects (SET … PXAT, DEL).
+			rest := strings.TrimPrefix(text, "replicated ")
+			summary, reply, ok := strings.Cut(rest, " → ")
+			if !ok {
+				summary, reply = offsetSuffix.ReplaceAllString(rest, ""), ""
 			}
+			ev := replEvent{From: masterOf[actor], To: actor, Arrived: e.At, Summary: summary}
+			ev.Sent, ev.HasSent = sentTime(ev.From, summary, e.At)
 			m.Repl = append(m.Repl, ev)
 			kt.apply(actor, summary, reply, e.At, true)
 		case isNode[actor] && strings.HasPrefix(text, "replication of "):
 			rest := strings.TrimPrefix(text, "replication of ")
-			summary, tail, _ := strings.Cut(rest, " to ")
-			replica, _, _ := strings.Cut(tail, " lost")
-			ev := replEvent{From: actor, To: replica, Arrived: e.At, Lost: true, Summary: summary}
-			k := actor + "|" + summary
-			if ts := sentAt[k]; len(ts) > 0 {
-				ev.Sent, ev.HasSent, sentAt[k] = ts[0], true, ts[1:]
+			j := strings.LastIndex(rest, " to ")
+			if j < 0 {
+				break
 			}
+			summary := rest[:j]
+			replica, _, _ := strings.Cut(rest[j+len(" to "):], " lost")
+			ev := replEvent{From: actor, To: replica, Arrived: e.At, Lost: true, Summary: summary}
+			ev.Sent, ev.HasSent = sentTime(actor, summary, e.At)
 			m.Repl = append(m.Repl, ev)
 		case isNode[actor] && strings.HasPrefix(text, "failover: "):
 			old := ""
@@ -382,6 +407,11 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				for range replicasOf(masterOf, actor) {
 					if changed(reply) {
 						sentAt[actor+"|"+cmd] = append(sentAt[actor+"|"+cmd], e.At)
+						for _, w := range strings.Fields(cmd) {
+							if looksLikeToken(w) {
+								tokenWrite[actor+"|"+w] = e.At
+							}
+						}
 					}
 				}
 				kt.apply(actor, cmd, reply, e.At, false)
@@ -531,6 +561,18 @@ func (kt *keyTracker) setTTL(n string, at, ttl time.Duration) {
 	s.span.TTL, s.span.Nominal = ttl, at+ttl
 }
 
+// setDeadline gives the live key an absolute expiry on its node's clock
+// (PXAT, PEXPIREAT), read at true time at.
+func (kt *keyTracker) setDeadline(n string, at, deadline time.Duration) {
+	s := kt.state[n]
+	if !s.live {
+		return
+	}
+	ttl := deadline - kt.clocks[n].local(at)
+	s.set, s.deadline = at, deadline
+	s.span.TTL, s.span.Nominal = ttl, at+ttl
+}
+
 // apply updates node n's key for one executed command and its reply.
 func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool) {
 	m, key, fenceKey, state := kt.m, kt.key, kt.fenceKey, kt.state
@@ -541,10 +583,24 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 	verb := strings.ToLower(f[0])
 	switch {
 	case verb == "set" && f[1] == key && len(f) >= 3:
-		if reply != "+OK" {
+		// A replicated effect has no reply: it ran because it changed
+		// the master's data.
+		if reply != "+OK" && !(replica && reply == "") {
 			return
 		}
-		kt.open(n, f[2], at, ttlArgs(f[3:]), replica)
+		ttl, deadline, abs := ttlArgs(f[3:])
+		kt.open(n, f[2], at, ttl, replica)
+		if abs {
+			kt.setDeadline(n, at, deadline)
+		}
+	case verb == "pexpireat" && f[1] == key && len(f) >= 3:
+		if v, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+			kt.setDeadline(n, at, time.UnixMilli(v).Sub(sim.Epoch))
+		}
+	case verb == "hset" && f[1] == key && len(f) >= 4 && replica:
+		if s := state[n]; !s.live || s.span.Token != f[2] {
+			kt.open(n, f[2], at, 0, replica)
+		}
 	case verb == "setnx" && f[1] == key && len(f) >= 3:
 		if reply == ":1" {
 			kt.open(n, f[2], at, 0, replica)
@@ -560,7 +616,7 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 			}
 		}
 	case verb == "del" && f[1] == key:
-		if reply == ":1" {
+		if reply == ":1" || replica && reply == "" {
 			kt.close(n, at, "released")
 		}
 	case verb == "incr" && f[1] == fenceKey:
@@ -616,10 +672,10 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 	}
 }
 
-// ttlArgs reads EX/PX/EXAT/PXAT from a SET's trailing arguments; absolute
-// forms are returned relative to nothing (0): a replica's copy then has no
-// known deadline and is drawn open-ended.
-func ttlArgs(args []string) time.Duration {
+// ttlArgs reads a SET's expiry: EX/PX as a TTL, or PXAT/EXAT (what a
+// replication stream of effects carries) as an absolute reading of the
+// node's clock (abs is then true).
+func ttlArgs(args []string) (ttl, deadline time.Duration, abs bool) {
 	for i := 0; i+1 < len(args); i++ {
 		v, err := strconv.ParseInt(args[i+1], 10, 64)
 		if err != nil {
@@ -627,12 +683,16 @@ func ttlArgs(args []string) time.Duration {
 		}
 		switch strings.ToLower(args[i]) {
 		case "ex":
-			return time.Duration(v) * time.Second
+			return time.Duration(v) * time.Second, 0, false
 		case "px":
-			return time.Duration(v) * time.Millisecond
+			return time.Duration(v) * time.Millisecond, 0, false
+		case "pxat":
+			return 0, time.UnixMilli(v).Sub(sim.Epoch), true
+		case "exat":
+			return 0, time.Unix(v, 0).Sub(sim.Epoch), true
 		}
 	}
-	return 0
+	return 0, 0, false
 }
 
 // deriveZK reads one line of the ZooKeeper server.
