@@ -207,7 +207,7 @@ const EChartsFile = "echarts.min.js"
 
 // courseTraceRows caps each lesson's event logs: a lesson explains one
 // failure, and the herd lesson alone would otherwise carry megabytes.
-const courseTraceRows = 150
+const courseTraceRows = 100
 
 // HandoutFile is the lesson's printable one-page handout.
 func (l Lesson) HandoutFile() string { return safeFileName(l.First.ID) + "-handout.html" }
@@ -367,27 +367,30 @@ func roleOf(sc, first *scenarios.Scenario, k int) (string, string) {
 
 // lessonView is a lesson page (and its handout).
 type lessonView struct {
-	N            int
-	Section      string
-	SectionN     int
-	SectionID    string
-	Title        string
-	ID           string
-	Objectives   []string
-	Questions    []string
-	Try          []string
-	Sources      []sourceLink
-	Story        narrativeView
-	Runs         []*runView
-	Timelines    []*timeline // on one time scale, with the mechanism
-	Herd         *herdChart
-	Handout      string
-	Prev         *crumb
-	Next         *crumb
-	Rows         []lessonRow
-	EChartsNote  string
-	HandoutRuns  []*runView
-	HandoutLines []string
+	N          int
+	Section    string
+	SectionN   int
+	SectionID  string
+	Title      string
+	ID         string
+	Objectives []string
+	Questions  []string
+	Try        []string
+	Sources    []sourceLink
+	Story      narrativeView
+	Runs       []*runView
+	Timelines  []*timeline // on one time scale, with the mechanism
+	// HandoutTimeline is the failure's timeline for print: no tooltips
+	// (paper has no hover), so the handout stays small.
+	HandoutTimeline *timeline
+	Herd            *herdChart
+	Handout         string
+	Prev            *crumb
+	Next            *crumb
+	Rows            []lessonRow
+	EChartsNote     string
+	HandoutRuns     []*runView
+	HandoutLines    []string
 }
 
 type lessonRow struct {
@@ -444,6 +447,9 @@ func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, 
 	}
 	lv.Try = append(lv.Try, cl.Meta.Try...)
 	lv.Herd = newHerdChart(herd)
+	if len(lv.Timelines) > 0 {
+		lv.HandoutTimeline = withoutTooltips(lv.Timelines[0])
+	}
 	for _, prop := range []string{"mutual exclusion", "resource safety", "liveness"} {
 		row := lessonRow{Property: prop}
 		for _, v := range lv.Runs {
@@ -532,4 +538,17 @@ func writeIndex(w io.Writer, idx *indexView, ec echartsAsset) error {
 	p := newPage(idx.Title+" — locklab course", ec)
 	p.Index = idx
 	return pages.ExecuteTemplate(w, "index-page", p)
+}
+
+// withoutTooltips copies a timeline with every shape's tooltip removed.
+func withoutTooltips(t *timeline) *timeline {
+	c := *t
+	for _, layer := range []*[]shape{&c.Back, &c.Plot, &c.Over} {
+		shapes := append([]shape(nil), (*layer)...)
+		for i := range shapes {
+			shapes[i].Title = ""
+		}
+		*layer = shapes
+	}
+	return &c
 }

@@ -147,10 +147,14 @@ func (b *tlBuilder) keyLane(node string, r row) {
 		// gave it back at once) is drawn as one burst, not hundreds of
 		// slivers.
 		if j := b.burstEnd(spans, i); j > i+1 {
+			// One path of ticks, one per key, and one tooltip for all.
+			var d strings.Builder
+			for _, q := range spans[i:j] {
+				fmt.Fprintf(&d, "M%.1f %.1fv%.0f", b.x(q.From), y+3, keyBarH-6)
+			}
 			last := spans[j-1]
-			x0, x1 := b.x(k.From), b.x(last.To)
-			t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 4, W: math.Max(x1-x0, 2), H: keyBarH - 8, Fill: "#94a3b8", Opacity: 0.6, Class: "key-burst",
-				Title: fmt.Sprintf("%d short-lived keys on %s from %s to %s: attempts that took the key and gave it back at once", j-i, node, checker.Sec(k.From), checker.Sec(last.To))})
+			t.Plot = append(t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#64748b", SW: 2, Fill: "none", Class: "key-burst",
+				Title: fmt.Sprintf("%d short-lived keys on %s from %s to %s: attempts that took the key here and gave it back at once", j-i, node, checker.Sec(k.From), checker.Sec(last.To))})
 			i = j - 1
 			continue
 		}
@@ -208,16 +212,16 @@ func (b *tlBuilder) keyLane(node string, r row) {
 	}
 }
 
-// burstEnd returns the end (exclusive) of a run of key spans starting at i
-// that are each under 3 px wide and at most 3 px apart; i+1 when there is
-// no such run.
+// burstEnd returns the end (exclusive) of a run of consecutive key spans
+// starting at i that are each under 3 px wide (too short to label); i+1
+// when there is no such run.
 func (b *tlBuilder) burstEnd(spans []keySpan, i int) int {
-	short := func(k keySpan) bool { return b.x(k.To)-b.x(k.From) < 3 }
+	short := func(k keySpan) bool { return b.x(k.To)-b.x(k.From) < 3 && b.visible(k.From, k.To) }
 	if !short(spans[i]) {
 		return i + 1
 	}
 	j := i + 1
-	for j < len(spans) && short(spans[j]) && b.x(spans[j].From)-b.x(spans[j-1].To) < 3 {
+	for j < len(spans) && short(spans[j]) {
 		j++
 	}
 	return j
@@ -320,20 +324,41 @@ func (b *tlBuilder) votes(r row) {
 	}
 	quorum := len(b.mech.Nodes)/2 + 1
 	lastEnd := map[string]float64{}
-	lastTick := map[string]int{} // index in t.Plot of the client's last failed-attempt tick
-	burst := map[string]int{}
+	// Failed attempts in a row share one path of ticks and one tooltip.
+	type failRun struct {
+		idx      int // index of the path in t.Plot
+		n        int
+		from, to time.Duration
+	}
+	fails := map[string]*failRun{}
 	for _, a := range b.mech.Attempts {
 		y, ok := line[a.Client]
 		if !ok || !b.visible(a.From, a.To) {
 			continue
 		}
-		// Failed attempts a few pixels apart share one tick.
-		if i, ok := lastTick[a.Client]; ok && !a.Held && b.x(a.To)-t.Plot[i].X < 6 {
-			burst[a.Client]++
-			t.Plot[i].Title = fmt.Sprintf("%d failed attempts by %s up to %s (quorum %d of %d not reached)", burst[a.Client], a.Client, checker.Sec(a.To), quorum, len(b.mech.Nodes))
+		if !a.Held {
+			x := b.x(a.To)
+			fr := fails[a.Client]
+			if fr == nil {
+				fr = &failRun{idx: len(t.Plot), from: a.To}
+				fails[a.Client] = fr
+				t.Plot = append(t.Plot, shape{Kind: "path", Stroke: "#94a3b8", SW: 3, Fill: "none", Class: "vote vote-failed"})
+			}
+			fr.n++
+			fr.to = a.To
+			p := &t.Plot[fr.idx]
+			p.D += fmt.Sprintf("M%.1f %.1fv13", x, y+1)
+			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Nodes))
+			if x+6 > lastEnd[a.Client] && fr.n == 1 {
+				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Nodes), quorum)
+				if w := boldWidth(label, 10); x+6+w < t.X1 {
+					t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
+					lastEnd[a.Client] = x + 6 + w + 4
+				}
+			}
 			continue
 		}
-		delete(lastTick, a.Client)
+		delete(fails, a.Client)
 		x := b.x(a.To)
 		color := "#94a3b8"
 		if a.Held {
@@ -357,9 +382,6 @@ func (b *tlBuilder) votes(r row) {
 			t.Plot = append(t.Plot, shape{Kind: "rect", X: x, Y: y + 3, W: math.Max(vx-x, 1), H: 9, Fill: color, Opacity: 0.18, Stroke: color, SW: 1, Class: "validity", Title: title,
 				Label: fmt.Sprintf("validity %s %s %s", a.Client, checker.Sec(a.To), checker.Sec(a.Validity))})
 			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
-		}
-		if !a.Held {
-			lastTick[a.Client], burst[a.Client] = len(t.Plot), 1
 		}
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
 		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Nodes))

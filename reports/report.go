@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/locklab/locklab/scenarios"
 )
@@ -31,10 +32,15 @@ import (
 var assets embed.FS
 
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
-	"f":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"f":   coord,
 	"sub": func(a, b float64) float64 { return a - b },
 	"pct": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" },
 }).ParseFS(assets, "assets/templates.html"))
+
+// coord writes an SVG coordinate with one decimal at most ("12", "12.5").
+func coord(v float64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0")
+}
 
 func asset(name string) string {
 	b, err := assets.ReadFile("assets/" + name)
