@@ -55,6 +55,7 @@ type runView struct {
 	VizShared bool
 	vizViewer string // porcupine's viewer, split from its page
 	Charts    []chartView
+	Herd      *herdChart // watch notifications per waiter, when the run compares recipes
 }
 
 type narrativeView struct {
@@ -190,6 +191,9 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 		}
 	}
 
+	if len(cmp) > 0 {
+		v.Herd = newHerdChart(herdRuns(RunInput{Result: res, Compared: cmp}))
+	}
 	v.Trace, v.TraceOmitted, v.Actors = traceRows(res)
 	v.TraceTotal = len(res.Trace)
 
