@@ -26,6 +26,7 @@ import (
 //     ECharts is present, porcupine's view not drawn once opened;
 //   - text running out of its box, and horizontal scrolling of the page at
 //     390 px (timelines and tables scroll inside their own boxes);
+//   - timeline labels drawn over each other;
 //   - a missing witness or mechanism element;
 // and it saves a full-page screenshot of each into $LOCKLAB_ARTIFACTS, or
 // reports/testdata/browser-shots/ (gitignored).
@@ -76,11 +77,12 @@ type probeResult struct {
 		Labels string
 		MS     bool
 	}
-	Details  int
-	JS       string
-	Charts   int
-	Canvases int
-	Error    string
+	Details    int
+	Collisions []string
+	JS         string
+	Charts     int
+	Canvases   int
+	Error      string
 }
 
 func TestReportsInBrowser(t *testing.T) {
@@ -265,6 +267,13 @@ func TestReportsInBrowser(t *testing.T) {
 				}
 				for _, o := range got.Overflow {
 					t.Errorf("%s", o)
+				}
+				// Timeline labels must not overlap (SVG coordinates do not
+				// depend on the window, so one width suffices).
+				if width == 1280 {
+					for _, c := range got.Collisions {
+						t.Errorf("timeline labels collide: %s", c)
+					}
 				}
 				dom, err := cdpDOM(b, p.file)
 				if err != nil {

@@ -425,10 +425,29 @@ func (b *tlBuilder) sessions(r row) {
 		line[c] = r.y + 6 + subLineH*float64(i)
 		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 10, Fill: b.color[c], Weight: "700", Anchor: "end"})
 	}
+	// State labels of one client that would overlap join the previous one
+	// ("SUSPENDED → LOST").
+	lastLabel := map[string]int{} // index in t.Over: labels sit above every bar
+	stateWidth := func(s string) float64 { return boldWidth(s, 9.5) * 1.2 }
 	for _, s := range b.mech.Sessions {
 		y, ok := line[s.Client]
 		if !ok || !b.visible(s.From, s.To) {
 			continue
+		}
+		if i, ok := lastLabel[s.Client]; ok && s.State != "CONNECTED" {
+			prev := &t.Over[i]
+			if b.x(s.From)+3 < prev.X+stateWidth(prev.Text)+4 {
+				prev.Text += " → " + s.State
+				if w := stateWidth(prev.Text); prev.X+w > t.X1 {
+					prev.X = t.X1 - w - 2
+				}
+				fill := sessionColors[s.State]
+				x0 := b.x(s.From)
+				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(b.x(s.To)-x0, 2), H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session",
+					Title: fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To)),
+					Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
+				continue
+			}
 		}
 		fill := sessionColors[s.State]
 		if fill == "" {
@@ -445,7 +464,10 @@ func (b *tlBuilder) sessions(r row) {
 				lx = t.X1 - boldWidth(s.State, 9.5)*1.2 - 2
 			}
 			if s.State != "CONNECTED" || w > boldWidth(s.State, 9.5)+6 {
-				t.Plot = append(t.Plot, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: s.State != "CONNECTED"})
+				t.Over = append(t.Over, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: s.State != "CONNECTED"})
+				if s.State != "CONNECTED" {
+					lastLabel[s.Client] = len(t.Over) - 1
+				}
 			}
 		}
 	}

@@ -439,7 +439,12 @@ func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever
 			t.Back = append(t.Back, s)
 			if len(g) <= len(others) || len(a.Fault.Groups) > 2 {
 				txt := "cut off from " + strings.Join(others, ",")
-				t.Back = append(t.Back, shape{Kind: "text", X: b.xc(until) - 4, Y: r.y + r.h - 4, Text: txt, Size: 9.5, Fill: faultAmber, Anchor: "end", Halo: true})
+				if _, client := b.rowOf[h]; client && !b.dense && textWidth(txt, 9.5) < t.X0-12 {
+					// Under the client's name, clear of the plot's labels.
+					t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: r.y + r.h - 6, Text: txt, Size: 9.5, Fill: faultAmber})
+				} else {
+					t.Back = append(t.Back, shape{Kind: "text", X: b.xc(until) - 4, Y: r.y + r.h - 4, Text: txt, Size: 9.5, Fill: faultAmber, Anchor: "end", Halo: true})
+				}
 			}
 		}
 	}

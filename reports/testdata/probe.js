@@ -1,9 +1,9 @@
 // The browser test's probe (reports/browser_test.go evaluates it in each
 // page over the DevTools protocol; no report ships it). It opens every
-// collapsible view, waits until porcupine's view says it is drawn (or a
-// second has passed), then returns what it found: horizontal scrolling of
-// the page, elements whose text runs out of their box, and the state of
-// porcupine's views.
+// collapsible view, waits until porcupine's view says it is drawn (or
+// three seconds have passed), then returns what it found: horizontal
+// scrolling of the page, elements whose text runs out of their box,
+// timeline labels that overlap, and the state of porcupine's views.
 (function () {
   "use strict";
   function clipped(el) {
@@ -50,6 +50,21 @@
         out.overflow.push("text overflows its box: " + describe(el) + " (" + el.scrollWidth + " > " + el.clientWidth + ")");
       }
     }
+    // Labels of a timeline that overlap each other.
+    out.collisions = [];
+    Array.prototype.forEach.call(document.querySelectorAll("svg.tl"), function (svg) {
+      var boxes = Array.prototype.map.call(svg.querySelectorAll("text"), function (t) {
+        var b = t.getBBox();
+        return { t: t.textContent, x0: b.x, y0: b.y, x1: b.x + b.width, y1: b.y + b.height };
+      }).filter(function (b) { return b.x1 > b.x0; });
+      for (var i = 0; i < boxes.length && out.collisions.length < 30; i++) {
+        for (var j = i + 1; j < boxes.length; j++) {
+          var a = boxes[i], b = boxes[j];
+          var w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+          if (w > 2 && h > 3) { out.collisions.push("“" + a.t + "” over “" + b.t + "”"); }
+        }
+      }
+    });
     Array.prototype.forEach.call(document.querySelectorAll("details[data-viz]"), function (d) {
       var f = d.querySelector("iframe");
       out.viz.push({ state: d.getAttribute("data-viz-state") || "", boxes: Number(d.getAttribute("data-viz-boxes") || 0), height: f ? f.getBoundingClientRect().height : 0, labels: d.getAttribute("data-viz-labels") || "", ms: d.getAttribute("data-viz-ms") === "1" });
