@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -572,4 +573,83 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})
 	}
 	return out
+}
+
+// dropCollidingLabels removes plot labels that would be drawn over another
+// label: the more important one stays (red and bold first, then bold, then
+// the rest; among equals the one drawn first). Every shape keeps its
+// tooltip, so nothing is lost but clutter.
+func (b *tlBuilder) dropCollidingLabels() {
+	t := b.t
+	type box struct{ x0, y0, x1, y1 float64 }
+	boxOf := func(s shape) box {
+		w := textWidth(s.Text, s.Size)
+		if s.Weight != "" {
+			w = boldWidth(s.Text, s.Size)
+		}
+		w *= 1.08
+		x0 := s.X
+		switch s.Anchor {
+		case "end":
+			x0 = s.X - w
+		case "middle":
+			x0 = s.X - w/2
+		}
+		return box{x0, s.Y - s.Size*0.8, x0 + w, s.Y + s.Size*0.25}
+	}
+	rank := func(s shape) int {
+		r := 0
+		if s.Weight != "" {
+			r++
+		}
+		switch s.Fill {
+		case witnessRed, "#be123c", "#7c2d12", faultAmber:
+			r += 2
+		}
+		return r
+	}
+	type ref struct {
+		layer *[]shape
+		i     int
+	}
+	var texts []ref
+	for _, layer := range []*[]shape{&t.Back, &t.Plot} {
+		for i, s := range *layer {
+			if s.Kind == "text" && s.Text != "" {
+				texts = append(texts, ref{layer, i})
+			}
+		}
+	}
+	sort.SliceStable(texts, func(i, j int) bool {
+		return rank((*texts[i].layer)[texts[i].i]) > rank((*texts[j].layer)[texts[j].i])
+	})
+	var kept []box
+	drop := map[*[]shape]map[int]bool{}
+	for _, r := range texts {
+		bx := boxOf((*r.layer)[r.i])
+		clash := false
+		for _, k := range kept {
+			if min(bx.x1, k.x1)-max(bx.x0, k.x0) > 1 && min(bx.y1, k.y1)-max(bx.y0, k.y0) > 2 {
+				clash = true
+				break
+			}
+		}
+		if clash {
+			if drop[r.layer] == nil {
+				drop[r.layer] = map[int]bool{}
+			}
+			drop[r.layer][r.i] = true
+			continue
+		}
+		kept = append(kept, bx)
+	}
+	for layer, idx := range drop {
+		out := (*layer)[:0]
+		for i, s := range *layer {
+			if !idx[i] {
+				out = append(out, s)
+			}
+		}
+		*layer = out
+	}
 }

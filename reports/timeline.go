@@ -349,6 +349,7 @@ func (b *tlBuilder) layout(clients []string) {
 
 	// The witness, on top of everything.
 	b.witness(clientRowsEnd, laneTops[len(faultLanes):])
+	b.dropCollidingLabels()
 
 	// Legend.
 	t.Legend = []legendItem{
