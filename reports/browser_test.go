@@ -2,7 +2,7 @@ package reports
 
 import (
 	"bytes"
-	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,19 +14,25 @@ import (
 	"github.com/locklab/locklab/scenarios"
 )
 
-// The browser test renders a handful of generated pages in headless
-// Chromium, with every host name unresolvable so nothing can come from the
-// network, and checks that
-//   - the page logs nothing to the console and raises no error (errors.js
-//     adds #locklab-js-error on any uncaught error or failed load, and
-//     Chromium's --enable-logging prints every console message as CONSOLE);
-//   - the inline script ran to its end (<html data-js="ready">), and with
-//     ECharts present the charts were drawn;
-//   - the timeline shows the witness, naming the right clients;
-//   - with JavaScript disabled the timeline and the event log are all there;
-// and it saves a screenshot of each page into $LOCKLAB_ARTIFACTS (or a
-// temporary directory). Without Chromium it skips: run
-// `bash scripts/install-chromium.sh` to enable it.
+// The browser test looks at every kind of page the reports write — a run
+// report with and without charts, a lesson (with the mechanism lanes and
+// the herd chart), a handout, the glossary, the course index, a matrix —
+// in headless Chromium driven over the DevTools protocol (cdp_test.go), at
+// 1280 and at 390 CSS pixels wide. In each it opens every collapsible view
+// and fails on
+//   - any console message, uncaught exception or failed load (every host
+//     name is unresolvable, so nothing can come from the network);
+//   - a page script that did not run to its end, charts not drawn when
+//     ECharts is present, porcupine's view not drawn once opened;
+//   - text running out of its box, and horizontal scrolling of the page at
+//     390 px (timelines and tables scroll inside their own boxes);
+//   - timeline labels drawn over each other;
+//   - a missing witness or mechanism element;
+// and it saves a full-page screenshot of each into $LOCKLAB_ARTIFACTS, or
+// reports/testdata/browser-shots/ (gitignored).
+//
+// Without Chromium it skips (run `bash scripts/install-chromium.sh`); with
+// CI=true it fails instead.
 
 // chromiumPath finds the browser: $LOCKLAB_CHROMIUM, else chromium on PATH.
 func chromiumPath() string {
@@ -41,34 +47,6 @@ func chromiumPath() string {
 	return ""
 }
 
-type browser struct {
-	path string
-}
-
-// run starts one headless Chromium with a fresh profile and returns its
-// stdout and stderr.
-func (b browser) run(t *testing.T, extra ...string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	args := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(),
-		"--host-resolver-rules=MAP * ~NOTFOUND",
-		"--hide-scrollbars", "--mute-audio",
-	}
-	args = append(args, extra...)
-	cmd := exec.CommandContext(ctx, b.path, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", extra, err, tail(stderr.String(), 2000))
-	}
-	return stdout.String(), stderr.String()
-}
-
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
@@ -76,30 +54,57 @@ func tail(s string, n int) string {
 	return s
 }
 
-// consoleLine matches Chromium's log line for a console message of a page.
-var consoleLine = regexp.MustCompile(`(?m)^.*:CONSOLE[(:].*$`)
-
 type browserPage struct {
 	name    string
 	file    string
-	charts  bool     // ECharts was inlined: the charts must be drawn
-	witness []string // fragments the dumped DOM must contain
+	charts  bool     // the page must draw its charts
+	js      bool     // the page runs report.js (handouts have no script)
+	viz     int      // porcupine views that must be drawn when opened
+	onePage bool     // printed on A4, it fits one sheet
+	witness []string // fragments the rendered DOM must contain
+}
+
+// probeResult is what testdata/probe.js reports.
+type probeResult struct {
+	Width       int
+	ScrollWidth int
+	Height      int
+	Overflow    []string
+	Viz         []struct {
+		State  string
+		Boxes  int
+		Height float64
+		Labels string
+		MS     bool
+	}
+	Details    int
+	Collisions []string
+	JS         string
+	Charts     int
+	Canvases   int
+	Error      string
 }
 
 func TestReportsInBrowser(t *testing.T) {
 	path := chromiumPath()
 	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed and CI=true: run `bash scripts/install-chromium.sh`")
+		}
 		t.Skip("chromium is not installed; run `bash scripts/install-chromium.sh` to enable the browser test")
 	}
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	start := time.Now()
-	b := browser{path: path}
+	probe, err := os.ReadFile("testdata/probe.js")
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := os.Getenv("LOCKLAB_ARTIFACTS")
 	if out == "" {
-		out = t.TempDir()
-	} else if err := os.MkdirAll(out, 0o755); err != nil {
+		out = filepath.Join("testdata", "browser-shots")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -118,45 +123,49 @@ func TestReportsInBrowser(t *testing.T) {
 		}
 		t.Setenv(EChartsEnv, fake)
 	}
-	var shots []browserPage
+	var pagesToSee []browserPage
 
-	// 1. del-wrong-client with charts: the overlap witness.
+	// A run report with charts: del-wrong-client, the overlap witness and
+	// the key changing owner on node A.
 	res, cmp := runScenario(t, "del-wrong-client")
 	o := res.Report.Witness.MutualExclusion
 	if o == nil {
 		t.Fatal("del-wrong-client has no overlap witness")
 	}
-	file := filepath.Join(dir, "del-wrong-client.html")
+	file := filepath.Join(dir, "run-del-wrong-client.html")
 	if err := WriteRunFile(file, res, cmp, "locklab run del-wrong-client --seed 1"); err != nil {
 		t.Fatal(err)
 	}
-	shots = append(shots, browserPage{name: "del-wrong-client", file: file, charts: true, witness: []string{
-		`id="tl-witness-overlap"`, `data-clients="` + o.First.Client + ` ` + o.Second.Client + `"`,
+	pagesToSee = append(pagesToSee, browserPage{name: "run-del-wrong-client", file: file, charts: true, js: true, viz: 1, witness: []string{
+		`id="tl-witness-overlap"`, `data-clients="` + o.First.Client + ` ` + o.Second.Client + `"`, `class="key-span"`,
 	}})
 
-	// 2. gc-pause-beyond-ttl without charts: the lost-update witness.
+	// A run report without charts: redlock-clock-jump, its votes and the
+	// key on C expiring early.
 	t.Setenv(EChartsEnv, "off")
-	res, cmp = runScenario(t, "gc-pause-beyond-ttl")
-	r := res.Report.Witness.Resource
-	if r == nil {
-		t.Fatal("gc-pause-beyond-ttl has no resource witness")
-	}
-	file = filepath.Join(dir, "gc-pause-beyond-ttl.html")
-	if err := WriteRunFile(file, res, cmp, "locklab run gc-pause-beyond-ttl --seed 1"); err != nil {
+	res, cmp = runScenario(t, "redlock-clock-jump")
+	file = filepath.Join(dir, "run-redlock-clock-jump.html")
+	if err := WriteRunFile(file, res, cmp, "locklab run redlock-clock-jump --seed 1"); err != nil {
 		t.Fatal(err)
 	}
-	shots = append(shots, browserPage{name: "gc-pause-beyond-ttl", file: file, witness: []string{
-		`id="tl-witness-resource"`, `data-clients="` + r.Write.Client + ` ` + r.Overwritten.Client + `"`, `id="charts-note"`,
+	pagesToSee = append(pagesToSee, browserPage{name: "run-redlock-clock-jump", file: file, js: true, viz: 1, witness: []string{
+		`id="tl-witness-overlap"`, `class="validity"`, `data-label="key C c1 0.002s 1.000s expired"`, `class="key-nominal"`, `id="charts-note"`,
 	}})
+	if realECharts {
+		t.Setenv(EChartsEnv, DefaultEChartsPath())
+	} else {
+		t.Setenv(EChartsEnv, filepath.Join(dir, "fake-echarts.js"))
+	}
 
-	// 3 and 4. A lesson (setnx-expire-crash beside its fix) and the index.
+	// A course of three lessons: one Redis node, ZooKeeper sessions, and
+	// the herd.
 	all, err := scenarios.Catalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var some []*scenarios.Scenario
 	for _, s := range all {
-		if strings.HasPrefix(s.ID, "setnx-expire-crash") {
+		if strings.HasPrefix(s.ID, "setnx-expire-crash") || strings.HasPrefix(s.ID, "zk-session-expiry-pause") || s.ID == "zk-herd-effect" {
 			some = append(some, s)
 		}
 	}
@@ -165,115 +174,190 @@ func TestReportsInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lessons := Lessons(some)
-	if len(lessons) == 0 {
-		t.Fatal("no setnx-expire-crash lesson")
-	}
-	shots = append(shots,
-		browserPage{name: "lesson-" + lessons[0].First.ID, file: filepath.Join(course, lessons[0].File()), witness: []string{`id="a-tl-witness-liveness"`, `id="a-cmp-witness-liveness"`, `data-scenario="` + lessons[0].IDs()[len(lessons[0].IDs())-1] + `"`}},
-		browserPage{name: "course-index", file: index, witness: []string{`href="` + lessons[0].File() + `"`}},
+	pagesToSee = append(pagesToSee,
+		browserPage{name: "lesson-setnx-expire-crash", file: filepath.Join(course, "setnx-expire-crash.html"), charts: true, js: true, viz: 2,
+			witness: []string{`id="a-cmp-witness-liveness"`, `data-scenario="setnx-expire-crash-fixed"`, `class="objectives"`}},
+		browserPage{name: "lesson-zk-session-expiry-pause", file: filepath.Join(course, "zk-session-expiry-pause.html"), charts: true, js: true, viz: 2,
+			witness: []string{`class="session"`, `class="znode"`, `session c1 SUSPENDED`}},
+		browserPage{name: "lesson-zk-herd-effect", file: filepath.Join(course, "zk-herd-effect.html"), charts: true, js: true, viz: 1,
+			witness: []string{`id="lesson-herd"`, `data-label="herd zk-simple 5050"`, `data-label="herd zk-queue 100"`}},
+		browserPage{name: "handout-zk-session-expiry-pause", file: filepath.Join(course, "zk-session-expiry-pause-handout.html"), onePage: true,
+			witness: []string{`class="handout"`, `class="session"`}},
+		browserPage{name: "glossary", file: filepath.Join(course, GlossaryFile), js: true, witness: []string{`id="term-Fencing token"`}},
+		browserPage{name: "course-index", file: index, js: true, witness: []string{`href="setnx-expire-crash.html"`, `id="section-one-node"`, `id="section-zookeeper"`}},
 	)
 
-	// 5. A matrix.
+	// A matrix.
 	file = filepath.Join(dir, "matrix.html")
 	var buf bytes.Buffer
-	if err := WriteMatrix(&buf, MatrixData{Cells: []MatrixCell{
-		{Algorithm: "set-nx-px-del", FaultClass: "pause", Runs: 10, MutualExclusion: 0.7, Resource: 0.7, Example: "del-wrong-client.html"},
-		{Algorithm: "set-nx-px-lua", FaultClass: "pause", Runs: 10, Resource: 0.3},
-	}}); err != nil {
+	if err := WriteMatrix(&buf, MatrixData{
+		Columns: []MatrixColumn{{Name: "pause", Setup: "a client stops for a while"}},
+		Rows:    []MatrixRow{{Name: "set-nx-px-del", Setup: "1 Redis node, TTL 2s"}},
+		Cells: []MatrixCell{
+			{Algorithm: "set-nx-px-del", FaultClass: "pause", Runs: 10, MutualExclusion: 0.7, Resource: 0.7, Example: "run-del-wrong-client.html"},
+			{Algorithm: "set-nx-px-lua", FaultClass: "pause", Runs: 10, Resource: 0.3},
+		}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shots = append(shots, browserPage{name: "matrix", file: file, witness: []string{`class="heat"`, "M 70%"}})
+	pagesToSee = append(pagesToSee, browserPage{name: "matrix", file: file, js: true, charts: true, witness: []string{`class="heat"`, "M 70%", "7 of 10", `class="legend-scale"`}})
 
-	// A canary: the same report with a broken script and a remote one added
-	// must trip both detectors, or the checks below prove nothing.
+	b := startCDP(t, path)
+
+	// A canary: a report with a broken script and a remote one added must
+	// trip the detectors, or the checks below prove nothing.
 	t.Run("canary", func(t *testing.T) {
-		data, err := os.ReadFile(shots[0].file)
+		data, err := os.ReadFile(pagesToSee[0].file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bad := `<script src="https://cdn.example.com/x.js"></script><script>console.log("canary"); notDefined();</script>`
+		bad := `<script src="https://cdn.example.com/x.js"></script><script>console.log("canary"); notDefined();</script><p style="width:2000px">wide</p>`
 		i := bytes.LastIndex(data, []byte("</body>"))
-		if i < 0 {
-			t.Fatal("report has no </body>")
-		}
 		data = append(data[:i:i], append([]byte(bad), data[i:]...)...)
 		file := filepath.Join(t.TempDir(), "canary.html")
 		if err := os.WriteFile(file, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		dom, logs := b.run(t, "--enable-logging=stderr", "--v=0", "--dump-dom", "file://"+file)
-		if !consoleLine.MatchString(logs) {
-			t.Error("a console message went unnoticed")
+		got, msgs := look(t, b, string(probe), file, 390, "")
+		if len(msgs) == 0 {
+			t.Error("console messages went unnoticed")
 		}
-		for _, w := range []string{`id="locklab-js-error"`, "notDefined", "cannot load https://cdn.example.com/x.js"} {
-			if !strings.Contains(dom, w) {
-				t.Errorf("the error marker lacks %q", w)
-			}
+		if !strings.Contains(got.Error, "notDefined") || !strings.Contains(got.Error, "cannot load https://cdn.example.com/x.js") {
+			t.Errorf("the error marker says %q", got.Error)
+		}
+		if got.ScrollWidth <= got.Width || len(got.Overflow) == 0 {
+			t.Errorf("a 2000 px paragraph went unnoticed: %+v", got)
 		}
 	})
 
-	for _, p := range shots {
-		t.Run(p.name, func(t *testing.T) {
-			url := "file://" + p.file
-			dom, logs := b.run(t, "--enable-logging=stderr", "--v=0", "--dump-dom", url)
-			if m := consoleLine.FindAllString(logs, 5); len(m) > 0 {
-				t.Errorf("console messages:\n%s", strings.Join(m, "\n"))
-			}
-			if strings.Contains(dom, `id="locklab-js-error"`) {
-				i := strings.Index(dom, `id="locklab-js-error"`)
-				t.Errorf("page reported a JavaScript error: %s", tail(dom[i:min(len(dom), i+400)], 400))
-			}
-			if !strings.Contains(dom, `data-js="ready"`) {
-				t.Error("the page's script did not run to its end")
-			}
-			if p.charts {
-				if strings.Contains(dom, `data-charts="0"`) || !strings.Contains(dom, "<canvas") {
-					t.Errorf("charts were not drawn (real ECharts: %v)", realECharts)
+	for _, p := range pagesToSee {
+		for _, width := range []int{1280, 390} {
+			t.Run(p.name+"@"+itoa(width), func(t *testing.T) {
+				shot := filepath.Join(out, p.name+"-"+itoa(width)+".png")
+				got, msgs := look(t, b, string(probe), p.file, width, shot)
+				if len(msgs) > 0 {
+					t.Errorf("console messages:\n%s", strings.Join(msgs, "\n"))
 				}
-			}
-			for _, w := range p.witness {
-				if !strings.Contains(dom, w) {
-					t.Errorf("rendered page lacks %q", w)
+				if got.Error != "" {
+					t.Errorf("the page reported a JavaScript error: %s", got.Error)
 				}
-			}
-
-			// With JavaScript off, everything but the charts is there. (With
-			// scripting disabled in the browser --dump-dom prints nothing,
-			// so a copy of the page forbids its own scripts instead.)
-			if strings.HasPrefix(p.name, "del-wrong") {
-				data, err := os.ReadFile(p.file)
+				if p.js && got.JS != "ready" {
+					t.Error("the page's script did not run to its end")
+				}
+				if p.charts && (got.Charts == 0 || got.Canvases == 0) {
+					t.Errorf("charts were not drawn: %d charts, %d canvases (real ECharts: %v)", got.Charts, got.Canvases, realECharts)
+				}
+				if len(got.Viz) < p.viz {
+					t.Errorf("%d porcupine views, want %d", len(got.Viz), p.viz)
+				}
+				for i, v := range got.Viz {
+					if v.State != "drawn" || v.Boxes == 0 || v.Height < 100 {
+						t.Errorf("porcupine view %d was not drawn when opened: %+v", i, v)
+					}
+					// Its rows are named after the run's clients, its times
+					// in ms (a view with no hold has no labels).
+					if v.Labels != "" && (!clientName.MatchString(v.Labels) || !v.MS) {
+						t.Errorf("porcupine view %d does not name clients and ms times: %q", i, v.Labels)
+					}
+				}
+				if got.ScrollWidth > got.Width {
+					t.Errorf("the page scrolls sideways at %d px: it is %d px wide", got.Width, got.ScrollWidth)
+				}
+				for _, o := range got.Overflow {
+					t.Errorf("%s", o)
+				}
+				// Timeline labels must not overlap (SVG coordinates do not
+				// depend on the window, so one width suffices).
+				if width == 1280 {
+					for _, c := range got.Collisions {
+						t.Errorf("timeline labels collide: %s", c)
+					}
+				}
+				dom, err := cdpDOM(b, p.file)
 				if err != nil {
 					t.Fatal(err)
 				}
-				csp := `<head><meta http-equiv="Content-Security-Policy" content="script-src 'none'">`
-				noJS := filepath.Join(t.TempDir(), "nojs.html")
-				if err := os.WriteFile(noJS, bytes.Replace(data, []byte("<head>"), []byte(csp), 1), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				dom, _ := b.run(t, "--dump-dom", "file://"+noJS)
-				for _, w := range append([]string{`<svg class="tl"`, `class="log-table"`}, p.witness...) {
+				for _, w := range p.witness {
 					if !strings.Contains(dom, w) {
-						t.Errorf("with JavaScript off the page lacks %q", w)
+						t.Errorf("rendered page lacks %q", w)
 					}
 				}
-				if strings.Contains(dom, `data-js="ready"`) {
-					t.Error("scripts ran although JavaScript was off")
+				if p.onePage && width == 1280 {
+					if n, err := printedPages(b, p.file); err != nil || n != 1 {
+						t.Errorf("printed on A4 the page takes %d sheets (%v), want 1", n, err)
+					}
 				}
-			}
-
-			shot := filepath.Join(out, p.name+".png")
-			b.run(t, "--screenshot="+shot, "--window-size=1400,2000", url)
-			st, err := os.Stat(shot)
-			if err != nil || st.Size() < 10_000 {
-				t.Errorf("no screenshot at %s (%v)", shot, err)
-			} else {
-				t.Logf("screenshot: %s", shot)
-			}
-		})
+				if st, err := os.Stat(shot); err != nil || st.Size() < 5_000 {
+					t.Errorf("no screenshot at %s (%v)", shot, err)
+				}
+			})
+		}
 	}
-	t.Logf("browser test: %d pages in %s", len(shots), time.Since(start).Round(time.Millisecond))
+	t.Logf("browser test: %d pages at 2 widths; screenshots in %s", len(pagesToSee), out)
+}
+
+var clientName = regexp.MustCompile(`\bc[0-9]+\b`)
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// look opens file in a fresh tab width px wide, runs the probe, and saves
+// a screenshot to shot (when not empty). It returns the probe's findings
+// and the console messages.
+func look(t *testing.T, b *cdpBrowser, probe, file string, width int, shot string) (probeResult, []string) {
+	t.Helper()
+	p, err := b.newPage(width, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	from := b.eventCount()
+	if err := p.navigate("file://" + file); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := p.eval(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got probeResult
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatalf("probe: %v: %s", err, raw)
+	}
+	if shot != "" {
+		if err := p.screenshot(shot, width, 16000); err != nil {
+			t.Errorf("screenshot: %v", err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // let late console events arrive
+	return got, b.consoleSince(p.session, from)
+}
+
+// cdpDOM returns the serialized DOM of file after its scripts ran.
+func cdpDOM(b *cdpBrowser, file string) (string, error) {
+	p, err := b.newPage(1280, 900)
+	if err != nil {
+		return "", err
+	}
+	defer p.close()
+	if err := p.navigate("file://" + file); err != nil {
+		return "", err
+	}
+	return p.eval("document.documentElement.outerHTML")
+}
+
+// printedPages prints file on A4 and counts the sheets.
+func printedPages(b *cdpBrowser, file string) (int, error) {
+	p, err := b.newPage(1280, 900)
+	if err != nil {
+		return 0, err
+	}
+	defer p.close()
+	if err := p.navigate("file://" + file); err != nil {
+		return 0, err
+	}
+	return p.pdfPages()
 }

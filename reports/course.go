@@ -198,12 +198,26 @@ type CourseOptions struct {
 	// Run runs a scenario; nil means scenarios.RunCompared with the
 	// scenario's own seed and the trace kept.
 	Run func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error)
+	// Syllabus is the teaching material; nil means DefaultSyllabus.
+	Syllabus *Syllabus
 }
 
-// WriteCourse writes one page per lesson of all and an index into dir
-// (created if needed), and returns the index's path. A lesson that cannot
-// run is listed in the index with its error; WriteCourse then returns the
-// index path and an error naming the failed lessons.
+// EChartsFile is the name of the shared ECharts copy in a course directory.
+const EChartsFile = "echarts.min.js"
+
+// courseTraceRows caps each lesson's event logs: a lesson explains one
+// failure, and the herd lesson alone would otherwise carry megabytes.
+const courseTraceRows = 100
+
+// HandoutFile is the lesson's printable one-page handout.
+func (l Lesson) HandoutFile() string { return safeFileName(l.First.ID) + "-handout.html" }
+
+// WriteCourse writes the course into dir (created if needed): one page and
+// one printable handout per lesson, a glossary, the index, and — when a
+// local ECharts copy is available — that copy once, shared by every page.
+// It returns the index's path. A lesson that cannot run is listed in the
+// index with its error; WriteCourse then returns the index path and an
+// error naming the failed lessons.
 func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("cannot create course directory: %w", err)
@@ -214,12 +228,39 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 			return scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
 		}
 	}
-	lessons := Lessons(all)
+	syl := opt.Syllabus
+	if syl == nil {
+		var err error
+		if syl, err = DefaultSyllabus(); err != nil {
+			return "", err
+		}
+	}
+	secs, _ := syl.plan(all)
+	// Shared assets, once per directory: the style sheet, the script and
+	// the ECharts copy.
+	if err := writeSharedAssets(dir); err != nil {
+		return "", err
+	}
 	ec := loadECharts()
-	idx := &indexView{EChartsNote: ec.note}
+	if ec.ok() {
+		if err := os.WriteFile(filepath.Join(dir, EChartsFile), ec.raw, 0o644); err != nil {
+			return "", fmt.Errorf("cannot write %s: %w", EChartsFile, err)
+		}
+		ec = echartsAsset{src: EChartsFile, raw: ec.raw}
+	}
+	ec.shared = true
+	plain := echartsAsset{shared: true}
+	var flat []courseLesson
+	for _, sec := range secs {
+		flat = append(flat, sec.Lessons...)
+	}
+	idx := &indexView{Title: syl.Title, Intro: syl.Intro, EChartsNote: ec.note}
 	var failed []string
-	for i, l := range lessons {
-		entry := indexEntry{N: i + 1, File: l.File(), Title: l.First.Title, MissingTwin: l.MissingTwin}
+	wroteViewer := false
+	for i, cl := range flat {
+		l := cl.Lesson
+		sec := sectionOf(secs, cl.N)
+		entry := indexEntry{N: cl.N, File: l.File(), Handout: l.HandoutFile(), Title: l.First.Title, MissingTwin: l.MissingTwin, Objectives: cl.Meta.Objectives}
 		var inputs []RunInput
 		var err error
 		for _, sc := range l.Scenarios() {
@@ -233,14 +274,30 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 		if err == nil {
 			var prev, next *crumb
 			if i > 0 {
-				prev = &crumb{Text: lessons[i-1].First.Title, Href: lessons[i-1].File()}
+				prev = &crumb{Text: fmt.Sprintf("%d. %s", flat[i-1].N, flat[i-1].First.Title), Href: flat[i-1].File()}
 			}
-			if i+1 < len(lessons) {
-				next = &crumb{Text: lessons[i+1].First.Title, Href: lessons[i+1].File()}
+			if i+1 < len(flat) {
+				next = &crumb{Text: fmt.Sprintf("%d. %s", flat[i+1].N, flat[i+1].First.Title), Href: flat[i+1].File()}
+			}
+			lv := newLessonView(cl, sec, inputs, prev, next, ec)
+			// Porcupine's viewer, once per directory; each run then
+			// carries only its history.
+			for _, v := range lv.Runs {
+				if v.vizViewer != "" && !wroteViewer {
+					if werr := os.WriteFile(filepath.Join(dir, PorcupineFile), []byte(v.vizViewer), 0o644); werr == nil {
+						wroteViewer = true
+					}
+				}
+				v.VizShared = wroteViewer && v.VizData != ""
 			}
 			err = writeFile(filepath.Join(dir, l.File()), func(w io.Writer) error {
-				return writeLesson(w, i+1, inputs, prev, next, ec)
+				return writeLessonPage(w, lv, ec)
 			})
+			if err == nil {
+				err = writeFile(filepath.Join(dir, l.HandoutFile()), func(w io.Writer) error {
+					return writeHandout(w, lv, plain)
+				})
+			}
 		}
 		for k, in := range inputs {
 			sc := in.Result.Scenario
@@ -252,19 +309,36 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 			entry.Error = err.Error()
 			failed = append(failed, l.First.ID)
 		}
-		idx.Entries = append(idx.Entries, entry)
+		idx.addEntry(sec, entry)
 		if opt.Progress != nil {
-			opt.Progress(i+1, len(lessons), l, filepath.Join(dir, l.File()), err)
+			opt.Progress(i+1, len(flat), l, filepath.Join(dir, l.File()), err)
 		}
 	}
+	if err := writeFile(filepath.Join(dir, GlossaryFile), func(w io.Writer) error { return writeGlossary(w, syl, plain) }); err != nil {
+		return "", err
+	}
 	index := filepath.Join(dir, "index.html")
-	if err := writeFile(index, func(w io.Writer) error { return writeIndex(w, idx) }); err != nil {
+	if err := writeFile(index, func(w io.Writer) error { return writeIndex(w, idx, plain) }); err != nil {
 		return "", err
 	}
 	if len(failed) > 0 {
 		return index, fmt.Errorf("%d lesson(s) could not be written: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return index, nil
+}
+
+// GlossaryFile is the course's glossary page.
+const GlossaryFile = "glossary.html"
+
+func sectionOf(secs []courseSection, n int) courseSection {
+	for _, s := range secs {
+		for _, l := range s.Lessons {
+			if l.N == n {
+				return s
+			}
+		}
+	}
+	return courseSection{}
 }
 
 func runPrefix(k int) string { return string(rune('a'+k)) + "-" }
@@ -291,15 +365,32 @@ func roleOf(sc, first *scenarios.Scenario, k int) (string, string) {
 	return "twin", ""
 }
 
-// lessonView is the top of a lesson page: both runs at a glance.
+// lessonView is a lesson page (and its handout).
 type lessonView struct {
-	N         int
-	Title     string
-	Runs      []*runView
-	Timelines []*timeline // on one time scale
-	Prev      *crumb
-	Next      *crumb
-	Rows      []lessonRow
+	N          int
+	Section    string
+	SectionN   int
+	SectionID  string
+	Title      string
+	ID         string
+	Objectives []string
+	Questions  []string
+	Try        []string
+	Sources    []sourceLink
+	Story      narrativeView
+	Runs       []*runView
+	Timelines  []*timeline // on one time scale, with the mechanism
+	// HandoutTimeline is the failure's timeline for print: no tooltips
+	// (paper has no hover), so the handout stays small.
+	HandoutTimeline *timeline
+	Herd            *herdChart
+	Handout         string
+	Prev            *crumb
+	Next            *crumb
+	Rows            []lessonRow
+	EChartsNote     string
+	HandoutRuns     []*runView
+	HandoutLines    []string
 }
 
 type lessonRow struct {
@@ -307,18 +398,33 @@ type lessonRow struct {
 	Got      []string
 }
 
-func writeLesson(w io.Writer, n int, inputs []RunInput, prev, next *crumb, ec echartsAsset) error {
+func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, next *crumb, ec echartsAsset) *lessonView {
 	first := inputs[0].Result.Scenario
-	p := newPage(fmt.Sprintf("Lesson %d: %s — locklab course", n, first.ID), ec)
-	p.Crumbs = []crumb{{Text: "locklab course", Href: "index.html"}, {Text: fmt.Sprintf("lesson %d: %s", n, first.ID)}}
-	lv := &lessonView{N: n, Title: first.Title, Prev: prev, Next: next}
+	lv := &lessonView{N: cl.N, Section: sec.Title, SectionN: sec.N, SectionID: sec.ID, Title: first.Title, ID: first.ID, Prev: prev, Next: next,
+		Objectives: cl.Meta.Objectives, Questions: cl.Meta.Questions, Handout: cl.HandoutFile(), EChartsNote: ec.note}
+	lv.Story = narrativeView{What: first.Narrative.What, Why: first.Narrative.Why, Fix: first.Narrative.Fix}
+	seen := map[string]bool{}
+	for _, src := range append(append([]string(nil), first.Narrative.Sources...), cl.Meta.Sources...) {
+		sl := parseSource(src)
+		key := sl.URL
+		if key == "" {
+			key = sl.Text
+		}
+		if !seen[key] {
+			seen[key] = true
+			lv.Sources = append(lv.Sources, sl)
+		}
+	}
 	var end time.Duration
 	for _, in := range inputs {
 		end = max(end, in.Result.End)
 	}
+	var herd []herdRun
 	for k, in := range inputs {
 		v := newRunView(in.Result, in.Compared, in.Replay, runPrefix(k), ec.ok())
 		v.ChartsNote = ec.note
+		v.Compact = true
+		capTrace(v, courseTraceRows)
 		v.Heading, v.HeadingClass = roleOf(in.Result.Scenario, first, k)
 		for j, other := range inputs {
 			if j != k && other.Result.Scenario.ID == v.Twin {
@@ -329,6 +435,20 @@ func writeLesson(w io.Writer, n int, inputs []RunInput, prev, next *crumb, ec ec
 		tl := buildTimeline(in.Result, runPrefix(k)+"cmp-", 0, end+end/40, false)
 		tl.Caption = fmt.Sprintf("%s (%s): %s", in.Result.Scenario.ID, v.Heading, in.Result.Scenario.Title)
 		lv.Timelines = append(lv.Timelines, tl)
+		lv.Try = append(lv.Try, fmt.Sprintf("locklab run %s", in.Result.Scenario.ID))
+		herd = append(herd, herdRuns(in)...)
+	}
+	if len(inputs) > 0 {
+		id := inputs[0].Result.Scenario.ID
+		lv.Try = append(lv.Try,
+			fmt.Sprintf("locklab run %s --seed 2", id),
+			fmt.Sprintf("locklab run %s --report %s.html", id, id),
+			fmt.Sprintf("locklab run %s --json", id))
+	}
+	lv.Try = append(lv.Try, cl.Meta.Try...)
+	lv.Herd = newHerdChart(herd)
+	if len(lv.Timelines) > 0 {
+		lv.HandoutTimeline = withoutTooltips(lv.Timelines[0])
 	}
 	for _, prop := range []string{"mutual exclusion", "resource safety", "liveness"} {
 		row := lessonRow{Property: prop}
@@ -341,21 +461,65 @@ func writeLesson(w io.Writer, n int, inputs []RunInput, prev, next *crumb, ec ec
 		}
 		lv.Rows = append(lv.Rows, row)
 	}
+	return lv
+}
+
+func writeLessonPage(w io.Writer, lv *lessonView, ec echartsAsset) error {
+	p := newPage(fmt.Sprintf("Lesson %d: %s — locklab course", lv.N, lv.ID), ec)
+	p.Crumbs = []crumb{{Text: "locklab course", Href: "index.html"}, {Text: lv.Section, Href: "index.html#section-" + lv.SectionID}, {Text: fmt.Sprintf("lesson %d", lv.N)}}
 	p.Lesson = lv
 	p.Runs = lv.Runs
 	return pages.ExecuteTemplate(w, "lesson-page", p)
 }
 
-// indexView is the course's table of contents.
+// writeHandout writes the lesson's printable page: objectives, the story,
+// the failure's timeline, the verdicts of every run, questions and
+// commands. Nothing on it needs a script.
+func writeHandout(w io.Writer, lv *lessonView, ec echartsAsset) error {
+	p := newPage(fmt.Sprintf("Handout %d: %s — locklab course", lv.N, lv.ID), ec)
+	p.ReportJS = ""
+	p.Crumbs = []crumb{{Text: "locklab course", Href: "index.html"}, {Text: fmt.Sprintf("lesson %d", lv.N), Href: safeFileName(lv.ID) + ".html"}, {Text: "handout"}}
+	p.Lesson = lv
+	p.Handout = true
+	return pages.ExecuteTemplate(w, "handout-page", p)
+}
+
+func writeGlossary(w io.Writer, syl *Syllabus, ec echartsAsset) error {
+	p := newPage("Glossary — locklab course", ec)
+	p.Crumbs = []crumb{{Text: "locklab course", Href: "index.html"}, {Text: "glossary"}}
+	p.Glossary = syl.Glossary
+	return pages.ExecuteTemplate(w, "glossary-page", p)
+}
+
+// indexView is the course's table of contents, by section.
 type indexView struct {
-	Entries     []indexEntry
-	EChartsNote string
+	Title, Intro string
+	Sections     []indexSection
+	EChartsNote  string
+}
+
+type indexSection struct {
+	N       int
+	ID      string
+	Title   string
+	Intro   string
+	Entries []indexEntry
+}
+
+func (v *indexView) addEntry(sec courseSection, e indexEntry) {
+	if n := len(v.Sections); n == 0 || v.Sections[n-1].ID != sec.ID {
+		v.Sections = append(v.Sections, indexSection{N: sec.N, ID: sec.ID, Title: sec.Title, Intro: sec.Intro})
+	}
+	s := &v.Sections[len(v.Sections)-1]
+	s.Entries = append(s.Entries, e)
 }
 
 type indexEntry struct {
 	N           int
 	File        string
+	Handout     string
 	Title       string
+	Objectives  []string
 	Runs        []indexRun
 	MissingTwin string
 	Error       string
@@ -370,8 +534,21 @@ type indexRun struct {
 	Anchor               string
 }
 
-func writeIndex(w io.Writer, idx *indexView) error {
-	p := newPage("locklab course — distributed locks, broken and fixed", echartsAsset{})
+func writeIndex(w io.Writer, idx *indexView, ec echartsAsset) error {
+	p := newPage(idx.Title+" — locklab course", ec)
 	p.Index = idx
 	return pages.ExecuteTemplate(w, "index-page", p)
+}
+
+// withoutTooltips copies a timeline with every shape's tooltip removed.
+func withoutTooltips(t *timeline) *timeline {
+	c := *t
+	for _, layer := range []*[]shape{&c.Back, &c.Plot, &c.Over} {
+		shapes := append([]shape(nil), (*layer)...)
+		for i := range shapes {
+			shapes[i].Title = ""
+		}
+		*layer = shapes
+	}
+	return &c
 }

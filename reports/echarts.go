@@ -36,9 +36,14 @@ func DefaultEChartsPath() string {
 type echartsAsset struct {
 	js   template.JS
 	note string // why the interactive charts are missing ("" when present)
+	raw  []byte // the file as read, to write beside a course's pages
+	src  string // a relative URL to load it from instead of inlining it
+	// shared: the page is part of a directory with locklab.css and
+	// locklab.js (a course), which it links instead of inlining.
+	shared bool
 }
 
-func (a echartsAsset) ok() bool { return a.js != "" }
+func (a echartsAsset) ok() bool { return a.js != "" || a.src != "" }
 
 // loadECharts finds the local ECharts copy. It never fails: without a copy,
 // a report shows its SVG timeline and a note on how to get the charts.
@@ -62,7 +67,7 @@ func loadECharts() echartsAsset {
 			". Run `" + FetchHint + "` (it uses `npm pack echarts@5`) and write the report again. " +
 			"The timeline above is plain SVG and needs no JavaScript."}
 	}
-	return echartsAsset{js: template.JS(scriptSafe(data))}
+	return echartsAsset{js: template.JS(scriptSafe(data)), raw: data}
 }
 
 var (

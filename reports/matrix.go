@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
 // MatrixData is the input of WriteMatrix: lock algorithms (rows) against
@@ -20,6 +23,20 @@ type MatrixData struct {
 	Algorithms   []string
 	FaultClasses []string
 	Cells        []MatrixCell
+	// Columns and Rows describe the setup of each fault class and each
+	// algorithm's runs (optional; matched by name).
+	Columns []MatrixColumn
+	Rows    []MatrixRow
+}
+
+// MatrixColumn says what a fault class does.
+type MatrixColumn struct {
+	Name, Setup string
+}
+
+// MatrixRow says how an algorithm's runs are set up.
+type MatrixRow struct {
+	Name, Setup string
 }
 
 // MatrixCell is one algorithm under one fault class.
@@ -43,7 +60,21 @@ type matrixView struct {
 	Width, Height float64
 	Cols, Rows    []matrixLabel
 	Cells         []matrixCellView
-	Table         []MatrixCell
+	Table         []matrixTableRow
+	Columns       []MatrixColumn
+	RowSetups     []MatrixRow
+	Scale         []matrixScaleStop
+	Charts        []chartView
+	ChartsNote    string
+}
+
+type matrixTableRow struct {
+	MatrixCell
+	M, R, L string // "7 of 10 (70%)"
+}
+
+type matrixScaleStop struct {
+	Fill, Ink, Text string
 }
 
 type matrixLabel struct {
@@ -70,9 +101,66 @@ type matrixPart struct {
 // WriteMatrix writes the HTML page of a matrix: an SVG heatmap (no
 // JavaScript needed) and the same data as a table.
 func WriteMatrix(w io.Writer, m MatrixData) error {
-	p := newPage(orTitle(m.Title)+" — locklab", echartsAsset{})
+	ec := loadECharts()
+	p := newPage(orTitle(m.Title)+" — locklab", ec)
 	p.Matrix = layoutMatrix(m)
+	if ec.ok() {
+		p.Matrix.Charts = matrixCharts(p.Matrix)
+	} else {
+		p.Matrix.ChartsNote = ec.note
+	}
 	return pages.ExecuteTemplate(w, "matrix-page", p)
+}
+
+// matrixCharts plots, per fault class, the share of all its runs (every
+// algorithm together) that violated each property: which faults hurt most.
+func matrixCharts(v *matrixView) []chartView {
+	var classes []string
+	seen := map[string]bool{}
+	type tally struct{ runs, m, r, l float64 }
+	sum := map[string]*tally{}
+	for _, c := range v.Table {
+		if !seen[c.FaultClass] {
+			seen[c.FaultClass] = true
+			classes = append(classes, c.FaultClass)
+			sum[c.FaultClass] = &tally{}
+		}
+		t, n := sum[c.FaultClass], float64(c.Runs)
+		t.runs += n
+		t.m += clamp01(c.MutualExclusion) * n
+		t.r += clamp01(c.Resource) * n
+		t.l += clamp01(c.Liveness) * n
+	}
+	share := func(f func(*tally) float64) []opts.BarData {
+		var out []opts.BarData
+		for _, c := range classes {
+			t := sum[c]
+			pct := 0.0
+			if t.runs > 0 {
+				pct = math.Round(f(t)/t.runs*1000) / 10
+			}
+			out = append(out, opts.BarData{Value: pct, Name: fmt.Sprintf("%s: %.0f of %.0f runs", c, f(t), t.runs)})
+		}
+		return out
+	}
+	bar := charts.NewBar()
+	bar.SetGlobalOptions(
+		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: "100%"}),
+		charts.WithAnimation(false),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "0"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "fault class", NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "runs violated (%)", Min: 0, Max: 100, NameLocation: "middle", NameGap: 45}),
+		charts.WithGridOpts(opts.Grid{Left: "80", Right: "30", Top: "40", Bottom: "60"}),
+	)
+	bar.SetXAxis(classes)
+	bar.AddSeries("mutual exclusion", share(func(t *tally) float64 { return t.m }), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#dc2626"}))
+	bar.AddSeries("resource safety", share(func(t *tally) float64 { return t.r }), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#b45309"}))
+	bar.AddSeries("liveness", share(func(t *tally) float64 { return t.l }), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#7c3aed"}))
+	bar.Validate()
+	return []chartView{{ID: "chart-matrix-classes", Title: "Which faults hurt most", Height: 320,
+		Help:   "For each fault class, the share of all its runs (every algorithm together) that violated each property.",
+		Option: bar.JSON()}}
 }
 
 func orTitle(s string) string {
@@ -110,11 +198,34 @@ func layoutMatrix(m MatrixData) *matrixView {
 		headH  = 34.0
 		rowH   = part + 26
 	)
-	v := &matrixView{Title: orTitle(m.Title), Note: m.Note, Table: m.Cells}
+	v := &matrixView{Title: orTitle(m.Title), Note: m.Note}
+	for _, c := range m.Cells {
+		v.Table = append(v.Table, matrixTableRow{MatrixCell: c, M: countOf(c.MutualExclusion, c.Runs), R: countOf(c.Resource, c.Runs), L: countOf(c.Liveness, c.Runs)})
+	}
+	for _, s := range []float64{0, 0.1, 0.25, 0.5, 0.75, 1} {
+		fill, ink := heat(s)
+		v.Scale = append(v.Scale, matrixScaleStop{Fill: fill, Ink: ink, Text: fmt.Sprintf("%.0f%%", s*100)})
+	}
+	colSetup := map[string]string{}
+	for _, c := range m.Columns {
+		colSetup[c.Name] = c.Setup
+	}
+	rowSetup := map[string]string{}
+	for _, r := range m.Rows {
+		rowSetup[r.Name] = r.Setup
+	}
 	v.Width = labelW + cellW*float64(max(len(cls), 1)) + 10
 	v.Height = headH + rowH*float64(max(len(algs), 1)) + 6
 	for j, c := range cls {
 		v.Cols = append(v.Cols, matrixLabel{X: labelW + cellW*float64(j) + cellW/2, Y: 22, Text: c})
+		if colSetup[c] != "" {
+			v.Columns = append(v.Columns, MatrixColumn{Name: c, Setup: colSetup[c]})
+		}
+	}
+	for _, a := range algs {
+		if rowSetup[a] != "" {
+			v.RowSetups = append(v.RowSetups, MatrixRow{Name: a, Setup: rowSetup[a]})
+		}
 	}
 	for i, a := range algs {
 		y := headH + rowH*float64(i)
@@ -136,7 +247,7 @@ func layoutMatrix(m MatrixData) *matrixView {
 					s := clamp01(prop.share)
 					mp.Fill, mp.Ink = heat(s)
 					mp.Text = fmt.Sprintf("%s %.0f%%", prop.short, s*100)
-					mp.Title = fmt.Sprintf("%s under %s: %s violated in %.0f%% of %d runs", a, fc, prop.name, s*100, c.Runs)
+					mp.Title = fmt.Sprintf("%s under %s: %s violated in %s runs", a, fc, prop.name, countOf(s, c.Runs))
 				}
 				cv.Parts = append(cv.Parts, mp)
 			}
@@ -147,6 +258,12 @@ func layoutMatrix(m MatrixData) *matrixView {
 		}
 	}
 	return v
+}
+
+// countOf turns a share of n runs back into "7 of 10 (70%)".
+func countOf(share float64, n int) string {
+	share = clamp01(share)
+	return fmt.Sprintf("%d of %d (%.0f%%)", int(math.Round(share*float64(n))), n, share*100)
 }
 
 func clamp01(v float64) float64 {

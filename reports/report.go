@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/locklab/locklab/scenarios"
 )
@@ -31,10 +32,15 @@ import (
 var assets embed.FS
 
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
-	"f":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"f":   coord,
 	"sub": func(a, b float64) float64 { return a - b },
 	"pct": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" },
 }).ParseFS(assets, "assets/templates.html"))
+
+// coord writes an SVG coordinate with one decimal at most ("12", "12.5").
+func coord(v float64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0")
+}
 
 func asset(name string) string {
 	b, err := assets.ReadFile("assets/" + name)
@@ -63,15 +69,39 @@ type page struct {
 	ErrorsJS template.JS
 	ReportJS template.JS
 	ECharts  template.JS // the local echarts.min.js, or empty
+	// EChartsSrc is a relative URL of the shared echarts.min.js (a
+	// course writes it once per directory), or empty.
+	EChartsSrc string
+	// Shared, when set, is the relative path ("" or "../") of a directory
+	// holding locklab.css and locklab.js (a course writes them once) that
+	// the page links to instead of inlining them.
+	Shared string
 
-	Runs   []*runView
-	Lesson *lessonView
-	Index  *indexView
-	Matrix *matrixView
+	Runs     []*runView
+	Lesson   *lessonView
+	Index    *indexView
+	Matrix   *matrixView
+	Glossary []GlossaryEntry
+	Handout  bool
 }
 
 func newPage(title string, ec echartsAsset) *page {
-	return &page{Title: title, CSS: css, ErrorsJS: errorsJS, ReportJS: reportJS, ECharts: ec.js}
+	p := &page{Title: title, CSS: css, ErrorsJS: errorsJS, ReportJS: reportJS, ECharts: ec.js, EChartsSrc: ec.src}
+	if ec.shared {
+		p.Shared = "./"
+	}
+	return p
+}
+
+// writeSharedAssets writes the style sheet and script that course pages
+// link to, once per directory.
+func writeSharedAssets(dir string) error {
+	for name, data := range map[string]string{"locklab.css": asset("report.css"), "locklab.js": asset("report.js")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			return fmt.Errorf("cannot write %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // RunInput is one run to render: its result, the comparisons run beside it

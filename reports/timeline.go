@@ -82,18 +82,33 @@ type tlBuilder struct {
 	dense    bool
 	color    map[string]string
 	rowOf    map[string]row
+	mech     *mechanism
+
+	voteClients, sessionClients []string
+}
+
+// rowSpec is one row of a timeline before it is laid out.
+type rowSpec struct {
+	name, sub, kind string
+	h               float64
 }
 
 type row struct{ y, h float64 }
 
 // buildTimeline draws res over true time [from, to].
 func buildTimeline(res *scenarios.Result, prefix string, from, to time.Duration, zoomed bool) *timeline {
+	return buildTimelineMech(res, deriveMechanism(res), prefix, from, to, zoomed)
+}
+
+// buildTimelineMech is buildTimeline with the mechanism already derived
+// (nil draws no mechanism lanes).
+func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, from, to time.Duration, zoomed bool) *timeline {
 	if to <= from {
 		to = from + time.Second
 	}
 	const width = 1200.0
 	t := &timeline{P: prefix, Width: width, X0: 150, X1: width - 30, Zoomed: zoomed}
-	b := &tlBuilder{res: res, t: t, from: from, to: to, color: map[string]string{}, rowOf: map[string]row{}}
+	b := &tlBuilder{res: res, t: t, from: from, to: to, color: map[string]string{}, rowOf: map[string]row{}, mech: mech}
 	clients := res.Scenario.ClientNames()
 	b.dense = len(clients) > 12
 	for i, c := range clients {
@@ -145,13 +160,15 @@ func (b *tlBuilder) layout(clients []string) {
 	var faultLanes []lane
 	var shown []faults.Applied // the faults visible in this window, in lane order
 	for _, a := range res.Applied {
-		until := a.Until
+		until, forever := faultExtent(a, res.Applied, res.End)
 		if !b.visible(a.At, max(until, a.At)) {
 			continue
 		}
 		shown = append(shown, a)
 		txt := a.Text
-		if until > a.At {
+		if forever {
+			txt = fmt.Sprintf("%s  (%s → end of run, never heals)", txt, checker.Sec(a.At))
+		} else if until > a.At {
 			txt = fmt.Sprintf("%s  (%s → %s)", txt, checker.Sec(a.At), checker.Sec(until))
 		} else {
 			txt = fmt.Sprintf("%s  (at %s)", txt, checker.Sec(a.At))
@@ -212,10 +229,6 @@ func (b *tlBuilder) layout(clients []string) {
 	t.Y0 = y
 
 	// Rows.
-	type rowSpec struct {
-		name, sub, kind string
-		h               float64
-	}
 	var specs []rowSpec
 	rowH := 58.0
 	if b.dense {
@@ -224,6 +237,7 @@ func (b *tlBuilder) layout(clients []string) {
 	for _, c := range clients {
 		specs = append(specs, rowSpec{name: c, sub: "client", kind: "client", h: rowH})
 	}
+	specs = append(specs, b.mechRows(clients)...)
 	clientHosts := map[string]scenarios.Host{}
 	for _, h := range res.Hosts {
 		switch {
@@ -232,7 +246,7 @@ func (b *tlBuilder) layout(clients []string) {
 		case h.Name == scenarios.ResourceHost || h.Role == "resource":
 			specs = append(specs, rowSpec{name: h.Name, sub: "protected resource", kind: "store", h: 46})
 		default:
-			specs = append(specs, rowSpec{name: h.Name, sub: h.Role + " node", kind: "node", h: 40})
+			specs = append(specs, rowSpec{name: h.Name, sub: h.Role + " node", kind: "node", h: b.nodeRowHeight(h.Name, trivialClock(h))})
 		}
 	}
 	for _, c := range clients {
@@ -266,8 +280,12 @@ func (b *tlBuilder) layout(clients []string) {
 		if s.kind == "client" {
 			t.Over = append(t.Over, shape{Kind: "text", X: 26, Y: y + s.h/2 + (size/2 - 2), Text: s.name, Size: size, Weight: "700", Fill: nameFill, Class: "row-label"})
 		} else {
-			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: y + s.h/2 - 2, Text: s.name, Size: 12.5, Weight: "700", Fill: nameFill, Class: "row-label"})
-			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: y + s.h/2 + 11, Text: s.sub, Size: 10, Fill: "#64748b"})
+			ly := y + s.h/2 - 2
+			if s.h > 48 || s.kind == "node" && s.h != 40 {
+				ly = y + 15 // tall rows and key lanes: the name at the top
+			}
+			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: ly, Text: s.name, Size: 12.5, Weight: "700", Fill: nameFill, Class: "row-label"})
+			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: ly + 12, Text: s.sub, Size: 10, Fill: "#64748b"})
 		}
 		if i > 0 && s.kind != "client" && specs[i-1].kind == "client" {
 			t.Over = append(t.Over, shape{Kind: "line", X: 0, Y: y, X2: t.Width, Y2: y, Stroke: "#94a3b8", SW: 1.2})
@@ -285,8 +303,17 @@ func (b *tlBuilder) layout(clients []string) {
 	// Fault windows, shaded across all rows, with a leader to their label.
 	for i, a := range shown {
 		title := faultTitle(a)
-		if a.Until > a.At {
-			t.Back = append(t.Back, shape{Kind: "rect", X: b.x(a.At), Y: t.Y0, W: b.x(a.Until) - b.x(a.At), H: t.Y1 - t.Y0, Fill: "#fde68a", Opacity: 0.35, Class: "fault-window", Title: title})
+		if until, forever := faultExtent(a, res.Applied, res.End); until > a.At && a.Fault.Kind == faults.Partition && len(a.Fault.Groups) > 0 && b.partitionRows(a, until, forever, title) {
+			// A partition is drawn on the rows it cuts off, not across
+			// the whole picture.
+		} else if until > a.At {
+			s := shape{Kind: "rect", X: b.xc(a.At), Y: t.Y0, W: b.xc(until) - b.xc(a.At), H: t.Y1 - t.Y0, Fill: "#fde68a", Opacity: 0.35, Class: "fault-window", Title: title,
+				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until))}
+			if forever {
+				s.Class += " fault-forever"
+				s.Stroke, s.SW, s.Dash = faultAmber, 1, "6 4"
+			}
+			t.Back = append(t.Back, s)
 		}
 		t.Plot = append(t.Plot, shape{Kind: "line", X: b.x(a.At), Y: t.Y0, X2: b.x(a.At), Y2: t.Y1, Stroke: faultAmber, SW: 1.2, Dash: "4 3", Class: "fault-start"})
 		if i < maxFaultLanes {
@@ -317,8 +344,12 @@ func (b *tlBuilder) layout(clients []string) {
 		}
 	}
 
+	// The mechanism: keys, votes, replication, sessions, znodes.
+	b.drawMechanism()
+
 	// The witness, on top of everything.
 	b.witness(clientRowsEnd, laneTops[len(faultLanes):])
+	b.dropCollidingLabels()
 
 	// Legend.
 	t.Legend = []legendItem{
@@ -331,6 +362,7 @@ func (b *tlBuilder) layout(clients []string) {
 		{Swatch: "sw-write", Text: "accepted write"},
 		{Swatch: "sw-reject", Text: "rejected write"},
 	}
+	t.Legend = append(t.Legend, b.mechLegend()...)
 }
 
 func (b *tlBuilder) axis(top, bottom float64) {
@@ -376,6 +408,71 @@ func niceStep(raw float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// partitionRows shades a partition on the rows of the hosts it separates
+// (hatched, with the group it is cut from written once). It reports false
+// when none of those hosts has a row here.
+func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever bool, title string) bool {
+	t := b.t
+	drawn := false
+	for gi, g := range a.Fault.Groups {
+		var others []string
+		for gj, o := range a.Fault.Groups {
+			if gj != gi {
+				others = append(others, o...)
+			}
+		}
+		for _, h := range g {
+			r, ok := b.rowOf[h]
+			if !ok {
+				r, ok = b.rowOf["node:"+h]
+			}
+			if !ok {
+				continue
+			}
+			drawn = true
+			s := shape{Kind: "rect", X: b.xc(a.At), Y: r.y + 1, W: b.xc(until) - b.xc(a.At), H: r.h - 2, Fill: "url(#" + t.P + "hatch-cut)", Class: "fault-window partition", Title: title,
+				Label: fmt.Sprintf("fault partition %s %s %s", h, checker.Sec(a.At), checker.Sec(until))}
+			if forever {
+				s.Class += " fault-forever"
+			}
+			t.Back = append(t.Back, s)
+			if len(g) <= len(others) || len(a.Fault.Groups) > 2 {
+				txt := "cut off from " + strings.Join(others, ",")
+				if _, client := b.rowOf[h]; client && !b.dense && textWidth(txt, 9.5) < t.X0-12 {
+					// Under the client's name, clear of the plot's labels.
+					t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: r.y + r.h - 6, Text: txt, Size: 9.5, Fill: faultAmber})
+				} else {
+					t.Back = append(t.Back, shape{Kind: "text", X: b.xc(until) - 4, Y: r.y + r.h - 4, Text: txt, Size: 9.5, Fill: faultAmber, Anchor: "end", Halo: true})
+				}
+			}
+		}
+	}
+	return drawn
+}
+
+// faultExtent is how long a fault lasts on the drawing: its own end, or
+// for a partition with none the next heal, and for a partition, a node
+// crash or a hang that never ends, the end of the run (forever is then
+// true). Instantaneous faults (a clock jump, a failover, a rule that drops
+// the first matching message) return at.
+func faultExtent(a faults.Applied, all []faults.Applied, end time.Duration) (until time.Duration, forever bool) {
+	if a.Until > a.At {
+		return a.Until, false
+	}
+	switch a.Fault.Kind {
+	case faults.Partition:
+		for _, h := range all {
+			if h.Fault.Kind == faults.Heal && h.At >= a.At {
+				return h.At, false
+			}
+		}
+		return max(end, a.At), true
+	case faults.NodeCrash, faults.Hang:
+		return max(end, a.At), true
+	}
+	return a.At, false
 }
 
 func faultTitle(a faults.Applied) string {
@@ -555,7 +652,12 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 		}
 		byRow[key] = append(byRow[key], m)
 	}
+	var highest int64 // the highest fencing token the store has seen
 	for _, a := range acc {
+		before := highest
+		if a.Accepted && a.Fence > highest {
+			highest = a.Fence
+		}
 		if a.At < b.from || a.At > b.to {
 			continue
 		}
@@ -584,6 +686,9 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 			txt := fmt.Sprintf("%d by %s", a.Value, a.Client)
 			if !a.Accepted {
 				txt = "rejects " + a.Client
+			}
+			if fl := fenceLabel(a, before); fl != "" {
+				txt += ": " + fl
 			}
 			addMark("store:"+scenarios.ResourceHost, accessMark{x, txt})
 		}
@@ -664,6 +769,15 @@ func (b *tlBuilder) clock(h scenarios.Host, r row) {
 		lo, hi = min(lo, p.off), max(hi, p.off)
 	}
 	top, bot := r.y+7, r.y+r.h-7
+	keyed := h.Role != "client" && b.mech != nil && !b.dense && b.nodeHasKeys(h.Name)
+	if keyed {
+		// The key lane takes the top of the row; the clock sits under it.
+		if trivialClock(h) {
+			return
+		}
+		r = row{y: r.y + keyRowH, h: r.h - keyRowH}
+		top, bot = r.y+4, r.y+r.h-4
+	}
 	yOf := func(off time.Duration) float64 {
 		if hi == lo {
 			return (top + bot) / 2
@@ -690,7 +804,7 @@ func (b *tlBuilder) clock(h scenarios.Host, r row) {
 	}
 	title += ")"
 	t.Plot = append(t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#be123c", SW: 2, Fill: "none", Class: "clock", Title: title})
-	t.Over = append(t.Over, shape{Kind: "text", X: t.X0 + 4, Y: r.y + 11, Text: fmt.Sprintf("clock offset: %s … %s", signed(lo), signed(hi)), Size: 9.5, Fill: "#be123c"})
+	t.Over = append(t.Over, shape{Kind: "text", X: t.X0 + 4, Y: r.y + 11, Text: fmt.Sprintf("clock − true time: %s … %s", signed(lo), signed(hi)), Size: 9.5, Fill: "#be123c", Halo: true})
 	for _, c := range h.Clock {
 		if c.At < b.from || c.At > b.to {
 			continue

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 type runView struct {
 	P                string // element id prefix, unique on the page
 	Heading          string // "broken" / "fixed" on a lesson page
+	Compact          bool   // on a lesson page: the whole-run timeline is drawn above
 	HeadingClass     string
 	ChartsNote       string // why there are no interactive charts
 	ID, Title        string
@@ -43,10 +45,17 @@ type runView struct {
 	Compared         []compareRow
 	Trace            []traceRow
 	TraceOmitted     int
+	TraceTotal       int
 	Actors           []string
 	Viz              string
 	VizErr           string
-	Charts           []chartView
+	// VizData is porcupine's data alone, for pages that share one copy of
+	// porcupine's viewer (PorcupineFile) instead of embedding it per run.
+	VizData   template.JS
+	VizShared bool
+	vizViewer string // porcupine's viewer, split from its page
+	Charts    []chartView
+	Herd      *herdChart // watch notifications per waiter, when the run compares recipes
 }
 
 type narrativeView struct {
@@ -102,8 +111,8 @@ type traceRow struct {
 	Class string
 }
 
-// maxTraceRows bounds the event log kept in a report.
-const maxTraceRows = 20000
+// maxTraceRows bounds the event log kept in a single run's report.
+const maxTraceRows = 5000
 
 func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefix string, withCharts bool) *runView {
 	sc := res.Scenario
@@ -150,17 +159,20 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	}
 	v.Witnesses = witnessViews(res)
 
-	v.Timeline = buildTimeline(res, prefix+"tl-", 0, res.End+res.End/40, false)
+	mech := deriveMechanism(res)
+	v.Timeline = buildTimelineMech(res, mech, prefix+"tl-", 0, res.End+res.End/40, false)
 	v.Timeline.Caption = "The whole run in true time. Each client row shows when it waited for the lock and when it believed it held it; host rows show clocks and crashes; faults are shaded amber, the violation is red."
 	if from, to, ok := zoomWindow(res); ok {
-		v.Zoom = buildTimeline(res, prefix+"zoom-", from, to, true)
+		v.Zoom = buildTimelineMech(res, mech, prefix+"zoom-", from, to, true)
 		v.Zoom.Caption = fmt.Sprintf("Zoom on the violation: %s to %s.", checker.Sec(from), checker.Sec(to))
 	}
 
 	for _, a := range res.Applied {
 		row := faultRow{At: checker.Sec(a.At), Text: a.Text, Note: a.Fault.Note}
-		if a.Until > a.At {
-			row.Until = checker.Sec(a.Until)
+		if until, forever := faultExtent(a, res.Applied, res.End); forever {
+			row.Until = "end of run (never heals)"
+		} else if until > a.At {
+			row.Until = checker.Sec(until)
 		}
 		v.Faults = append(v.Faults, row)
 	}
@@ -179,13 +191,21 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 		}
 	}
 
+	if len(cmp) > 0 {
+		v.Herd = newHerdChart(herdRuns(RunInput{Result: res, Compared: cmp}))
+	}
 	v.Trace, v.TraceOmitted, v.Actors = traceRows(res)
+	v.TraceTotal = len(res.Trace)
 
 	var viz bytes.Buffer
 	if err := res.Report.Visualize(&viz); err != nil {
 		v.VizErr = err.Error()
 	} else {
-		v.Viz = viz.String()
+		v.Viz = withVizProbe(viz.String())
+		if viewer, data, ok := splitViz(viz.String()); ok {
+			v.VizData = template.JS(scriptSafe([]byte(data)))
+			v.vizViewer = viewer
+		}
 	}
 	if withCharts {
 		v.Charts = buildCharts(res, prefix)
@@ -439,11 +459,6 @@ func sortedKeys(m map[string]string) []string {
 
 func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 	entries := res.Trace
-	omitted := 0
-	if len(entries) > maxTraceRows {
-		omitted = len(entries) - maxTraceRows
-		entries = entries[:maxTraceRows]
-	}
 	type window struct{ from, to time.Duration }
 	var hot []window
 	w := res.Report.Witness
@@ -480,5 +495,110 @@ func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 		}
 	}
 	sort.Strings(actors)
+	rows, omitted := capRows(rows, maxTraceRows)
 	return rows, omitted, actors
+}
+
+// capRows keeps at most n rows of an event log: every fault, lock event and
+// witness row first (in time order, up to n), then the earliest others.
+func capRows(rows []traceRow, n int) ([]traceRow, int) {
+	if len(rows) <= n {
+		return rows, 0
+	}
+	keep := make([]bool, len(rows))
+	kept := 0
+	for i, r := range rows {
+		if kept < n && r.Class != "" {
+			keep[i] = true
+			kept++
+		}
+	}
+	for i := range rows {
+		if kept < n && !keep[i] {
+			keep[i] = true
+			kept++
+		}
+	}
+	out := make([]traceRow, 0, kept)
+	for i, r := range rows {
+		if keep[i] {
+			out = append(out, r)
+		}
+	}
+	return out, len(rows) - len(out)
+}
+
+// capTrace shortens a run view's event log to n rows.
+func capTrace(v *runView, n int) {
+	var more int
+	v.Trace, more = capRows(v.Trace, n)
+	v.TraceOmitted += more
+}
+
+// vizProbe is appended to porcupine's page: once drawn, it tells the
+// report its height and how many boxes it drew (the frame is sandboxed, so
+// the report cannot look inside).
+const vizProbe = `<script>
+function locklabVizPost() {
+  var svg = document.querySelector("#canvas svg");
+  var boxes = svg ? svg.querySelectorAll("rect").length : 0;
+  var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"), function (t) { return t.textContent; }) : [];
+  var ms = texts.some(function (t) { return / ms\b/.test(t); });
+  parent.postMessage({ locklabViz: true, h: h, boxes: boxes, labels: texts.slice(0, 20).join(" "), ms: ms }, "*");
+}
+locklabVizPost();
+window.addEventListener("resize", locklabVizPost);
+</script>`
+
+// PorcupineFile is the shared porcupine viewer in a course directory.
+const PorcupineFile = "porcupine.html"
+
+// splitViz cuts porcupine's self-contained page into the viewer (its
+// scripts and styles, the same for every history) and the history's data.
+// ok is false when the page does not have the expected shape, and the
+// caller keeps the whole page.
+func splitViz(page string) (viewer, data string, ok bool) {
+	const marker = "const data = "
+	i := strings.Index(page, marker)
+	if i < 0 {
+		return "", "", false
+	}
+	j := strings.Index(page[i:], "render(data)")
+	if j < 0 {
+		return "", "", false
+	}
+	raw := strings.TrimSpace(page[i+len(marker) : i+j])
+	// The checker names the client rows with a constant just before the
+	// data (checker/visualize.go); it is the run's too, so it travels with
+	// the data.
+	cut, clients := i, "null"
+	const names = "const locklabClients = "
+	if k := strings.LastIndex(page[:i], names); k >= 0 {
+		line, _, _ := strings.Cut(page[k+len(names):i], "\n")
+		cut, clients = k, strings.TrimSpace(line)
+	}
+	data = `{"clients":` + clients + `,"data":` + raw + `}`
+	viewer = page[:cut] + `
+      window.addEventListener("message", function (e) {
+        var d = e.data;
+        if (d && d.porcupineData) {
+          window.locklabClients = d.locklabClients;
+          render(d.porcupineData);
+          locklabVizPost();
+        }
+      });
+    </script>
+` + strings.Replace(vizProbe, "locklabVizPost();\n", "", 1) + `
+  </body>
+</html>
+`
+	return viewer, data, true
+}
+
+func withVizProbe(page string) string {
+	if i := strings.LastIndex(page, "</body>"); i >= 0 {
+		return page[:i] + vizProbe + page[i:]
+	}
+	return page + vizProbe
 }

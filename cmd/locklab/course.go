@@ -13,16 +13,22 @@ import (
 
 const courseUsage = `Usage: locklab course --out DIR
 
-Writes a course through the scenario catalogue into DIR (created if needed):
-one HTML page per lesson — a classic lock failure beside its fixed twin, same
-setup, faults and seed — and DIR/index.html, which lists the lessons in
-teaching order: SETNX then EXPIRE, DEL against compare-and-delete, GC pauses
-and fencing, then Redlock, failover and ZooKeeper. Scenarios without a twin get
-a page of their own. Every page is self-contained and opens with no internet.
+Writes a course through the scenario catalogue into DIR (created if needed),
+in six sections in teaching order: one Redis node, leases and release bugs,
+replication and failover, Redlock and clocks, ZooKeeper sessions, fencing.
+Each lesson page has learning objectives, the story, one timeline per run on
+a shared clock with the mechanism drawn under the clients (each node's lock
+key and TTL on its own clock, Redlock votes, replication, ZooKeeper sessions
+and znodes, fencing comparisons), the fixed twin beside the failure, "try it
+yourself" commands, questions to discuss and sources. Each lesson also gets a
+printable one-page handout (LESSON-handout.html); DIR/glossary.html explains
+the terms and DIR/index.html lists the lessons by section.
 
-Interactive charts are added when a local copy of ECharts is available
-(LOCKLAB_ECHARTS, or the cache filled by 'bash scripts/fetch-echarts.sh');
-without it the pages show their SVG timelines only.
+Shared assets are written once into DIR: locklab.css, locklab.js,
+porcupine.html and, when a local copy of ECharts is available
+(LOCKLAB_ECHARTS, or the cache filled by 'bash scripts/fetch-echarts.sh'),
+echarts.min.js for the interactive charts. Nothing is loaded from the
+network; keep the directory together.
 
 Flags:
   --out DIR   directory to write the course into (required)

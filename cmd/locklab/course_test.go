@@ -87,6 +87,26 @@ func TestCourseWritesEveryLessonAndAnIndex(t *testing.T) {
 			}
 		}
 	}
+	// Sections in teaching order, a handout per lesson, a glossary, and
+	// the shared assets once.
+	last := -1
+	for _, id := range []string{"section-one-node", "section-leases", "section-replication", "section-redlock", "section-zookeeper", "section-fencing"} {
+		i := bytes.Index(index, []byte(`id="`+id+`"`))
+		if i < 0 || i < last {
+			t.Errorf("index: %s missing or out of teaching order", id)
+		}
+		last = i
+	}
+	for _, l := range lessons {
+		if _, err := os.Stat(filepath.Join(dir, l.HandoutFile())); err != nil {
+			t.Errorf("no handout for %s: %v", l.First.ID, err)
+		}
+	}
+	for _, f := range []string{reports.GlossaryFile, "locklab.css", "locklab.js"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("course lacks %s", f)
+		}
+	}
 	// The teaching sequence starts with SETNX then EXPIRE.
 	if len(lessons) > 0 && !strings.HasPrefix(lessons[0].First.ID, "setnx-expire") {
 		t.Errorf("first lesson is %s, want setnx-expire-*", lessons[0].First.ID)

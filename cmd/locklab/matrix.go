@@ -250,6 +250,11 @@ func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
 	data.Algorithms = res.Algorithms
 	for _, c := range res.Classes {
 		data.FaultClasses = append(data.FaultClasses, string(c))
+		data.Columns = append(data.Columns, reports.MatrixColumn{Name: string(c), Setup: faults.ClassSummary(c)})
+	}
+	for _, s := range res.Setups {
+		data.Rows = append(data.Rows, reports.MatrixRow{Name: s.Algorithm, Setup: fmt.Sprintf("%s nodes %s · %d clients × %d cycles · TTL %s · fencing %s · %s per run",
+			s.Backend, strings.Join(s.Nodes, ", "), s.Clients, s.Cycles, s.TTL, s.Fencing, s.Duration)})
 	}
 	for i := range res.Cells {
 		c := &res.Cells[i]

@@ -31,18 +31,64 @@
     apply();
   });
 
-  // Interactive charts, when the local ECharts copy was inlined.
+  // Porcupine's view measures its text with getBBox, which gives zeros in
+  // a closed <details>: the frame is only created when the section opens.
+  // The page inside tells its size back (see vizProbe in view.go), which
+  // sizes the frame and marks the section as drawn.
+  Array.prototype.forEach.call(document.querySelectorAll("details[data-viz]"), function (d) {
+    var tpl = d.querySelector("template[data-viz-frame]");
+    if (!tpl) { return; }
+    function open() {
+      if (!d.open || d.getAttribute("data-viz-state")) { return; }
+      d.setAttribute("data-viz-state", "loading");
+      d.appendChild(document.importNode(tpl.content, true));
+      // A shared viewer (a course's porcupine.html) gets its history by
+      // message once loaded.
+      var f = d.querySelector("iframe[data-viz-data]");
+      if (f) {
+        var src = document.getElementById(f.getAttribute("data-viz-data"));
+        f.addEventListener("load", function () {
+          var v = JSON.parse(src.textContent);
+          f.contentWindow.postMessage({ porcupineData: v.data, locklabClients: v.clients }, "*");
+        });
+      }
+    }
+    d.addEventListener("toggle", open);
+    open();
+  });
+  window.addEventListener("message", function (e) {
+    var m = e.data;
+    if (!m || m.locklabViz !== true) { return; }
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-viz] iframe"), function (f) {
+      if (f.contentWindow !== e.source) { return; }
+      f.style.height = Math.max(160, Math.min(2000, Math.ceil(m.h) + 8)) + "px";
+      var d = f.closest("details");
+      if (m.boxes > 0) { d.setAttribute("data-viz-state", "drawn"); }
+      d.setAttribute("data-viz-labels", String(m.labels || "").slice(0, 400));
+      d.setAttribute("data-viz-ms", m.ms ? "1" : "0");
+      d.setAttribute("data-viz-boxes", String(m.boxes));
+    });
+  });
+
+  // Interactive charts, when a local ECharts copy is on the page. A chart
+  // inside a closed <details> has no size yet: it is drawn when its
+  // section opens, and resized with the window.
   var charts = [];
-  if (window.echarts) {
+  function drawCharts() {
+    if (!window.echarts) { return; }
     Array.prototype.forEach.call(document.querySelectorAll("script[data-echarts-for]"), function (s) {
       var el = document.getElementById(s.getAttribute("data-echarts-for"));
-      if (!el) { return; }
+      if (!el || el.getAttribute("data-drawn") || el.clientWidth === 0) { return; }
       var chart = window.echarts.init(el, null, { renderer: "canvas" });
       chart.setOption(JSON.parse(s.textContent));
+      el.setAttribute("data-drawn", "1");
       charts.push(chart);
     });
-    window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
+    document.documentElement.setAttribute("data-charts", String(charts.length));
   }
+  drawCharts();
+  document.addEventListener("toggle", drawCharts, true);
+  window.addEventListener("resize", function () { charts.forEach(function (c) { c.resize(); }); });
   document.documentElement.setAttribute("data-charts", String(charts.length));
   document.documentElement.setAttribute("data-js", "ready");
 })();

@@ -1,0 +1,219 @@
+package reports
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/sim"
+)
+
+// The lock key on each Redis node, followed through the trace: every
+// command a node ran, with its reply, and every write a replica applied.
+
+// keyState is the lock key on one node while the trace is read.
+type keyState struct {
+	span     keySpan
+	live     bool
+	deadline time.Duration // local time
+	set      time.Duration // true time of the write that set the deadline
+}
+
+// keyTracker follows the lock key on every Redis node while the trace is
+// read: who owns it, and when it expires on the node's own clock.
+type keyTracker struct {
+	m             *mechanism
+	clocks        map[string]nodeClock
+	key, fenceKey string
+	owner         map[string]string // token → client that sent it
+	state         map[string]*keyState
+}
+
+// close ends node n's current key span at true time at.
+func (kt *keyTracker) close(n string, at time.Duration, why string) {
+	s := kt.state[n]
+	if !s.live {
+		return
+	}
+	s.span.To, s.span.End, s.live = at, why, false
+	kt.m.Keys[n] = append(kt.m.Keys[n], s.span)
+}
+
+// expire closes a key whose deadline passed on its node's clock by t, at
+// the true time the node's clock reached the deadline.
+func (kt *keyTracker) expire(n string, t time.Duration) {
+	s := kt.state[n]
+	if !s.live || s.deadline <= 0 {
+		return
+	}
+	c := kt.clocks[n]
+	if c.local(t) >= s.deadline {
+		kt.close(n, c.trueAt(s.set, s.deadline), "expired")
+	}
+}
+
+// open starts a key span: token was written at true time at with a TTL
+// counted on the node's clock (0: none).
+func (kt *keyTracker) open(n, token string, at, ttl time.Duration, replica bool) {
+	s := kt.state[n]
+	if s.live {
+		kt.close(n, at, "overwritten")
+	}
+	s.live, s.set, s.deadline = true, at, 0
+	if ttl > 0 {
+		s.deadline = kt.clocks[n].local(at) + ttl
+	}
+	who := kt.owner[token]
+	if who == "" {
+		who = token
+	}
+	s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica}
+	if ttl > 0 {
+		s.span.Nominal = at + ttl
+	}
+}
+
+// setTTL gives the live key a new TTL from true time at (EXPIRE, PEXPIRE,
+// a renewal).
+func (kt *keyTracker) setTTL(n string, at, ttl time.Duration) {
+	s := kt.state[n]
+	if !s.live {
+		return
+	}
+	s.set, s.deadline = at, kt.clocks[n].local(at)+ttl
+	s.span.TTL, s.span.Nominal = ttl, at+ttl
+}
+
+// setDeadline gives the live key an absolute expiry on its node's clock
+// (PXAT, PEXPIREAT), read at true time at.
+func (kt *keyTracker) setDeadline(n string, at, deadline time.Duration) {
+	s := kt.state[n]
+	if !s.live {
+		return
+	}
+	ttl := deadline - kt.clocks[n].local(at)
+	s.set, s.deadline = at, deadline
+	s.span.TTL, s.span.Nominal = ttl, at+ttl
+}
+
+// apply updates node n's key for one executed command and its reply.
+func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool) {
+	m, key, fenceKey, state := kt.m, kt.key, kt.fenceKey, kt.state
+	f := strings.Fields(cmd)
+	if len(f) < 2 {
+		return
+	}
+	verb := strings.ToLower(f[0])
+	switch {
+	case verb == "set" && f[1] == key && len(f) >= 3:
+		// A replicated effect has no reply: it ran because it changed
+		// the master's data.
+		if reply != "+OK" && !(replica && reply == "") {
+			return
+		}
+		ttl, deadline, abs := ttlArgs(f[3:])
+		kt.open(n, f[2], at, ttl, replica)
+		if abs {
+			kt.setDeadline(n, at, deadline)
+		}
+	case verb == "pexpireat" && f[1] == key && len(f) >= 3:
+		if v, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+			kt.setDeadline(n, at, time.UnixMilli(v).Sub(sim.Epoch))
+		}
+	case verb == "hset" && f[1] == key && len(f) >= 4 && replica:
+		if s := state[n]; !s.live || s.span.Token != f[2] {
+			kt.open(n, f[2], at, 0, replica)
+		}
+	case verb == "setnx" && f[1] == key && len(f) >= 3:
+		if reply == ":1" {
+			kt.open(n, f[2], at, 0, replica)
+		}
+	case (verb == "expire" || verb == "pexpire") && f[1] == key && len(f) >= 3:
+		if reply == ":1" {
+			if v, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				unit := time.Second
+				if verb == "pexpire" {
+					unit = time.Millisecond
+				}
+				kt.setTTL(n, at, time.Duration(v)*unit)
+			}
+		}
+	case verb == "del" && f[1] == key:
+		if reply == ":1" || replica && reply == "" {
+			kt.close(n, at, "released")
+		}
+	case verb == "incr" && f[1] == fenceKey:
+		if v, err := strconv.ParseInt(strings.TrimPrefix(reply, ":"), 10, 64); err == nil && strings.HasPrefix(reply, ":") {
+			m.Fences = append(m.Fences, fenceIssue{Node: n, At: at, Token: v})
+		}
+	case verb == "eval" && len(f) >= 4 && f[3] == key:
+		script := f[1]
+		switch script {
+		case "<compare-and-delete>":
+			if reply == ":1" {
+				kt.close(n, at, "released")
+			}
+		case "<compare-and-pexpire>":
+			if reply == ":1" && len(f) >= 6 {
+				if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
+					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)
+					if s := state[n]; s.live {
+						s.span.Renewed++
+					}
+				}
+			}
+		case "<reentrant-acquire>":
+			if reply == "$-1" && len(f) >= 6 {
+				ms, _ := strconv.ParseInt(f[4], 10, 64)
+				s := state[n]
+				if s.live && s.span.Token == f[5] {
+					s.span.Count++
+					kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
+				} else {
+					kt.open(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
+					state[n].span.Count = 1
+				}
+			}
+		case "<reentrant-release>":
+			// 1: the last hold, the key is deleted; 0: one hold fewer,
+			// the TTL is renewed; nil: not the owner.
+			if s := state[n]; s.live {
+				switch reply {
+				case ":1":
+					kt.close(n, at, "released")
+				case ":0":
+					if s.span.Count > 0 {
+						s.span.Count--
+					}
+					if len(f) >= 5 {
+						ms, _ := strconv.ParseInt(f[4], 10, 64)
+						kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
+					}
+				}
+			}
+		}
+	}
+}
+
+// ttlArgs reads a SET's expiry: EX/PX as a TTL, or PXAT/EXAT (what a
+// replication stream of effects carries) as an absolute reading of the
+// node's clock (abs is then true).
+func ttlArgs(args []string) (ttl, deadline time.Duration, abs bool) {
+	for i := 0; i+1 < len(args); i++ {
+		v, err := strconv.ParseInt(args[i+1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch strings.ToLower(args[i]) {
+		case "ex":
+			return time.Duration(v) * time.Second, 0, false
+		case "px":
+			return time.Duration(v) * time.Millisecond, 0, false
+		case "pxat":
+			return 0, time.UnixMilli(v).Sub(sim.Epoch), true
+		case "exat":
+			return 0, time.Unix(v, 0).Sub(sim.Epoch), true
+		}
+	}
+	return 0, 0, false
+}

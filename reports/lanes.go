@@ -1,0 +1,655 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+)
+
+// Mechanism lanes: the rows under the clients that show why the lock
+// behaved as it did (see mechanism.go for where the data comes from).
+
+const (
+	keyBarTop = 5.0  // a Redis node row: the key bar's offset from the row top
+	keyBarH   = 18.0 // and its height
+	keyRowH   = 30.0 // a node row without a clock drawing
+	subLineH  = 17.0 // one client's line in the votes and sessions lanes
+)
+
+// mechRows lists the extra rows the mechanism needs, in drawing order.
+func (b *tlBuilder) mechRows(clients []string) []rowSpec {
+	m := b.mech
+	if m == nil || b.dense {
+		return nil
+	}
+	var out []rowSpec
+	if m.Redlock && len(m.Attempts) > 0 {
+		who := attemptClients(m, clients)
+		if len(who) > 0 && len(who) <= 8 {
+			out = append(out, rowSpec{name: "votes", sub: "Redlock quorum", kind: "votes", h: 10 + subLineH*float64(len(who))})
+			b.voteClients = who
+		}
+	}
+	if m.ZK && len(m.Sessions) > 0 {
+		who := sessionClients(m, clients)
+		if len(who) > 0 && len(who) <= 12 {
+			out = append(out, rowSpec{name: "sessions", sub: "ZooKeeper session", kind: "sessions", h: 10 + subLineH*float64(len(who))})
+			b.sessionClients = who
+		}
+	}
+	if m.ZK && len(m.Znodes) > 0 && len(m.Znodes) <= 14 {
+		out = append(out, rowSpec{name: "znodes", sub: "lock queue", kind: "queue", h: 10 + subLineH*float64(len(m.Znodes))})
+	}
+	return out
+}
+
+func attemptClients(m *mechanism, order []string) []string {
+	seen := map[string]bool{}
+	for _, a := range m.Attempts {
+		seen[a.Client] = true
+	}
+	var out []string
+	for _, c := range order {
+		if seen[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func sessionClients(m *mechanism, order []string) []string {
+	seen := map[string]bool{}
+	for _, s := range m.Sessions {
+		seen[s.Client] = true
+	}
+	var out []string
+	for _, c := range order {
+		if seen[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// nodeRowHeight is the height of a Redis node's row: the key lane, plus the
+// clock drawing when the node's clock is not true time.
+func (b *tlBuilder) nodeRowHeight(name string, trivial bool) float64 {
+	if b.mech == nil || b.dense || !b.nodeHasKeys(name) {
+		return 40
+	}
+	if trivial {
+		return keyRowH
+	}
+	return keyRowH + 34
+}
+
+func (b *tlBuilder) nodeHasKeys(name string) bool {
+	for _, n := range b.mech.Nodes {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// drawMechanism draws every mechanism lane.
+func (b *tlBuilder) drawMechanism() {
+	m := b.mech
+	if m == nil || b.dense {
+		return
+	}
+	for _, n := range m.Nodes {
+		if r, ok := b.rowOf["node:"+n]; ok {
+			b.keyLane(n, r)
+		}
+	}
+	b.fenceIssues()
+	b.replication()
+	if r, ok := b.rowOf["votes:votes"]; ok {
+		b.votes(r)
+	}
+	if r, ok := b.rowOf["sessions:sessions"]; ok {
+		b.sessions(r)
+	}
+	if r, ok := b.rowOf["queue:znodes"]; ok {
+		b.queue(r)
+	}
+	b.notifications()
+}
+
+// ownerColor is a key owner's colour; a token no client sent is grey.
+func (b *tlBuilder) ownerColor(owner string) string {
+	if c, ok := b.color[owner]; ok {
+		return c
+	}
+	return "#64748b"
+}
+
+// keyLane draws the lock key on one node: a bar per owner from the write
+// that set it to its release, expiry (on the node's clock) or crash.
+func (b *tlBuilder) keyLane(node string, r row) {
+	t := b.t
+	y := r.y + keyBarTop
+	if len(b.mech.Keys[node]) == 0 {
+		t.Plot = append(t.Plot, shape{Kind: "text", X: t.X0 + 4, Y: y + 13, Text: "no lock key", Size: 10, Fill: "#94a3b8"})
+	}
+	lastEnd := -1e9
+	spans := b.mech.Keys[node]
+	for i := 0; i < len(spans); i++ {
+		k := spans[i]
+		if !b.visible(k.From, k.To) {
+			continue
+		}
+		// A run of short-lived keys (failed attempts that set the key and
+		// gave it back at once) is drawn as one burst, not hundreds of
+		// slivers.
+		if j := b.burstEnd(spans, i); j > i+1 {
+			// One path of ticks, one per key, and one tooltip for all.
+			var d strings.Builder
+			for _, q := range spans[i:j] {
+				fmt.Fprintf(&d, "M%.1f %.1fv%.0f", b.x(q.From), y+3, keyBarH-6)
+			}
+			last := spans[j-1]
+			t.Plot = append(t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#64748b", SW: 2, Fill: "none", Class: "key-burst",
+				Title: fmt.Sprintf("%d short-lived keys on %s from %s to %s: attempts that took the key here and gave it back at once", j-i, node, checker.Sec(k.From), checker.Sec(last.To))})
+			i = j - 1
+			continue
+		}
+		x0, x1 := b.x(k.From), b.x(k.To)
+		w := math.Max(x1-x0, 2)
+		title := fmt.Sprintf("%s holds the key on %s from %s to %s (%s)", k.Owner, node, checker.Sec(k.From), checker.Sec(k.To), keyEndPhrase(k))
+		if k.TTL > 0 {
+			title += fmt.Sprintf("; TTL %s on %s's clock", dur(k.TTL), node)
+		}
+		if k.Count > 0 {
+			title += fmt.Sprintf("; hold count %d", k.Count)
+		}
+		if k.Renewed > 0 {
+			title += fmt.Sprintf("; renewed %d times", k.Renewed)
+		}
+		if k.Replica {
+			title += "; arrived by replication"
+		}
+		fill := b.ownerColor(k.Owner)
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: keyBarH, Fill: fill, Opacity: 0.55, Stroke: fill, SW: 1, Class: "key-span", Title: title,
+			Label: fmt.Sprintf("key %s %s %s %s %s", node, k.Owner, checker.Sec(k.From), checker.Sec(k.To), k.End)})
+		// A key that expired before its nominal TTL: the node's clock ran
+		// ahead. Draw the rest of the nominal lease as an outline, so the
+		// bar visibly snaps short.
+		if k.End == "expired" && k.Nominal > k.To+time.Millisecond {
+			nx := b.x(k.Nominal)
+			t.Plot = append(t.Plot, shape{Kind: "rect", X: x1, Y: y + 2, W: math.Max(nx-x1, 1), H: keyBarH - 4, Fill: "none", Stroke: fill, SW: 1, Dash: "3 3", Class: "key-nominal",
+				Title: fmt.Sprintf("where %s's key would have expired with a true clock (%s): %s's clock ran ahead", k.Owner, checker.Sec(k.Nominal), node)})
+			msg := fmt.Sprintf("expired early (%s ahead)", dur(k.Nominal-k.To))
+			if x1+6+textWidth(msg, 10) < math.Min(nx, t.X1) {
+				t.Plot = append(t.Plot, shape{Kind: "text", X: x1 + 6, Y: y + 13, Text: msg, Size: 10, Fill: "#be123c", Weight: "700"})
+			}
+		}
+		label := k.Owner + "'s key"
+		if k.TTL > 0 {
+			label += " · TTL " + dur(k.TTL)
+		} else {
+			label += " · no TTL"
+		}
+		if k.Count > 1 || (k.Count == 1 && k.End == "expired") {
+			label += fmt.Sprintf(" · count %d", k.Count)
+		}
+		vis0, vis1 := math.Max(x0, t.X0), math.Min(x0+w, t.X1)
+		if vis0 > lastEnd && boldWidth(label, 10)+8 < vis1-vis0 {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: vis0 + 4, Y: y + 13, Text: label, Size: 10, Fill: "#0f172a", Weight: "700"})
+			lastEnd = vis1
+		}
+		if k.End == "expired" || k.End == "crash" {
+			mark := "expires"
+			if k.End == "crash" {
+				mark = "lost in crash"
+			}
+			t.Plot = append(t.Plot, shape{Kind: "line", X: x1, Y: y - 2, X2: x1, Y2: y + keyBarH + 2, Stroke: "#0f172a", SW: 1.5, Title: fmt.Sprintf("%s's key %s on %s at %s", k.Owner, mark, node, checker.Sec(k.To))})
+		}
+	}
+}
+
+// burstEnd returns the end (exclusive) of a run of consecutive key spans
+// starting at i that are each under 3 px wide (too short to label); i+1
+// when there is no such run.
+func (b *tlBuilder) burstEnd(spans []keySpan, i int) int {
+	short := func(k keySpan) bool { return b.x(k.To)-b.x(k.From) < 3 && b.visible(k.From, k.To) }
+	if !short(spans[i]) {
+		return i + 1
+	}
+	j := i + 1
+	for j < len(spans) && short(spans[j]) {
+		j++
+	}
+	return j
+}
+
+func keyEndPhrase(k keySpan) string {
+	switch k.End {
+	case "released":
+		return "released"
+	case "expired":
+		return "expired on the node's clock"
+	case "crash":
+		return "lost when the node crashed"
+	case "overwritten":
+		return "overwritten"
+	}
+	return "still there at the end"
+}
+
+// fenceIssues marks each INCR of the fencing counter on its node.
+func (b *tlBuilder) fenceIssues() {
+	t := b.t
+	for _, f := range b.mech.Fences {
+		r, ok := b.rowOf["node:"+f.Node]
+		if !ok || f.At < b.from || f.At > b.to {
+			continue
+		}
+		x, y := b.x(f.At), r.y+keyBarTop+keyBarH+1
+		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl4 5l-8 0z", x, y), Fill: "#0f172a",
+			Title: fmt.Sprintf("%s issues fencing token %d at %s", f.Node, f.Token, checker.Sec(f.At))})
+	}
+	// Labels: one per token value, where there is room.
+	last := map[string]float64{}
+	for _, f := range b.mech.Fences {
+		r, ok := b.rowOf["node:"+f.Node]
+		if !ok || f.At < b.from || f.At > b.to {
+			continue
+		}
+		x := b.x(f.At)
+		txt := fmt.Sprintf("token %d", f.Token)
+		if l, ok := last[f.Node]; ok && x-l < textWidth(txt, 9.5)+12 {
+			continue
+		}
+		t.Plot = append(t.Plot, shape{Kind: "text", X: x + 5, Y: r.y + r.h - 3, Text: txt, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: true})
+		last[f.Node] = x
+	}
+}
+
+// replication draws the stream from a master to its replicas: an arrow
+// per write from the master's row (when it ran) to the replica's row (when
+// it arrived), a cross where it was lost, and the promotion.
+func (b *tlBuilder) replication() {
+	t := b.t
+	for _, ev := range b.mech.Repl {
+		rf, ok1 := b.rowOf["node:"+ev.From]
+		rt, ok2 := b.rowOf["node:"+ev.To]
+		if !ok1 || !ok2 || !b.visible(ev.Sent, ev.Arrived) {
+			continue
+		}
+		sent := ev.Arrived
+		if ev.HasSent {
+			sent = ev.Sent
+		}
+		x0, x1 := b.x(sent), b.x(ev.Arrived)
+		y0, y1 := rf.y+keyBarTop+keyBarH/2, rt.y+keyBarTop+keyBarH/2
+		title := fmt.Sprintf("replication %s → %s: %s, sent %s", ev.From, ev.To, ev.Summary, checker.Sec(sent))
+		if ev.Lost {
+			title += fmt.Sprintf(", lost (%s was down before it could be delivered)", ev.From)
+			ym := (y0 + y1) / 2
+			t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, ym), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title})
+			b.cross(x1, ym, 6, witnessRed, title)
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x1 + 9, Y: ym + 4, Text: "replication lost", Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+			continue
+		}
+		title += fmt.Sprintf(", applied %s (lag %s)", checker.Sec(ev.Arrived), dur(ev.Arrived-sent))
+		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl", Title: title})
+		t.Plot = append(t.Plot, shape{Kind: "circle", X: x1, Y: y1, R: 2.5, Fill: "#0f766e", Title: title})
+	}
+	for _, p := range b.mech.Promotions {
+		r, ok := b.rowOf["node:"+p.Node]
+		if !ok || p.At < b.from || p.At > b.to {
+			continue
+		}
+		x := b.x(p.At)
+		title := fmt.Sprintf("failover at %s: %s promoted to master in place of %s", checker.Sec(p.At), p.Node, p.Old)
+		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl6 9l-12 0z", x, r.y+2), Fill: "#7c2d12", Title: title, Class: "promotion"})
+		t.Plot = append(t.Plot, shape{Kind: "text", X: x + 8, Y: r.y + r.h - 4, Text: "promoted to master", Size: 10, Fill: "#7c2d12", Weight: "700", Halo: true})
+	}
+}
+
+// votes draws each Redlock attempt on its client's line: a tick per node
+// answer, the tally against the quorum, and for a granted lock the validity
+// window the client computed.
+func (b *tlBuilder) votes(r row) {
+	t := b.t
+	line := map[string]float64{}
+	for i, c := range b.voteClients {
+		line[c] = r.y + 6 + subLineH*float64(i)
+		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 10, Fill: b.color[c], Weight: "700", Anchor: "end"})
+	}
+	quorum := len(b.mech.Nodes)/2 + 1
+	lastEnd := map[string]float64{}
+	// Failed attempts in a row share one path of ticks and one tooltip.
+	type failRun struct {
+		idx      int // index of the path in t.Plot
+		n        int
+		from, to time.Duration
+	}
+	fails := map[string]*failRun{}
+	for _, a := range b.mech.Attempts {
+		y, ok := line[a.Client]
+		if !ok || !b.visible(a.From, a.To) {
+			continue
+		}
+		if !a.Held {
+			x := b.x(a.To)
+			fr := fails[a.Client]
+			if fr == nil {
+				fr = &failRun{idx: len(t.Plot), from: a.To}
+				fails[a.Client] = fr
+				t.Plot = append(t.Plot, shape{Kind: "path", Stroke: "#94a3b8", SW: 3, Fill: "none", Class: "vote vote-failed"})
+			}
+			fr.n++
+			fr.to = a.To
+			p := &t.Plot[fr.idx]
+			p.D += fmt.Sprintf("M%.1f %.1fv13", x, y+1)
+			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Nodes))
+			if x+6 > lastEnd[a.Client] && fr.n == 1 {
+				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Nodes), quorum)
+				if w := boldWidth(label, 10); x+6+w < t.X1 {
+					t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
+					lastEnd[a.Client] = x + 6 + w + 4
+				}
+			}
+			continue
+		}
+		delete(fails, a.Client)
+		x := b.x(a.To)
+		color := "#94a3b8"
+		if a.Held {
+			color = b.color[a.Client]
+		}
+		var tally []string
+		for _, v := range a.Votes {
+			mark := "✗"
+			switch v.Got {
+			case "yes":
+				mark = "✓"
+			case "lost":
+				mark = "–"
+			}
+			tally = append(tally, v.Node+mark)
+		}
+		title := fmt.Sprintf("%s's attempt %s → %s: %s; %d of %d nodes, quorum %d", a.Client, checker.Sec(a.From), checker.Sec(a.To), strings.Join(tally, " "), a.Yes(), len(b.mech.Nodes), quorum)
+		if a.Held {
+			title += fmt.Sprintf("; granted, valid until %s", checker.Sec(a.Validity))
+			vx := b.x(a.Validity)
+			t.Plot = append(t.Plot, shape{Kind: "rect", X: x, Y: y + 3, W: math.Max(vx-x, 1), H: 9, Fill: color, Opacity: 0.18, Stroke: color, SW: 1, Class: "validity", Title: title,
+				Label: fmt.Sprintf("validity %s %s %s", a.Client, checker.Sec(a.To), checker.Sec(a.Validity))})
+			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
+		}
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
+		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Nodes))
+		if a.Held {
+			var yes []string
+			for _, v := range a.Votes {
+				if v.Got == "yes" {
+					yes = append(yes, v.Node)
+				}
+			}
+			label = fmt.Sprintf("%s (%s), quorum %d → validity %s", label, strings.Join(yes, " "), quorum, dur(a.Validity-a.To))
+		} else {
+			label += fmt.Sprintf(", quorum %d not reached", quorum)
+		}
+		w := boldWidth(label, 10)
+		if x+6 > lastEnd[a.Client] && x+6+w < t.X1 {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
+			lastEnd[a.Client] = x + 6 + w + 4
+		} else if a.Held && x-6-w > t.X0 && x-6-w > lastEnd[a.Client] {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x - 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Anchor: "end", Halo: true})
+			lastEnd[a.Client] = x + 4
+		}
+	}
+}
+
+var sessionColors = map[string]string{
+	"CONNECTED":   "#bbf7d0",
+	"RECONNECTED": "#bbf7d0",
+	"SUSPENDED":   "#fde68a",
+	"LOST":        "#fecaca",
+	"EXPIRED":     "#fecaca",
+	"CLOSED":      "#e2e8f0",
+}
+
+// sessions draws each client's ZooKeeper connection state, and where the
+// server expired the session.
+func (b *tlBuilder) sessions(r row) {
+	t := b.t
+	line := map[string]float64{}
+	for i, c := range b.sessionClients {
+		line[c] = r.y + 6 + subLineH*float64(i)
+		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 10, Fill: b.color[c], Weight: "700", Anchor: "end"})
+	}
+	// State labels of one client that would overlap join the previous one
+	// ("SUSPENDED → LOST").
+	lastLabel := map[string]int{} // index in t.Over: labels sit above every bar
+	stateWidth := func(s string) float64 { return boldWidth(s, 9.5) * 1.2 }
+	for _, s := range b.mech.Sessions {
+		y, ok := line[s.Client]
+		if !ok || !b.visible(s.From, s.To) {
+			continue
+		}
+		if i, ok := lastLabel[s.Client]; ok && s.State != "CONNECTED" {
+			prev := &t.Over[i]
+			if b.x(s.From)+3 < prev.X+stateWidth(prev.Text)+4 {
+				prev.Text += " → " + s.State
+				if w := stateWidth(prev.Text); prev.X+w > t.X1 {
+					prev.X = t.X1 - w - 2
+				}
+				fill := sessionColors[s.State]
+				x0 := b.x(s.From)
+				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(b.x(s.To)-x0, 2), H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session",
+					Title: fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To)),
+					Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
+				continue
+			}
+		}
+		fill := sessionColors[s.State]
+		if fill == "" {
+			fill = "#e2e8f0"
+		}
+		x0, x1 := b.x(s.From), b.x(s.To)
+		w := math.Max(x1-x0, 2)
+		title := fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To))
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session", Title: title,
+			Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
+		if s.State != "CONNECTED" || x0 <= t.X0+1 {
+			lx := math.Max(x0, t.X0) + 3
+			if s.State != "CONNECTED" && lx+boldWidth(s.State, 9.5)*1.2 > t.X1 {
+				lx = t.X1 - boldWidth(s.State, 9.5)*1.2 - 2
+			}
+			if s.State != "CONNECTED" || w > boldWidth(s.State, 9.5)+6 {
+				t.Over = append(t.Over, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: s.State != "CONNECTED"})
+				if s.State != "CONNECTED" {
+					lastLabel[s.Client] = len(t.Over) - 1
+				}
+			}
+		}
+	}
+	for _, e := range b.mech.Expiries {
+		y, ok := line[e.Client]
+		if !ok || e.At < b.from || e.At > b.to {
+			continue
+		}
+		x := b.x(e.At)
+		title := fmt.Sprintf("the server expires %s's session at %s: its ephemeral nodes are deleted, though %s does not know yet", e.Client, checker.Sec(e.At), e.Client)
+		b.cross(x, y+7, 5, witnessRed, title)
+		txt := "server expires the session"
+		if x+9+textWidth(txt, 10) < t.X1 {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 9, Y: y + 11, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+		}
+	}
+}
+
+// queue draws the lock znodes, one line each by sequence number, coloured
+// by the client that created them.
+func (b *tlBuilder) queue(r row) {
+	t := b.t
+	for i, z := range b.mech.Znodes {
+		y := r.y + 6 + subLineH*float64(i)
+		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: y + 11, Text: "#" + z.Short, Size: 10, Fill: "#334155", Weight: "700", Anchor: "end"})
+		if !b.visible(z.From, z.To) {
+			continue
+		}
+		fill := b.ownerColor(z.Owner)
+		x0, x1 := b.x(z.From), b.x(z.To)
+		w := math.Max(x1-x0, 2)
+		title := fmt.Sprintf("znode %s created by %s at %s, %s at %s", z.Path, z.Owner, checker.Sec(z.From), z.End, checker.Sec(z.To))
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Opacity: 0.45, Stroke: fill, SW: 1, Class: "znode", Title: title,
+			Label: fmt.Sprintf("znode %s %s %s %s", z.Short, z.Owner, checker.Sec(z.From), z.End)})
+		label := fmt.Sprintf("%s's node", z.Owner)
+		if z.End == "session expired" {
+			label += " · deleted with the session"
+		}
+		if boldWidth(label, 9.5)+6 < math.Min(x0+w, t.X1)-math.Max(x0, t.X0) {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: math.Max(x0, t.X0) + 3, Y: y + 11, Text: label, Size: 9.5, Fill: "#0f172a", Weight: "700"})
+		}
+	}
+}
+
+// notifications marks each watch notification on the client that got it.
+func (b *tlBuilder) notifications() {
+	t := b.t
+	for _, n := range b.mech.Notifies {
+		r, ok := b.rowOf[n.Client]
+		if !ok || n.At < b.from || n.At > b.to {
+			continue
+		}
+		x := b.x(n.At)
+		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl5 -8l-10 0z", x, r.y+14), Fill: "#0e7490", Class: "notify",
+			Title: fmt.Sprintf("watch notification to %s at %s: %s", n.Client, checker.Sec(n.At), n.Event)})
+	}
+}
+
+// fenceLabel is how the store row labels a fenced write: the comparison
+// the storage made.
+func fenceLabel(a checker.Access, highest int64) string {
+	if a.Fence == 0 {
+		return ""
+	}
+	if a.Accepted {
+		if highest == 0 {
+			return fmt.Sprintf("token %d ✓", a.Fence)
+		}
+		return fmt.Sprintf("%d ≥ %d ✓", a.Fence, highest)
+	}
+	var x, y int64
+	if n, _ := fmt.Sscanf(a.Reason, "token %d is lower than %d", &x, &y); n == 2 {
+		return fmt.Sprintf("%d < %d ✗", x, y)
+	}
+	if n, _ := fmt.Sscanf(a.Reason, "token %d has already written", &x); n == 1 {
+		return fmt.Sprintf("%d already used ✗", x)
+	}
+	return fmt.Sprintf("token %d ✗", a.Fence)
+}
+
+// mechLegend explains the mechanism lanes this timeline draws.
+func (b *tlBuilder) mechLegend() []legendItem {
+	m := b.mech
+	if m == nil || b.dense {
+		return nil
+	}
+	var out []legendItem
+	if m.hasRedis() {
+		out = append(out, legendItem{Swatch: "sw-key", Text: "lock key on a node, in its owner's colour, until released, expired on the node's own clock, or lost"},
+			legendItem{Swatch: "sw-nominal", Text: "the rest of a TTL the key lost to a clock that ran ahead"})
+	}
+	if len(b.voteClients) > 0 {
+		out = append(out, legendItem{Swatch: "sw-validity", Text: "Redlock attempt (tick: votes counted) and the validity window the client computed"})
+	}
+	if len(m.Repl) > 0 {
+		out = append(out, legendItem{Swatch: "sw-repl", Text: "replication of a write from master to replica (dashed and crossed: lost)"})
+	}
+	if len(b.sessionClients) > 0 {
+		out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
+	}
+	if len(m.Notifies) > 0 {
+		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})
+	}
+	return out
+}
+
+// dropCollidingLabels removes plot labels that would be drawn over another
+// label: the more important one stays (red and bold first, then bold, then
+// the rest; among equals the one drawn first). Every shape keeps its
+// tooltip, so nothing is lost but clutter.
+func (b *tlBuilder) dropCollidingLabels() {
+	t := b.t
+	type box struct{ x0, y0, x1, y1 float64 }
+	boxOf := func(s shape) box {
+		w := textWidth(s.Text, s.Size)
+		if s.Weight != "" {
+			w = boldWidth(s.Text, s.Size)
+		}
+		w *= 1.08
+		x0 := s.X
+		switch s.Anchor {
+		case "end":
+			x0 = s.X - w
+		case "middle":
+			x0 = s.X - w/2
+		}
+		return box{x0, s.Y - s.Size*0.8, x0 + w, s.Y + s.Size*0.25}
+	}
+	rank := func(s shape) int {
+		r := 0
+		if s.Weight != "" {
+			r++
+		}
+		switch s.Fill {
+		case witnessRed, "#be123c", "#7c2d12", faultAmber:
+			r += 2
+		}
+		return r
+	}
+	type ref struct {
+		layer *[]shape
+		i     int
+	}
+	var texts []ref
+	for _, layer := range []*[]shape{&t.Back, &t.Plot} {
+		for i, s := range *layer {
+			if s.Kind == "text" && s.Text != "" {
+				texts = append(texts, ref{layer, i})
+			}
+		}
+	}
+	sort.SliceStable(texts, func(i, j int) bool {
+		return rank((*texts[i].layer)[texts[i].i]) > rank((*texts[j].layer)[texts[j].i])
+	})
+	var kept []box
+	drop := map[*[]shape]map[int]bool{}
+	for _, r := range texts {
+		bx := boxOf((*r.layer)[r.i])
+		clash := false
+		for _, k := range kept {
+			if min(bx.x1, k.x1)-max(bx.x0, k.x0) > 1 && min(bx.y1, k.y1)-max(bx.y0, k.y0) > 2 {
+				clash = true
+				break
+			}
+		}
+		if clash {
+			if drop[r.layer] == nil {
+				drop[r.layer] = map[int]bool{}
+			}
+			drop[r.layer][r.i] = true
+			continue
+		}
+		kept = append(kept, bx)
+	}
+	for layer, idx := range drop {
+		out := (*layer)[:0]
+		for i, s := range *layer {
+			if !idx[i] {
+				out = append(out, s)
+			}
+		}
+		*layer = out
+	}
+}

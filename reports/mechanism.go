@@ -1,0 +1,487 @@
+package reports
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/scenarios"
+)
+
+// The mechanism of a run is the per-server state that explains its verdict:
+// who owns the lock key on each Redis node and until when on that node's
+// own clock, the votes a Redlock client counted, the replication stream, the
+// ZooKeeper sessions and the znode queue. It is derived from what a run
+// already records — the event trace (each node logs "command → reply", each
+// client "send …", the kernel "replicated …", "node crash", ZooKeeper "zk
+// state …") and the hosts' clock descriptions — so drawing it needs no hook
+// in the simulator. A trace line this file does not understand is skipped:
+// the lanes then show less, never something false.
+
+// keySpan is one stretch during which a node holds the lock key for one
+// owner.
+type keySpan struct {
+	Node     string
+	Owner    string // client name, or the token when no client sent it
+	Token    string
+	From, To time.Duration // true time
+	// End says why the span ends: "released", "expired", "crash",
+	// "overwritten" or "end of run".
+	End string
+	// TTL is the time to live the last write gave the key (on the node's
+	// clock); Nominal is when the key would have expired had the node's
+	// clock followed true time. A jump or a fast clock makes To < Nominal:
+	// the bar snaps short.
+	TTL     time.Duration
+	Nominal time.Duration
+	Count   int  // reentrant hold count (0 when not a hash lock)
+	Renewed int  // renewals (compare-and-pexpire) during the span
+	Replica bool // the key arrived by replication
+}
+
+// fenceIssue is an INCR of the fencing counter on a node.
+type fenceIssue struct {
+	Node   string
+	At     time.Duration
+	Token  int64
+	Client string
+}
+
+// vote is one node's answer to a Redlock acquire attempt.
+type vote struct {
+	Node string
+	Got  string // "yes", "no", "lost" (no reply)
+}
+
+// voteAttempt is one Redlock acquire attempt: a SET to every node.
+type voteAttempt struct {
+	Client   string
+	Token    string
+	From, To time.Duration
+	Votes    []vote
+	Held     bool
+	Validity time.Duration // true time the client's validity ends (Held only)
+}
+
+// Yes counts the votes for the client.
+func (a voteAttempt) Yes() int {
+	n := 0
+	for _, v := range a.Votes {
+		if v.Got == "yes" {
+			n++
+		}
+	}
+	return n
+}
+
+// replEvent is one write sent down the replication stream.
+type replEvent struct {
+	From, To string // master, replica
+	Sent     time.Duration
+	Arrived  time.Duration // when it reached the replica (or would have)
+	Lost     bool
+	Summary  string
+	HasSent  bool // the master's command was found (lag is known)
+}
+
+// promotion is a failover.
+type promotion struct {
+	Node, Old string
+	At        time.Duration
+}
+
+// sessionSpan is one ZooKeeper connection state of a client.
+type sessionSpan struct {
+	Client   string
+	State    string // CONNECTED, SUSPENDED, LOST, ...
+	From, To time.Duration
+}
+
+// sessionExpiry is the server expiring a client's session.
+type sessionExpiry struct {
+	Client string
+	At     time.Duration
+}
+
+// znodeSpan is the life of one lock znode.
+type znodeSpan struct {
+	Path     string
+	Short    string // the sequence number, or the last path element
+	Owner    string
+	From, To time.Duration
+	End      string // "deleted", "session expired", "end of run"
+}
+
+// notify is one watch notification the server sent.
+type notify struct {
+	Client string
+	At     time.Duration
+	Event  string
+}
+
+// mechanism is everything derived from one run.
+type mechanism struct {
+	Nodes      []string // Redis nodes, in host order
+	Keys       map[string][]keySpan
+	Fences     []fenceIssue
+	Attempts   []voteAttempt
+	Repl       []replEvent
+	Promotions []promotion
+	Sessions   []sessionSpan
+	Expiries   []sessionExpiry
+	Znodes     []znodeSpan
+	Notifies   []notify
+	Redlock    bool
+	ZK         bool
+}
+
+// hasRedis reports whether any key, fence or replication was seen.
+func (m *mechanism) hasRedis() bool {
+	for _, n := range m.Nodes {
+		if len(m.Keys[n]) > 0 {
+			return true
+		}
+	}
+	return len(m.Fences) > 0 || len(m.Repl) > 0
+}
+
+// NotifiesPerClient counts the watch notifications each client received.
+func (m *mechanism) NotifiesPerClient() map[string]int {
+	out := map[string]int{}
+	for _, n := range m.Notifies {
+		out[n.Client]++
+	}
+	return out
+}
+
+// nodeClock maps true time to a host's local time and back, from the host's
+// clock description (the same one the timeline's clock rows draw).
+type nodeClock struct {
+	pts []offsetPoint
+}
+
+func newNodeClock(h scenarios.Host, end time.Duration) nodeClock {
+	return nodeClock{pts: clockOffsets(h, end)}
+}
+
+// local is the host's clock reading at true time t (as a duration since
+// the epoch); at a jump it is the value after the jump.
+func (c nodeClock) local(t time.Duration) time.Duration {
+	off := time.Duration(0)
+	for i, p := range c.pts {
+		if p.at > t {
+			if i == 0 {
+				break
+			}
+			q := c.pts[i-1]
+			if p.at == q.at {
+				break
+			}
+			f := float64(t-q.at) / float64(p.at-q.at)
+			return t + q.off + time.Duration(f*float64(p.off-q.off))
+		}
+		off = p.off
+	}
+	return t + off
+}
+
+// trueAt is the first true time >= from at which the local clock reads at
+// least deadline.
+func (c nodeClock) trueAt(from, deadline time.Duration) time.Duration {
+	if c.local(from) >= deadline {
+		return from
+	}
+	for i := 0; i+1 < len(c.pts); i++ {
+		a, b := c.pts[i], c.pts[i+1]
+		if b.at < from {
+			continue
+		}
+		if a.at == b.at { // a jump at a.at
+			if b.at >= from && b.at+b.off >= deadline {
+				return b.at
+			}
+			continue
+		}
+		start := max(a.at, from)
+		la, lb := c.local(start), b.at+b.off
+		if lb >= deadline {
+			if lb == la {
+				return start
+			}
+			f := float64(deadline-la) / float64(lb-la)
+			return start + time.Duration(f*float64(b.at-start))
+		}
+	}
+	// Past the last point: the clock keeps its last offset.
+	last := c.pts[len(c.pts)-1]
+	return max(from, deadline-last.off)
+}
+
+// offsetSuffix ends a replication line that carries an effect.
+var offsetSuffix = regexp.MustCompile(` \(offset [0-9]+\)$`)
+
+// deriveMechanism reads res's trace. It returns nil when the run kept no
+// trace.
+func deriveMechanism(res *scenarios.Result) *mechanism {
+	if res == nil || len(res.Trace) == 0 {
+		return nil
+	}
+	sc := res.Scenario
+	m := &mechanism{Keys: map[string][]keySpan{}}
+	m.Redlock = strings.HasPrefix(sc.Algorithm, "redlock")
+	m.ZK = strings.HasPrefix(sc.Algorithm, "zk")
+	clocks := map[string]nodeClock{}
+	isNode := map[string]bool{}
+	isClient := map[string]bool{}
+	for _, c := range sc.ClientNames() {
+		isClient[c] = true
+	}
+	for _, h := range res.Hosts {
+		clocks[h.Name] = newNodeClock(h, res.End)
+		if strings.HasPrefix(h.Role, "redis") {
+			m.Nodes = append(m.Nodes, h.Name)
+			isNode[h.Name] = true
+		}
+	}
+	kt := &keyTracker{m: m, clocks: clocks, key: sc.Key, fenceKey: "fence:" + sc.Key, owner: map[string]string{}, state: map[string]*keyState{}}
+	for _, n := range m.Nodes {
+		kt.state[n] = &keyState{}
+	}
+	owner, state := kt.owner, kt.state
+
+	// Redlock attempts in progress, per client.
+	open := map[string]*voteAttempt{}
+	finish := func(c string, at time.Duration) {
+		if a := open[c]; a != nil {
+			a.To = at
+			m.Attempts = append(m.Attempts, *a)
+			delete(open, c)
+		}
+	}
+	// Pending master writes, for replication lag: summary → times.
+	masterOf := map[string]string{}
+	for _, h := range res.Hosts {
+		if r, ok := strings.CutPrefix(h.Role, "redis replica of "); ok {
+			masterOf[h.Name] = r
+		}
+	}
+	sentAt := map[string][]time.Duration{}   // master+"|"+summary → times
+	tokenWrite := map[string]time.Duration{} // master+"|"+token → last write
+	// sentTime is when the master ran the write a replication line is
+	// about: the same command, or (when the stream carries rewritten
+	// effects) the last write of the same token.
+	sentTime := func(master, summary string, arrived time.Duration) (time.Duration, bool) {
+		k := master + "|" + summary
+		if ts := sentAt[k]; len(ts) > 0 {
+			sentAt[k] = ts[1:]
+			return ts[0], true
+		}
+		for _, w := range strings.Fields(summary) {
+			if t, ok := tokenWrite[master+"|"+w]; ok && looksLikeToken(w) && t <= arrived {
+				return t, true
+			}
+		}
+		return 0, false
+	}
+	// ZooKeeper.
+	zkState := map[string]*sessionSpan{}
+	var zkCreates []struct{ client, prefix string }
+	znodeIdx := map[string]int{}
+
+	for _, e := range res.Trace {
+		actor, text := e.Actor, e.Text
+		base, _, _ := strings.Cut(actor, "/")
+		for _, n := range m.Nodes {
+			kt.expire(n, e.At)
+		}
+		switch {
+		case isClient[base] && strings.HasPrefix(text, "send "):
+			cmd, to, _ := strings.Cut(strings.TrimPrefix(text, "send "), " → ")
+			f := strings.Fields(cmd)
+			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
+				owner[f[2]] = base
+				if m.Redlock && isNode[to] {
+					a := open[base]
+					if a == nil || a.Token != f[2] {
+						finish(base, e.At)
+						a = &voteAttempt{Client: base, Token: f[2], From: e.At}
+						open[base] = a
+					}
+					a.Votes = append(a.Votes, vote{Node: to, Got: "lost"})
+				}
+			}
+			for _, w := range f {
+				if looksLikeToken(w) {
+					if _, ok := owner[w]; !ok {
+						owner[w] = base
+					}
+				}
+			}
+			if len(f) >= 2 && f[0] == "CREATE" && strings.Contains(cmd, "ephemeral") {
+				zkCreates = append(zkCreates, struct{ client, prefix string }{base, f[1]})
+			}
+		case isClient[base] && strings.HasPrefix(text, "holds "):
+			if a := open[base]; a != nil {
+				a.Held = true
+				if i := strings.Index(text, "valid until "); i >= 0 {
+					v := strings.Fields(text[i+len("valid until "):])
+					if len(v) > 0 {
+						if d, err := time.ParseDuration(v[0]); err == nil {
+							a.Validity = clocks[base].trueAt(0, d)
+						}
+					}
+				}
+				finish(base, e.At)
+			}
+		case isClient[base] && strings.HasPrefix(text, "acquire failed"):
+			finish(base, e.At)
+		case isClient[base] && strings.HasPrefix(text, "zk state "):
+			st := strings.TrimPrefix(text, "zk state ")
+			if cur := zkState[base]; cur != nil {
+				cur.To = e.At
+				m.Sessions = append(m.Sessions, *cur)
+			}
+			zkState[base] = &sessionSpan{Client: base, State: st, From: e.At}
+		case isNode[actor] && strings.HasPrefix(text, "replicated "):
+			// "replicated CMD → REPLY", or "replicated EFFECT (offset N)"
+			// when the stream carries effects (SET … PXAT, DEL).
+			rest := strings.TrimPrefix(text, "replicated ")
+			summary, reply, ok := strings.Cut(rest, " → ")
+			if !ok {
+				summary, reply = offsetSuffix.ReplaceAllString(rest, ""), ""
+			}
+			ev := replEvent{From: masterOf[actor], To: actor, Arrived: e.At, Summary: summary}
+			ev.Sent, ev.HasSent = sentTime(ev.From, summary, e.At)
+			m.Repl = append(m.Repl, ev)
+			kt.apply(actor, summary, reply, e.At, true)
+		case isNode[actor] && strings.HasPrefix(text, "replication of "):
+			rest := strings.TrimPrefix(text, "replication of ")
+			j := strings.LastIndex(rest, " to ")
+			if j < 0 {
+				break
+			}
+			summary := rest[:j]
+			replica, _, _ := strings.Cut(rest[j+len(" to "):], " lost")
+			ev := replEvent{From: actor, To: replica, Arrived: e.At, Lost: true, Summary: summary}
+			ev.Sent, ev.HasSent = sentTime(actor, summary, e.At)
+			m.Repl = append(m.Repl, ev)
+		case isNode[actor] && strings.HasPrefix(text, "failover: "):
+			old := ""
+			if i := strings.Index(text, "in place of "); i >= 0 {
+				old = strings.TrimSpace(text[i+len("in place of "):])
+			}
+			m.Promotions = append(m.Promotions, promotion{Node: actor, Old: old, At: e.At})
+		case isNode[actor] && text == "node crash":
+			s := state[actor]
+			if s.live {
+				saved := *s
+				kt.close(actor, e.At, "crash")
+				*s = saved
+				s.live = false
+				s.span.From = -1 // remembered, for a restart that keeps it
+			}
+		case isNode[actor] && strings.HasPrefix(text, "node restart"):
+			s := state[actor]
+			if s.span.From == -1 && !strings.Contains(text, ", 0 keys)") {
+				s.live, s.span.From, s.span.End = true, e.At, ""
+			} else {
+				*s = keyState{}
+			}
+		case isNode[actor] && strings.Contains(text, " → "):
+			if i := strings.LastIndex(text, " → "); i > 0 {
+				cmd, reply := text[:i], text[i+len(" → "):]
+				if strings.HasPrefix(cmd, "lost ") || strings.HasPrefix(cmd, "delayed ") || strings.HasPrefix(cmd, "dropped ") {
+					break
+				}
+				for range replicasOf(masterOf, actor) {
+					if changed(reply) {
+						sentAt[actor+"|"+cmd] = append(sentAt[actor+"|"+cmd], e.At)
+						for _, w := range strings.Fields(cmd) {
+							if looksLikeToken(w) {
+								tokenWrite[actor+"|"+w] = e.At
+							}
+						}
+					}
+				}
+				kt.apply(actor, cmd, reply, e.At, false)
+				if m.Redlock {
+					f := strings.Fields(cmd)
+					if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
+						if a := open[owner[f[2]]]; a != nil && a.Token == f[2] {
+							for j := range a.Votes {
+								if a.Votes[j].Node == actor {
+									a.Votes[j].Got = "no"
+									if reply == "+OK" {
+										a.Votes[j].Got = "yes"
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		case actor == "zk" || strings.HasPrefix(actor, "zk"):
+			deriveZK(m, e, &zkCreates, znodeIdx)
+		}
+	}
+	for _, n := range m.Nodes {
+		kt.expire(n, res.End)
+		kt.close(n, res.End, "end of run")
+	}
+	for _, c := range sortedOpen(open) {
+		finish(c, res.End)
+	}
+	for _, c := range sc.ClientNames() {
+		if cur := zkState[c]; cur != nil {
+			cur.To = res.End
+			m.Sessions = append(m.Sessions, *cur)
+		}
+	}
+	for i := range m.Znodes {
+		if m.Znodes[i].End == "" {
+			m.Znodes[i].To, m.Znodes[i].End = res.End, "end of run"
+		}
+	}
+	sort.SliceStable(m.Attempts, func(i, j int) bool { return m.Attempts[i].From < m.Attempts[j].From })
+	return m
+}
+
+func sortedOpen(open map[string]*voteAttempt) []string {
+	var out []string
+	for c := range open {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func replicasOf(masterOf map[string]string, node string) []string {
+	var out []string
+	for r, mst := range masterOf {
+		if mst == node {
+			out = append(out, r)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// changed reports whether a reply says the command changed the dataset (the
+// commands Redis propagates).
+func changed(reply string) bool {
+	return reply == "+OK" || (strings.HasPrefix(reply, ":") && reply != ":0")
+}
+
+// looksLikeToken is a 16-hex-digit lock token.
+func looksLikeToken(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}

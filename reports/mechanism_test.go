@@ -1,0 +1,315 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim"
+)
+
+// The mechanism is derived from the trace; these tests pin what it says
+// about the catalogue's classic stories.
+
+func keysOn(m *mechanism, node string) []keySpan { return m.Keys[node] }
+
+func TestMechanismRedlockClockJump(t *testing.T) {
+	res, _ := runScenario(t, "redlock-clock-jump")
+	m := deriveMechanism(res)
+	if !m.Redlock {
+		t.Fatal("not recognised as Redlock")
+	}
+	// c1's key on C expires when C's clock jumps at 1s, nine seconds before
+	// its TTL would have run out on a true clock; on A it lives until c1
+	// releases it.
+	var c1OnC *keySpan
+	for _, k := range keysOn(m, "C") {
+		if k.Owner == "c1" {
+			c1OnC = &k
+			break
+		}
+	}
+	if c1OnC == nil {
+		t.Fatalf("no key of c1 on C: %+v", keysOn(m, "C"))
+	}
+	if c1OnC.End != "expired" || c1OnC.To != time.Second || c1OnC.TTL != 10*time.Second || c1OnC.Nominal-c1OnC.To < 9*time.Second {
+		t.Errorf("c1's key on C: %+v; want it expired at 1s (the jump), 10s TTL", *c1OnC)
+	}
+	if a := keysOn(m, "A"); len(a) == 0 || a[0].Owner != "c1" || a[0].End != "released" {
+		t.Errorf("A's keys: %+v; want c1's, released", a)
+	}
+	// Two granted attempts, each with exactly three votes: c1 from A, B, C
+	// and c2 from C, D, E.
+	want := map[string]string{"c1": "A B C", "c2": "C D E"}
+	granted := 0
+	for _, a := range m.Attempts {
+		if !a.Held {
+			continue
+		}
+		granted++
+		var yes []string
+		for _, v := range a.Votes {
+			if v.Got == "yes" {
+				yes = append(yes, v.Node)
+			}
+		}
+		sortStrings(yes)
+		if got := strings.Join(yes, " "); got != want[a.Client] {
+			t.Errorf("%s's votes: %s, want %s", a.Client, got, want[a.Client])
+		}
+		if a.Validity <= a.To || a.Validity > a.To+10*time.Second {
+			t.Errorf("%s's validity %s is not within the TTL after %s", a.Client, a.Validity, a.To)
+		}
+	}
+	if granted != 2 {
+		t.Errorf("%d granted attempts, want 2", granted)
+	}
+	// The page draws the bar snapping short and the validity windows.
+	html := render(t, res, nil)
+	for _, w := range []string{`data-label="key C c1 0.002s 1.000s expired"`, `class="key-nominal"`, `class="validity"`, "expired early", "3/5 votes (A B C), quorum 3"} {
+		if !strings.Contains(html, w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func TestMechanismFailoverLosesTheReplication(t *testing.T) {
+	res, _ := runScenario(t, "failover-lost-replication")
+	m := deriveMechanism(res)
+	if len(m.Repl) == 0 || !m.Repl[0].Lost || m.Repl[0].From != "A" || m.Repl[0].To != "B" || !m.Repl[0].HasSent {
+		t.Fatalf("replication: %+v; want A→B lost, with the master's write found", m.Repl)
+	}
+	if len(m.Promotions) != 1 || m.Promotions[0].Node != "B" || m.Promotions[0].Old != "A" || m.Promotions[0].At != time.Second {
+		t.Errorf("promotions: %+v; want B in place of A at 1s", m.Promotions)
+	}
+	if a := keysOn(m, "A"); len(a) != 1 || a[0].Owner != "c1" || a[0].End != "crash" {
+		t.Errorf("A's keys: %+v; want c1's, lost in the crash", a)
+	}
+	if b := keysOn(m, "B"); len(b) == 0 || b[0].Owner != "c2" || b[0].From < time.Second {
+		t.Errorf("B's keys: %+v; want c2's after the promotion", b)
+	}
+	html := render(t, res, nil)
+	for _, w := range []string{"replication lost", "promoted to master", `class="repl-lost"`} {
+		if !strings.Contains(html, w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
+}
+
+func TestMechanismZooKeeperSessions(t *testing.T) {
+	res, _ := runScenario(t, "zk-session-expiry-pause")
+	m := deriveMechanism(res)
+	if len(m.Expiries) != 1 || m.Expiries[0].Client != "c1" {
+		t.Fatalf("expiries: %+v; want c1's session", m.Expiries)
+	}
+	exp := m.Expiries[0].At
+	var states []string
+	for _, s := range m.Sessions {
+		if s.Client == "c1" {
+			states = append(states, s.State)
+			if s.State == "SUSPENDED" && s.From <= exp {
+				t.Errorf("c1 suspended at %s, before the server expired its session at %s: the story is that it learns late", s.From, exp)
+			}
+		}
+	}
+	if got := strings.Join(states, " "); !strings.HasPrefix(got, "CONNECTED SUSPENDED LOST") {
+		t.Errorf("c1's states: %s", got)
+	}
+	if len(m.Znodes) != 3 || m.Znodes[0].Owner != "c1" || m.Znodes[0].End != "session expired" || m.Znodes[0].To != exp {
+		t.Errorf("znodes: %+v; want c1's first, deleted with its session", m.Znodes)
+	}
+	if n := m.NotifiesPerClient(); n["c2"] != 1 || n["c3"] != 1 || n["c1"] != 0 {
+		t.Errorf("notifications per client: %v; want one each to c2 and c3", n)
+	}
+}
+
+func TestMechanismReentrantHoldCount(t *testing.T) {
+	res, _ := runScenario(t, "reentrant-retry-double-count")
+	m := deriveMechanism(res)
+	k := keysOn(m, "A")
+	if len(k) == 0 || k[0].Owner != "c1" || k[0].Count != 1 || k[0].End != "expired" {
+		t.Fatalf("A's keys: %+v; want c1's left with count 1 after its one release, expiring", k)
+	}
+}
+
+func TestFencingComparisonIsDrawn(t *testing.T) {
+	res, _ := runScenario(t, "gc-pause-beyond-ttl-fenced")
+	html := render(t, res, nil)
+	if !strings.Contains(html, "rejects c1: 33 &lt; 34 ✗") {
+		t.Error(`the store row does not show the rejected write as "33 < 34"`)
+	}
+	m := deriveMechanism(res)
+	if len(m.Fences) < 2 || m.Fences[0].Token != 33 || m.Fences[1].Token != 34 {
+		t.Errorf("fencing tokens issued: %+v; want 33 then 34", m.Fences)
+	}
+}
+
+func TestHerdNotificationsPerWaiter(t *testing.T) {
+	res, cmp := runScenario(t, "zk-herd-effect")
+	runs := herdRuns(RunInput{Result: res, Compared: cmp})
+	total := map[string]int{}
+	for _, r := range runs {
+		for _, c := range r.Counts {
+			total[r.Algorithm] += c
+		}
+	}
+	if total["zk-simple"] != 5050 || total["zk-queue"] != 100 {
+		t.Errorf("notifications: %v; want 5050 for zk-simple, 100 for zk-queue", total)
+	}
+	if newHerdChart(runs) == nil {
+		t.Error("no herd chart")
+	}
+}
+
+func TestNodeClockInverse(t *testing.T) {
+	h := scenarios.Host{Name: "C", Offset: time.Second, Clock: []sim.ClockChange{{At: 2 * time.Second, Jump: 5 * time.Second}}}
+	c := newNodeClock(h, 20*time.Second)
+	if got := c.local(time.Second); got != 2*time.Second {
+		t.Errorf("local(1s) = %s, want 2s", got)
+	}
+	// A deadline of 4s local: before the jump the clock reads 3s at 2s true;
+	// the jump takes it to 8s, so the deadline passes at the jump.
+	if got := c.trueAt(0, 4*time.Second); got != 2*time.Second {
+		t.Errorf("trueAt(4s) = %s, want 2s (the jump)", got)
+	}
+	// A deadline of 10s local passes at true 4s (offset 6s after the jump).
+	if got := c.trueAt(0, 10*time.Second); got != 4*time.Second {
+		t.Errorf("trueAt(10s) = %s, want 4s", got)
+	}
+}
+
+func TestOpenEndedFaultsReachTheEnd(t *testing.T) {
+	res, _ := runScenario(t, "redlock-clock-jump")
+	html := render(t, res, nil)
+	end := checker.Sec(res.End)
+	if !strings.Contains(html, `data-label="fault partition c1 0.000s `+end+`"`) {
+		t.Errorf("the permanent partition of c1 is not drawn to the end of the run (%s)", end)
+	}
+	if !strings.Contains(html, "end of run (never heals)") {
+		t.Error("the fault table does not say the partition never heals")
+	}
+}
+
+func TestSyllabusCoversTheCatalogue(t *testing.T) {
+	syl, err := DefaultSyllabus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := scenarios.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, unknown := syl.plan(all)
+	if len(unknown) > 0 {
+		t.Errorf("the syllabus names lessons the catalogue does not have: %v", unknown)
+	}
+	var titles []string
+	for _, s := range secs {
+		titles = append(titles, s.Title)
+		if s.ID == "more" {
+			for _, l := range s.Lessons {
+				t.Errorf("lesson %s is in no section of reports/course/course.yaml", l.First.ID)
+			}
+		}
+		for _, l := range s.Lessons {
+			if s.ID != "more" && (len(l.Meta.Objectives) == 0 || len(l.Meta.Questions) == 0) {
+				t.Errorf("lesson %s has no objectives or no questions", l.First.ID)
+			}
+		}
+	}
+	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing"
+	if got := strings.Join(titles, "|"); got != want {
+		t.Errorf("sections: %s\nwant:     %s", got, want)
+	}
+	if len(syl.Glossary) < 10 {
+		t.Errorf("%d glossary entries", len(syl.Glossary))
+	}
+}
+
+func TestParseSyllabusErrors(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"sections:\n  - title: A\n    lessons:\n      - scenario: x\n      - scenario: x\n", `sections[0].lessons[1].scenario: "x" is already a lesson`},
+		{"sections:\n  - title: A\n    lesons: []\n", "field lesons not found"},
+		{"sections:\n  - lessons: []\n", "sections[0].title: expected a title"},
+	} {
+		_, err := ParseSyllabus("c.yaml", []byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "c.yaml") {
+			t.Errorf("%q: error %v; want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// The whole course fits in 5 MB with ECharts, which is written once and
+// linked (not inlined) by every lesson; a single run's report still
+// carries everything inline.
+func TestCourseSizeAndSharedAssets(t *testing.T) {
+	dir := t.TempDir()
+	ech := filepath.Join(dir, "big-echarts.js")
+	// A stand-in as large as ECharts 5 (about 1 MB).
+	stub := "window.echarts = { init: function (el) { return { setOption: function () {}, resize: function () {} }; } };\n/*" + strings.Repeat("x", 1_030_000) + "*/\n"
+	if err := os.WriteFile(ech, []byte(stub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EChartsEnv, ech)
+	all, err := scenarios.Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "course")
+	if _, err := WriteCourse(out, all, CourseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		info, _ := e.Info()
+		total += info.Size()
+		if strings.HasSuffix(e.Name(), ".html") && e.Name() != PorcupineFile {
+			data, _ := os.ReadFile(filepath.Join(out, e.Name()))
+			if strings.Contains(string(data), strings.Repeat("x", 1000)) {
+				t.Errorf("%s inlines ECharts", e.Name())
+			}
+			if !strings.Contains(string(data), `href="./locklab.css"`) {
+				t.Errorf("%s does not link the shared style sheet", e.Name())
+			}
+		}
+	}
+	if total > 5_000_000 {
+		t.Errorf("the course takes %d bytes, over 5 MB", total)
+	}
+	for _, f := range []string{EChartsFile, "locklab.css", "locklab.js", PorcupineFile, GlossaryFile, "index.html", "zk-herd-effect-handout.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("course lacks %s", f)
+		}
+	}
+	herd, _ := os.ReadFile(filepath.Join(out, "zk-herd-effect.html"))
+	if len(herd) > 400_000 {
+		t.Errorf("the herd lesson is %d bytes", len(herd))
+	}
+
+	res, cmp := runScenario(t, "del-wrong-client")
+	single := render(t, res, cmp)
+	for _, bad := range []string{`<script src=`, `<link rel="stylesheet"`, `src="porcupine.html"`} {
+		if strings.Contains(single, bad) {
+			t.Errorf("a single run report refers to an outside file: %s", bad)
+		}
+	}
+	if !strings.Contains(single, strings.Repeat("x", 1000)) {
+		t.Error("a single run report does not inline ECharts")
+	}
+}

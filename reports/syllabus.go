@@ -1,0 +1,147 @@
+package reports
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/locklab/locklab/scenarios"
+)
+
+// The course's teaching material — sections in teaching order, each
+// lesson's objectives, questions to discuss and extra sources, and the
+// glossary — is data (course/course.yaml), so a lecturer can change the
+// course without touching Go.
+
+//go:embed course/course.yaml
+var courseFS embed.FS
+
+// Syllabus is the course's teaching material.
+type Syllabus struct {
+	Title    string            `yaml:"title"`
+	Intro    string            `yaml:"intro"`
+	Sections []SyllabusSection `yaml:"sections"`
+	Glossary []GlossaryEntry   `yaml:"glossary"`
+}
+
+// SyllabusSection is one section of the course.
+type SyllabusSection struct {
+	ID      string           `yaml:"id"`
+	Title   string           `yaml:"title"`
+	Intro   string           `yaml:"intro"`
+	Lessons []SyllabusLesson `yaml:"lessons"`
+}
+
+// SyllabusLesson is what the course says around one lesson; Scenario is the
+// id of the lesson's first scenario (its twins join it).
+type SyllabusLesson struct {
+	Scenario   string   `yaml:"scenario"`
+	Objectives []string `yaml:"objectives"`
+	Questions  []string `yaml:"questions"`
+	Try        []string `yaml:"try"`
+	Sources    []string `yaml:"sources"`
+}
+
+// GlossaryEntry is one term.
+type GlossaryEntry struct {
+	Term string `yaml:"term"`
+	Text string `yaml:"text"`
+}
+
+// DefaultSyllabus returns the built-in course material.
+func DefaultSyllabus() (*Syllabus, error) {
+	data, err := courseFS.ReadFile("course/course.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyllabus("course/course.yaml", data)
+}
+
+// ParseSyllabus reads course material, rejecting unknown fields and
+// lessons named twice.
+func ParseSyllabus(name string, data []byte) (*Syllabus, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Syllabus
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	seen := map[string]bool{}
+	for i, sec := range s.Sections {
+		if sec.Title == "" {
+			return nil, fmt.Errorf("%s: sections[%d].title: expected a title", name, i)
+		}
+		for j, l := range sec.Lessons {
+			if l.Scenario == "" {
+				return nil, fmt.Errorf("%s: sections[%d].lessons[%d].scenario: expected a scenario id", name, i, j)
+			}
+			if seen[l.Scenario] {
+				return nil, fmt.Errorf("%s: sections[%d].lessons[%d].scenario: %q is already a lesson", name, i, j, l.Scenario)
+			}
+			seen[l.Scenario] = true
+		}
+	}
+	return &s, nil
+}
+
+// courseSection is a section with its lessons resolved against the
+// catalogue.
+type courseSection struct {
+	SyllabusSection
+	N       int
+	Lessons []courseLesson
+}
+
+type courseLesson struct {
+	Lesson
+	Meta SyllabusLesson
+	N    int // number in the whole course, from 1
+}
+
+// plan orders the lessons of all by the syllabus. Lessons the syllabus does
+// not name go to a last section, "More scenarios", in the order Lessons
+// gives; syllabus entries that match no lesson are returned as unknown.
+func (s *Syllabus) plan(all []*scenarios.Scenario) (secs []courseSection, unknown []string) {
+	lessons := Lessons(all)
+	byID := map[string]int{}
+	for i, l := range lessons {
+		for _, id := range l.IDs() {
+			byID[id] = i
+		}
+	}
+	used := map[int]bool{}
+	n := 0
+	for _, sec := range s.Sections {
+		cs := courseSection{SyllabusSection: sec}
+		for _, meta := range sec.Lessons {
+			i, ok := byID[meta.Scenario]
+			if !ok || used[i] {
+				if !ok {
+					unknown = append(unknown, meta.Scenario)
+				}
+				continue
+			}
+			used[i] = true
+			n++
+			cs.Lessons = append(cs.Lessons, courseLesson{Lesson: lessons[i], Meta: meta, N: n})
+		}
+		if len(cs.Lessons) > 0 {
+			cs.N = len(secs) + 1
+			secs = append(secs, cs)
+		}
+	}
+	more := courseSection{SyllabusSection: SyllabusSection{ID: "more", Title: "More scenarios", Intro: "Scenarios the course does not place in a section yet."}}
+	for i, l := range lessons {
+		if !used[i] {
+			n++
+			more.Lessons = append(more.Lessons, courseLesson{Lesson: l, N: n})
+		}
+	}
+	if len(more.Lessons) > 0 {
+		more.N = len(secs) + 1
+		secs = append(secs, more)
+	}
+	return secs, unknown
+}

@@ -1,0 +1,87 @@
+// The browser test's probe (reports/browser_test.go evaluates it in each
+// page over the DevTools protocol; no report ships it). It opens every
+// collapsible view, waits until porcupine's view says it is drawn (or
+// three seconds have passed), then returns what it found: horizontal
+// scrolling of the page, elements whose text runs out of their box,
+// timeline labels that overlap, and the state of porcupine's views.
+(function () {
+  "use strict";
+  function clipped(el) {
+    for (var p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      var o = getComputedStyle(p).overflowX;
+      if (o === "auto" || o === "scroll" || o === "hidden") { return true; }
+    }
+    return false;
+  }
+  function describe(el) {
+    var s = el.tagName.toLowerCase();
+    if (el.id) { s += "#" + el.id; }
+    if (typeof el.className === "string" && el.className.trim()) { s += "." + el.className.trim().split(/\s+/).join("."); }
+    return s + " \u201c" + (el.textContent || "").trim().replace(/\s+/g, " ").slice(0, 70) + "\u201d";
+  }
+  function measure() {
+    var vw = document.documentElement.clientWidth;
+    var out = {
+      width: vw,
+      scrollWidth: document.documentElement.scrollWidth,
+      height: document.documentElement.scrollHeight,
+      overflow: [],
+      viz: [],
+      details: document.querySelectorAll("details").length,
+      js: document.documentElement.getAttribute("data-js") || "",
+      charts: Number(document.documentElement.getAttribute("data-charts") || 0),
+      canvases: document.querySelectorAll(".chart canvas").length,
+      error: (document.getElementById("locklab-js-error") || {}).textContent || ""
+    };
+    var all = document.body.querySelectorAll("*");
+    for (var i = 0; i < all.length && out.overflow.length < 15; i++) {
+      var el = all[i];
+      if (el.closest("svg") || el.closest("template") || /^(SCRIPT|STYLE|BR|WBR)$/.test(el.tagName)) { continue; }
+      var cs = getComputedStyle(el);
+      if (cs.display === "none" || cs.visibility === "hidden") { continue; }
+      var r = el.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) { continue; }
+      if (clipped(el)) { continue; }
+      if (r.right > vw + 1) {
+        out.overflow.push("beyond the window: " + describe(el) + " (right edge " + Math.round(r.right) + " > " + vw + ")");
+        continue;
+      }
+      if (cs.display !== "inline" && cs.overflowX === "visible" && el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0) {
+        out.overflow.push("text overflows its box: " + describe(el) + " (" + el.scrollWidth + " > " + el.clientWidth + ")");
+      }
+    }
+    // Labels of a timeline that overlap each other.
+    out.collisions = [];
+    Array.prototype.forEach.call(document.querySelectorAll("svg.tl"), function (svg) {
+      var boxes = Array.prototype.map.call(svg.querySelectorAll("text"), function (t) {
+        var b = t.getBBox();
+        return { t: t.textContent, x0: b.x, y0: b.y, x1: b.x + b.width, y1: b.y + b.height };
+      }).filter(function (b) { return b.x1 > b.x0; });
+      for (var i = 0; i < boxes.length && out.collisions.length < 30; i++) {
+        for (var j = i + 1; j < boxes.length; j++) {
+          var a = boxes[i], b = boxes[j];
+          var w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+          if (w > 2 && h > 3) { out.collisions.push("“" + a.t + "” over “" + b.t + "”"); }
+        }
+      }
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-viz]"), function (d) {
+      var f = d.querySelector("iframe");
+      out.viz.push({ state: d.getAttribute("data-viz-state") || "", boxes: Number(d.getAttribute("data-viz-boxes") || 0), height: f ? f.getBoundingClientRect().height : 0, labels: d.getAttribute("data-viz-labels") || "", ms: d.getAttribute("data-viz-ms") === "1" });
+    });
+    return JSON.stringify(out);
+  }
+  return new Promise(function (resolve) {
+    Array.prototype.forEach.call(document.querySelectorAll("details"), function (d) { d.open = true; });
+    var waited = 0;
+    (function wait() {
+      var pending = Array.prototype.filter.call(document.querySelectorAll("details[data-viz]"), function (d) {
+        var st = d.getAttribute("data-viz-state");
+        return d.querySelector("template[data-viz-frame]") && st !== "drawn" && st !== "empty";
+      }).length;
+      if (pending === 0 || waited >= 3000) { resolve(measure()); return; }
+      waited += 100;
+      setTimeout(wait, 100);
+    })();
+  });
+})()
