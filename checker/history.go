@@ -1,31 +1,20 @@
-// Package checker turns the history of a run into a verdict and a witness.
-//
-// Three properties are checked (design.md, "What a violation is"):
-//
-//   - mutual exclusion: no two clients believe they hold the lock at the same
-//     true time. A client believes it holds from the return of a successful
-//     acquire until it stops acting as holder: it calls release, its lease's
-//     validity deadline passes on its own clock, or it crashes. Checked with a
-//     porcupine mutex model over those intervals, as Jepsen does for locks;
-//     the witness is the first overlapping pair.
-//   - resource safety: the protected resource's accepted writes form a serial
-//     chain of read-modify-write steps (no lost update), and, with fencing, no
-//     two clients' writes are accepted under the same token.
-//   - liveness: the lock is never unavailable for longer than a bound while
-//     some live client wants it and no client holds it.
 package checker
 
 import (
 	"time"
 )
 
-// Interval is one client-believed holding interval, in true time.
+// Interval is one hold, in true time: from the return of a successful
+// acquire (Start) until the client stops acting as holder (End), see the
+// package documentation. Holds are half-open: [Start, End).
 type Interval struct {
 	Client      string        `json:"client"`
 	AcquireCall time.Duration `json:"acquire_call_ns"`
 	Start       time.Duration `json:"start_ns"`
 	End         time.Duration `json:"end_ns"`
-	// EndReason is "release", "validity", "crash" or "end of run".
+	// EndReason is "release", "crash", "lost" (the client learned it lost
+	// the lock), "validity" (the client checked its lease, found it run
+	// out and stopped acting) or "end of run".
 	EndReason string `json:"end_reason"`
 	Token     string `json:"token,omitempty"`
 	Fence     int64  `json:"fence,omitempty"`

@@ -111,7 +111,10 @@ func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
 	}{
 		{"redlock", []faults.Class{faults.ClassClock}, "mutual_exclusion", 3, 2},
 		{"set-nx-px-del", []faults.Class{faults.ClassPause}, "", 3, 3},
-		{"set-nx-px-lua", []faults.Class{faults.ClassPause}, "resource", 3, 3},
+		// A holder paused past its TTL goes on holding (it never looks at
+		// its deadline), so the first finding is two holders, not only the
+		// lost update that follows.
+		{"set-nx-px-lua", []faults.Class{faults.ClassPause}, "mutual_exclusion", 3, 3},
 		{"setnx-expire", []faults.Class{faults.ClassCrash}, "liveness", 3, 3},
 		{"set-nx-px-lua", []faults.Class{faults.ClassRestart}, "mutual_exclusion", 3, 3},
 		{"zk-queue", []faults.Class{faults.ClassPause}, "", 3, 3},

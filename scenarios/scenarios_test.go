@@ -86,14 +86,19 @@ func TestDelWrongClientWitness(t *testing.T) {
 	if o == nil {
 		t.Fatal("no mutual-exclusion witness")
 	}
-	pair := []string{o.First.Client, o.Second.Client}
-	slices.Sort(pair)
-	// c1 paused and woke up after its lease; the two later clients overlap.
-	if pair[0] != "c2" || pair[1] != "c3" {
-		t.Fatalf("overlapping pair %v, want c2 and c3", pair)
+	// The first overlap is c1's own: paused past its TTL, it still holds
+	// (it never looks at its deadline) when the next client takes the lock.
+	if o.First.Client != "c1" || o.From < 10*time.Second || o.To != o.First.End || o.First.EndReason != "release" {
+		t.Fatalf("first overlap %v: want c1, paused past its 10s TTL, until it releases", o)
 	}
-	if !(o.From < o.To) || o.From < 10*time.Second {
-		t.Fatalf("overlap window [%v, %v] should start after c1's 10s TTL", o.From, o.To)
+	// Then its plain DEL frees the new holder's key: the two later clients
+	// hold at once, which the fixed twin prevents.
+	if !holdsOverlap(r.History.Intervals, "c2", "c3") {
+		t.Fatal("c2 and c3 never hold at once")
+	}
+	fixed := mustRun(t, mustGet(t, "del-wrong-client-fixed"), 7, Options{})
+	if holdsOverlap(fixed.History.Intervals, "c2", "c3") {
+		t.Fatal("with compare-and-delete, c2 and c3 still hold at once")
 	}
 	// The DEL that caused it is c1's, after its pause.
 	var sawDel bool
@@ -154,12 +159,25 @@ func TestGCPauseWitness(t *testing.T) {
 	if rw.Write.Based != 100 || rw.Write.Value != 99 || rw.Final != 99 || rw.Expected != 98 {
 		t.Fatalf("witness %+v: want c1 writing 99 from a read of 100, final 99 where a serial order gives 98", rw)
 	}
-	// c1's lease ended by its validity deadline, before c2 took the lock.
-	for _, iv := range r.History.Intervals {
-		if iv.Client == "c1" && iv.EndReason != "validity" {
-			t.Fatalf("c1's interval ended by %q, want validity", iv.EndReason)
+	// c1 never looks at its lease's deadline: it holds through its pause
+	// until it releases, after its stale write, so the two clients of
+	// Kleppmann's story both hold while c2 works.
+	o := r.Report.Witness.MutualExclusion
+	if o == nil || o.First.Client != "c1" || o.First.EndReason != "release" || o.Second.Client != "c2" || o.To != o.Second.End || o.First.End < rw.Write.At {
+		t.Fatalf("mutual-exclusion witness %v: want c1, holding through its pause past its write, and c2", o)
+	}
+}
+
+// holdsOverlap reports whether a hold of a and a hold of b overlap.
+func holdsOverlap(in []checker.Interval, a, b string) bool {
+	for _, x := range in {
+		for _, y := range in {
+			if x.Client == a && y.Client == b && x.Start < y.End && y.Start < x.End && x.End > x.Start && y.End > y.Start {
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // The native script path is an optimisation only: a whole run with it and

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -18,7 +19,11 @@ const (
 // RPC name such as READ or WRITE), so fault rules can pick exactly the
 // message a scenario is about: "the reply to c1's SET".
 type Message struct {
-	ID      uint64
+	ID uint64
+	// Conn is the connection the message travels on (Network.NewConn);
+	// messages on one connection arrive in the order they were sent, as
+	// TCP delivers them. Zero means the pair of hosts is the connection.
+	Conn    uint64
 	From    string
 	To      string
 	Client  string
@@ -37,17 +42,24 @@ type Filter func(m *Message) (drop bool, delay time.Duration, reason string)
 type Observer func(m *Message)
 
 // Network carries messages between named hosts with latency drawn from the
-// world's seed, in FIFO order per direction of each pair, through the filters
-// that faults install.
+// world's seed, in FIFO order per direction of each connection (as TCP
+// gives: a client that reconnects does not wait behind a reply delayed on
+// its old connection), through the filters that faults install.
 type Network struct {
 	// Latency is the fixed part of one-way latency; Jitter the upper bound of
 	// the uniformly drawn part.
 	Latency time.Duration
 	Jitter  time.Duration
 
+	// Delays lists every message a fault held back, from its sending to
+	// its arrival: the liveness check excuses those stretches.
+	Delays []Delayed
+
 	w         *World
 	nextID    uint64
-	last      map[[2]string]time.Duration
+	nextConn  uint64
+	last      map[fifoKey]time.Duration
+	calls     map[callKey]uint64
 	cut       map[[2]string]bool
 	down      map[string]bool
 	filters   []Filter
@@ -61,10 +73,37 @@ func newNetwork(w *World) *Network {
 		Latency: 500 * time.Microsecond,
 		Jitter:  500 * time.Microsecond,
 		w:       w,
-		last:    map[[2]string]time.Duration{},
+		last:    map[fifoKey]time.Duration{},
+		calls:   map[callKey]uint64{},
 		cut:     map[[2]string]bool{},
 		down:    map[string]bool{},
 	}
+}
+
+// Delayed is one message a fault held back.
+type Delayed struct {
+	From, To time.Duration // sent, arrives
+	Client   string
+	Summary  string // "reply n1→c1 SET lock … (fault: …)"
+}
+
+// fifoKey is one direction of one connection.
+type fifoKey struct {
+	conn     uint64
+	from, to string
+}
+
+// callKey is the connection a process uses to call a service.
+type callKey struct {
+	p  *Process
+	to string
+}
+
+// NewConn opens a connection identity: messages sent with it as Conn keep
+// their order among themselves only.
+func (n *Network) NewConn() uint64 {
+	n.nextConn++
+	return n.nextConn
 }
 
 // AddFilter installs a fault rule consulted for every message sent.
@@ -108,6 +147,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		return
 	}
 	var extra time.Duration
+	var why string
 	for _, f := range n.filters {
 		drop, delay, reason := f(m)
 		if drop {
@@ -118,6 +158,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		if delay > 0 {
 			w.Tracef(m.From, "delayed %s %s→%s %s by %v (%s)", m.Dir, m.From, m.To, m.Summary, delay, reason)
 			extra += delay
+			why = reason
 		}
 	}
 	lat := n.Latency + extra
@@ -125,11 +166,15 @@ func (n *Network) Send(m *Message, deliver func()) {
 		lat += time.Duration(w.rng.Int64N(int64(n.Jitter)))
 	}
 	at := w.now + lat
-	key := [2]string{m.From, m.To}
+	key := fifoKey{m.Conn, m.From, m.To}
 	if prev := n.last[key]; at < prev {
 		at = prev // TCP keeps order within a connection
 	}
 	n.last[key] = at
+	if extra > 0 {
+		n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client,
+			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, why)})
+	}
 	w.At(at, func() {
 		if n.down[m.To] {
 			n.Dropped++
@@ -149,20 +194,38 @@ var ErrTimeout = errors.New("simulated timeout: no reply")
 // Call is a request/response exchange between the process's host and a
 // service host. serve runs on the service at the request's arrival and returns
 // the reply; the caller blocks until the reply arrives or timeout elapses on
-// its own oscillator.
+// its own oscillator. The process keeps one connection per service and
+// opens a new one after a timeout, as a client does when it gives up on a
+// request.
 func (p *Process) Call(to, op, summary string, timeout time.Duration, serve func() (reply any, summary string)) (any, error) {
+	n := p.w.Net
+	key := callKey{p, to}
+	conn, ok := n.calls[key]
+	if !ok {
+		conn = n.NewConn()
+		n.calls[key] = conn
+	}
+	r, err := p.CallOn(conn, to, op, summary, timeout, serve)
+	if err != nil {
+		delete(n.calls, key)
+	}
+	return r, err
+}
+
+// CallOn is Call on a connection the caller manages (a ZooKeeper session's).
+func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Duration, serve func() (reply any, summary string)) (any, error) {
 	w := p.w
 	var (
 		got    bool
 		result any
 	)
 	id := p.prepark()
-	req := &Message{From: p.Host.Name, To: to, Client: p.Host.Name, Dir: Request, Op: op, Summary: summary}
+	req := &Message{Conn: conn, From: p.Host.Name, To: to, Client: p.Host.Name, Dir: Request, Op: op, Summary: summary}
 	w.Tracef(p.Name, "send %s → %s", summary, to)
 	w.Net.Send(req, func() {
 		reply, rs := serve()
 		w.Tracef(to, "%s → %s", summary, rs)
-		rep := &Message{From: to, To: p.Host.Name, Client: p.Host.Name, Dir: Reply, Op: op, Summary: rs}
+		rep := &Message{Conn: conn, From: to, To: p.Host.Name, Client: p.Host.Name, Dir: Reply, Op: op, Summary: rs}
 		w.Net.Send(rep, func() {
 			if p.done {
 				return

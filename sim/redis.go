@@ -323,7 +323,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		// timers. Refusal is modelled by the conn itself.
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			target := n.current()
-			c := &redisConn{node: target, host: host, timeout: o.Timeout}
+			c := &redisConn{node: target, host: host, timeout: o.Timeout, id: n.w.Net.NewConn()}
 			target.conns = append(target.conns, c)
 			n.w.Tracef(host.Name, "dial %s", target.Name)
 			return c, nil
@@ -339,6 +339,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 // becomes a simulated message to the node, and Read blocks the calling
 // process until the reply message arrives or the client's timeout elapses.
 type redisConn struct {
+	id      uint64 // the connection's identity on the network (per-connection FIFO)
 	node    *RedisNode
 	host    *Host
 	timeout time.Duration
@@ -385,7 +386,7 @@ func (c *redisConn) send(w *World, args []string) {
 	}
 	op := strings.ToUpper(args[0])
 	w.Tracef(c.host.Name, "send %s → %s", summary, c.node.Name)
-	req := &Message{From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
+	req := &Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
 	w.Net.Send(req, func() {
 		if c.peer == nil {
 			c.peer = c.node.NewPeer()
@@ -396,7 +397,7 @@ func (c *redisConn) send(w *World, args []string) {
 			rs = replySummary(reply)
 		}
 		w.Tracef(c.node.Name, "%s → %s", summary, rs)
-		rep := &Message{From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
+		rep := &Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs}
 		w.Net.Send(rep, func() {
 			if c.closed {
 				w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)

@@ -67,6 +67,7 @@ type Conn struct {
 	server *Server
 	w      *sim.World
 
+	wire        uint64 // the network connection of the current session (sim.Network.NewConn)
 	state       State
 	session     int64
 	lastZxid    int64         // last zxid seen in a reply to a request
@@ -214,7 +215,8 @@ func (c *Conn) connect(p *sim.Process) {
 	srv := c.server
 	timeout := c.opt.SessionTimeout
 	c.lastSend = c.osc()
-	r, err := p.Call(srv.Host.Name, "CONNECT", fmt.Sprintf("CONNECT timeout=%v", timeout), timeout, func() (any, string) {
+	c.wire = c.w.Net.NewConn() // every connect attempt is a new TCP connection
+	r, err := p.CallOn(c.wire, srv.Host.Name, "CONNECT", fmt.Sprintf("CONNECT timeout=%v", timeout), timeout, func() (any, string) {
 		return srv.connect(c, timeout)
 	})
 	if c.closed {
@@ -365,7 +367,7 @@ func (c *Conn) send(p *sim.Process, op, summary string, timeout time.Duration, d
 	sid := c.session
 	srv := c.server
 	c.lastSend = c.osc()
-	r, err := p.Call(srv.Host.Name, op, summary, timeout, func() (any, string) { return srv.serve(sid, fn) })
+	r, err := p.CallOn(c.wire, srv.Host.Name, op, summary, timeout, func() (any, string) { return srv.serve(sid, fn) })
 	if err != nil {
 		return nil, ErrConnectionLoss
 	}

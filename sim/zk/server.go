@@ -290,7 +290,7 @@ func (s *Server) notify(sid int64, ev Event) {
 	c := ss.conn
 	s.w.Tracef(s.Host.Name, "notify %s (session %s): %s", c.Host.Name, sessionName(sid), ev)
 	s.w.Net.Send(&sim.Message{
-		From: s.Host.Name, To: c.Host.Name, Client: c.Host.Name,
+		Conn: c.wire, From: s.Host.Name, To: c.Host.Name, Client: c.Host.Name,
 		Dir: sim.Reply, Op: "WATCH", Summary: "WATCH " + ev.String(),
 	}, func() { c.deliver(sid, ev) })
 }
