@@ -206,10 +206,16 @@ type Scenario struct {
 	LivenessBound Duration `yaml:"liveness_bound,omitempty" json:"liveness_bound,omitempty"`
 	// MaxHold is the longest a holder may keep the lock while others wait
 	// before liveness counts it as stuck (0: no limit).
-	MaxHold   Duration        `yaml:"max_hold,omitempty" json:"max_hold,omitempty"`
-	Faults    faults.Schedule `yaml:"faults,omitempty" json:"faults"`
-	Expect    Expect          `yaml:"expect,omitempty" json:"expect"`
-	Narrative Narrative       `yaml:"narrative,omitempty" json:"narrative"`
+	MaxHold Duration        `yaml:"max_hold,omitempty" json:"max_hold,omitempty"`
+	Faults  faults.Schedule `yaml:"faults,omitempty" json:"faults"`
+	Expect  Expect          `yaml:"expect,omitempty" json:"expect"`
+	// AtMost bounds figures the backend reports (for ZooKeeper:
+	// watch_notifications, sessions_expired, znodes_created,
+	// orphaned_znodes), as part of what the run must match: a cost claim
+	// such as "the queue wakes one waiter per release" is then checked.
+	// It lives beside Expect, not in it, so that Expect stays comparable.
+	AtMost    map[string]int64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
+	Narrative Narrative        `yaml:"narrative,omitempty" json:"narrative"`
 	// Twin names the fixed (or broken) counterpart scenario.
 	Twin string `yaml:"twin,omitempty" json:"twin,omitempty"`
 	// Compare lists other algorithms run on the same setup, faults and seed,
@@ -437,6 +443,19 @@ func (s *Scenario) Validate() error {
 		case "", checker.OK, checker.Violated, checker.Unknown:
 		default:
 			return s.fieldErr(field, "expected ok, violated or unknown, got %q", st)
+		}
+	}
+	known := backendMetrics[info.Backend]
+	for _, name := range sortedKeys(s.AtMost) {
+		field := "at_most." + name
+		if !slices.Contains(known, name) {
+			if len(known) == 0 {
+				return s.fieldErr(field, "the %s backend reports no metrics to bound", info.Backend)
+			}
+			return s.fieldErr(field, "unknown metric %q; expected one of %s", name, strings.Join(known, ", "))
+		}
+		if s.AtMost[name] < 0 {
+			return s.fieldErr(field, "expected a bound >= 0, got %d", s.AtMost[name])
 		}
 	}
 	return nil

@@ -26,11 +26,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -188,6 +190,7 @@ type runJSON struct {
 	Verdict            map[string]string `json:"verdict"`
 	Expected           map[string]string `json:"expected"`
 	MatchesExpectation bool              `json:"matches_expectation"`
+	Metrics            map[string]any    `json:"metrics"`
 }
 
 // runScenario runs one catalogue scenario with the CLI at bin.
@@ -211,10 +214,23 @@ func runScenario(bin, id string) outcome {
 // mismatch names the verdicts that differ from the expectation.
 func mismatch(r runJSON) string {
 	var diffs []string
-	for _, k := range []string{"mutual_exclusion", "resource", "liveness"} {
-		if want, ok := r.Expected[k]; ok && r.Verdict[k] != want {
-			diffs = append(diffs, fmt.Sprintf("%s %s (expected %s)", k, r.Verdict[k], want))
+	for _, k := range slices.Sorted(maps.Keys(r.Expected)) {
+		want := r.Expected[k]
+		got, ok := r.Verdict[k]
+		if !ok {
+			// A bound on a metric (at_most): "<= N".
+			got = fmt.Sprint(r.Metrics[k])
+			if strings.HasPrefix(want, "<= ") {
+				if n, err := strconv.ParseFloat(want[3:], 64); err == nil {
+					if v, isNum := r.Metrics[k].(float64); isNum && v <= n {
+						continue
+					}
+				}
+			}
+		} else if got == want {
+			continue
 		}
+		diffs = append(diffs, fmt.Sprintf("%s %s (expected %s)", k, got, want))
 	}
 	if len(diffs) == 0 {
 		return "does not match its expectation"
