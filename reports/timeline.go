@@ -322,7 +322,7 @@ func (b *tlBuilder) layout(clients []string) {
 
 	// Legend.
 	t.Legend = []legendItem{
-		{Swatch: "sw-hold", Fill: palette[0], Text: "believed holding interval (one colour per client)"},
+		{Swatch: "sw-hold", Fill: palette[0], Text: "hold: from the acquire's return until the client releases, crashes, learns it lost the lock or finds its own lease run out — a deadline it never checks does not end it (one colour per client)"},
 		{Swatch: "sw-want", Text: "wants the lock and waits"},
 		{Swatch: "sw-fault", Text: "fault window"},
 		{Swatch: "sw-pause", Text: "client paused / host down"},

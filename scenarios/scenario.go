@@ -147,7 +147,9 @@ type Clients struct {
 	// timeout); off, a lost reply is an error the algorithm sees.
 	LibraryRetries bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
 	// CheckValidity makes clients check their lease before writing, and
-	// skip the write once it has expired on their own clock.
+	// skip the write once it has expired on their own clock; their hold
+	// ends at that check. Without it a client never looks at its deadline
+	// and holds until it releases (see checker's package documentation).
 	CheckValidity bool `yaml:"check_validity,omitempty" json:"check_validity,omitempty"`
 	// Each overrides settings per client, by name.
 	Each map[string]Client `yaml:"each,omitempty" json:"each,omitempty"`

@@ -1,13 +1,18 @@
 package scenarios
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
 )
 
 // skipValidityRedlock is Redlock with one realistic mistake: it counts the
@@ -91,5 +96,83 @@ func TestRedlockWithoutValidityFailsCatalogue(t *testing.T) {
 	s := mustGet(t, "redlock-pause-inflight-compliant")
 	if r := mustRun(t, s, s.Seed, Options{}); !r.Matches() {
 		t.Fatalf("the spec Redlock fails %s: %+v", s.ID, r.Report.Verdict)
+	}
+}
+
+// On every catalogue scenario, porcupine and the exact sweep agree: the
+// sweep finds a witness exactly when porcupine finds the hold instants
+// illegal, and the verdict is never unknown.
+func TestCheckerAgreesOnCatalogue(t *testing.T) {
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		for _, seed := range []uint64{s.Seed, 3} {
+			r := mustRun(t, s, seed, Options{NoTrace: true})
+			rep := r.Report
+			illegal := rep.Porcupine == "Illegal"
+			if illegal != (rep.Witness.MutualExclusion != nil) || rep.Verdict.MutualExclusion == checker.Unknown ||
+				illegal != (rep.Verdict.MutualExclusion == checker.Violated) {
+				t.Errorf("%s seed %d: porcupine %s, sweep %v, verdict %s", s.ID, seed, rep.Porcupine, rep.Witness.MutualExclusion, rep.Verdict.MutualExclusion)
+			}
+		}
+	}
+}
+
+// runJSON is everything a run reports, as JSON.
+func runJSON(t *testing.T, id string, seed uint64) []byte {
+	t.Helper()
+	r := mustRun(t, mustGet(t, id), seed, Options{KeepTrace: true})
+	b, err := json.Marshal(struct {
+		Result *Result
+		Report *checker.Report
+	}{r, r.Report})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A run's JSON is the same byte for byte on an idle machine and on one
+// whose cores are all busy, at any GOMAXPROCS: no verdict may depend on
+// machine speed or load (issue 10). The CPU burners are ordinary
+// goroutines spinning outside the simulation.
+func TestJSONIdenticalUnderLoad(t *testing.T) {
+	ids := []string{"del-wrong-client", "gc-pause-beyond-ttl", "redlock-clock-drift", "zk-suspended-vs-lost", "setnx-expire-crash", "zk-herd-effect"}
+	idle := map[string][]byte{}
+	for _, id := range ids {
+		idle[id] = runJSON(t, id, 7)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 2*runtime.NumCPU()+2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := uint64(i)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for k := 0; k < 1_000_000; k++ {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	prev := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(prev)
+	for _, procs := range []int{1, 2, 8} {
+		runtime.GOMAXPROCS(procs)
+		for _, id := range ids {
+			if got := runJSON(t, id, 7); !bytes.Equal(got, idle[id]) {
+				t.Errorf("%s at GOMAXPROCS=%d under load: the JSON differs from the idle run's", id, procs)
+			}
+		}
 	}
 }

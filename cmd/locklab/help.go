@@ -36,7 +36,7 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     start: 0s..10ms               # start time
     timeout: 50ms                 # go-redis read timeout (client's clock)
     library_retries: false        # keep go-redis default retries
-    check_validity: false         # skip the write once the lease expired
+    check_validity: false         # check the lease before the write; once expired, skip it (the hold ends there)
     each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true}}
   resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
   network: {latency: 500us, jitter: 500us}
