@@ -82,7 +82,11 @@ func overlapsBrute(in []Interval) bool {
 // collide, empty holds, one client holding twice — porcupine, the sweep and
 // the pairwise definition agree, and the witness is a real overlap.
 func TestPorcupineAgreesWithSweep(t *testing.T) {
+	defer func(n int) { segmentOps = n }(segmentOps)
 	rapid.Check(t, func(t *rapid.T) {
+		// Small segments too, so that cutting at quiet instants is tested
+		// on these short histories.
+		segmentOps = rapid.SampledFrom([]int{1, 2, 3, 128}).Draw(t, "segment")
 		n := rapid.IntRange(0, 12).Draw(t, "n")
 		var in []Interval
 		for k := 0; k < n; k++ {

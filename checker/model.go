@@ -74,7 +74,7 @@ func msText(ns int64) string {
 // keeps a bitset of the partition's operations per cached state, so a
 // partition of n operations costs O(n²) bits: cutting keeps a long serial
 // history linear in time and memory (design.md; issue 10 item 7).
-const segmentOps = 128
+var segmentOps = 128 // a variable so that tests can cut small histories too
 
 // quietSegments splits a history of hold instants into independent
 // partitions at instants where nobody holds. Each partition starts with

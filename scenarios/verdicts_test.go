@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim"
 )
 
 // skipValidityRedlock is Redlock with one realistic mistake: it counts the
@@ -139,7 +143,7 @@ func runJSON(t *testing.T, id string, seed uint64) []byte {
 // machine speed or load (issue 10). The CPU burners are ordinary
 // goroutines spinning outside the simulation.
 func TestJSONIdenticalUnderLoad(t *testing.T) {
-	ids := []string{"del-wrong-client", "gc-pause-beyond-ttl", "redlock-clock-drift", "zk-suspended-vs-lost", "setnx-expire-crash", "zk-herd-effect"}
+	ids := []string{"del-wrong-client", "gc-pause-beyond-ttl", "redlock-clock-drift", "zk-suspended-vs-lost", "reentrant-retry-double-count"}
 	idle := map[string][]byte{}
 	for _, id := range ids {
 		idle[id] = runJSON(t, id, 7)
@@ -174,5 +178,52 @@ func TestJSONIdenticalUnderLoad(t *testing.T) {
 				t.Errorf("%s at GOMAXPROCS=%d under load: the JSON differs from the idle run's", id, procs)
 			}
 		}
+	}
+}
+
+// Which faults excuse unavailability, and for whom: a healed partition, a
+// drop rule and a node's downtime for everybody while they last, a pause
+// for its own client, each delayed message until it arrives; a partition
+// that never heals, a node that never returns and a single lost reply
+// excuse nothing.
+func TestExcusedWindows(t *testing.T) {
+	sec := time.Second
+	applied := []faults.Applied{
+		{At: 1 * sec, Until: 3 * sec, Fault: faults.Fault{Kind: faults.Partition}, Text: "partition c1|A"},
+		{At: 2 * sec, Fault: faults.Fault{Kind: faults.Partition}, Text: "partition c2|A for good"},
+		{At: 4 * sec, Until: 9 * sec, Fault: faults.Fault{Kind: faults.Pause, Target: "c2"}, Text: "pause c2"},
+		{At: 5 * sec, Until: 6 * sec, Fault: faults.Fault{Kind: faults.NodeCrash}, Text: "node-crash A"},
+		{At: 5 * sec, Fault: faults.Fault{Kind: faults.NodeCrash}, Text: "node-crash B for good"},
+		{At: 7 * sec, Fault: faults.Fault{Kind: faults.Drop}, Text: "drop one reply"},
+		{At: 7 * sec, Until: 8 * sec, Fault: faults.Fault{Kind: faults.Drop}, Text: "drop replies for 1s"},
+		{At: 8 * sec, Fault: faults.Fault{Kind: faults.ClockJump}, Text: "clock-jump A"},
+		{At: 19 * sec, Until: 30 * sec, Fault: faults.Fault{Kind: faults.Partition}, Text: "partition past the end"},
+	}
+	delays := []sim.Delayed{{From: 10 * sec, To: 10*sec + 200*time.Millisecond, Client: "c1", Summary: "reply A→c1 SET (fault)"}}
+	got := excusedWindows(applied, delays, 20*sec)
+	want := []checker.Window{
+		{From: 1 * sec, To: 3 * sec, Why: "partition c1|A"},
+		{From: 4 * sec, To: 9 * sec, Client: "c2", Why: "paused"},
+		{From: 5 * sec, To: 6 * sec, Why: "node-crash A"},
+		{From: 7 * sec, To: 8 * sec, Why: "drop replies for 1s"},
+		{From: 19 * sec, To: 20 * sec, Why: "partition past the end"},
+		{From: 10 * sec, To: 10*sec + 200*time.Millisecond, Why: "delayed reply A→c1 SET (fault)"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("excused windows\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// The liveness witness lists each fault's share of the gap: in
+// reentrant-retry-double-count, the late reply that made go-redis re-send
+// the script excuses its own 200 ms at most, not the orphaned hold count.
+func TestLivenessWitnessListsExcuses(t *testing.T) {
+	s := mustGet(t, "reentrant-retry-double-count")
+	r := mustRun(t, s, s.Seed, Options{})
+	u := r.Report.Witness.Liveness
+	if u == nil || len(u.Excuses) != 1 || !strings.HasPrefix(u.Excuses[0].Why, "delayed reply A→c1 EVAL") ||
+		u.Excuses[0].Excused <= 0 || u.Excuses[0].Excused > 200*time.Millisecond || u.Blamed < 20*time.Second ||
+		!strings.Contains(u.String(), "excused by faults (delayed reply A→c1 EVAL") {
+		t.Fatalf("liveness witness %v", u)
 	}
 }

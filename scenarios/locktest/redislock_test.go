@@ -30,8 +30,9 @@ func redislockFactory(clients []*redis.Client) locktest.Lock {
 // Which catalogue faults break bsm/redislock? A single-instance lock with a
 // compare-and-delete release: it survives lost replies and crashed clients,
 // and breaks — as every single-node lease does — when a holder pauses past
-// its TTL (a lost update), when the node's clock jumps forward, or when the
-// node restarts without persistence (two holders). The README's table comes
+// its TTL, when the node's clock jumps forward, or when the node restarts
+// without persistence (two holders; holds are judged on what clients do,
+// so a holder stalled past its TTL still holds). The README's table comes
 // from this test's log.
 func TestRedislockUnderCatalogueFaults(t *testing.T) {
 	breaks := map[faults.Class]bool{}
