@@ -286,6 +286,26 @@ func (s *Scenario) Validate() error {
 			bad(fmt.Sprintf("compare[%d]", i), "unknown algorithm %q; expected one of %s", Printable(a, 40), strings.Join(algorithms.Names(), ", "))
 		}
 	}
+	// at_most bounds figures the backend reports; a name must be one of
+	// them (a typo would bound nothing).
+	if info.Name != "" {
+		known := backendMetrics[info.Backend]
+		for _, name := range sortedKeys(s.AtMost) {
+			field := "at_most." + Printable(name, 40)
+			switch {
+			case !slices.Contains(known, name) && len(known) == 0:
+				bad(field, "the %s backend reports no metrics to bound", info.Backend)
+			case !slices.Contains(known, name):
+				msg := fmt.Sprintf("unknown metric %q; expected one of %s", Printable(name, 40), strings.Join(known, ", "))
+				if d := DidYouMean(name, known); d != "" {
+					msg += fmt.Sprintf(" (did you mean %s?)", d)
+				}
+				bad(field, "%s", msg)
+			case s.AtMost[name] < 0:
+				bad(field, "expected a bound >= 0, found %d", s.AtMost[name])
+			}
+		}
+	}
 	switch s.Resource.Fencing {
 	case "none", ">", ">=":
 	default:

@@ -90,7 +90,31 @@ func (r *Result) Matches() bool {
 	e, v := r.Scenario.Expect, r.Report.Verdict
 	return (e.MutualExclusion == "" || e.MutualExclusion == v.MutualExclusion) &&
 		(e.Resource == "" || e.Resource == v.Resource) &&
-		(e.Liveness == "" || e.Liveness == v.Liveness)
+		(e.Liveness == "" || e.Liveness == v.Liveness) &&
+		len(r.MetricsOverBound()) == 0
+}
+
+// MetricsOverBound names, in order, the bounded metrics (at_most)
+// that the run exceeded or did not report.
+func (r *Result) MetricsOverBound() []string {
+	var over []string
+	for _, name := range sortedKeys(r.Scenario.AtMost) {
+		v, ok := r.Metric(name)
+		if !ok || v > r.Scenario.AtMost[name] {
+			over = append(over, name)
+		}
+	}
+	return over
+}
+
+// Metric returns the backend metric called name, if the run reported it.
+func (r *Result) Metric(name string) (int64, bool) {
+	for _, m := range r.Metrics {
+		if m.Name == name {
+			return m.Value, true
+		}
+	}
+	return 0, false
 }
 
 // Backend builds non-Redis infrastructure (a ZooKeeper ensemble) inside a

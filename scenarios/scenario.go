@@ -230,10 +230,16 @@ type Scenario struct {
 	LivenessBound Duration `yaml:"liveness_bound,omitempty" json:"liveness_bound,omitempty"`
 	// MaxHold is the longest a holder may keep the lock while others wait
 	// before liveness counts it as stuck (0: no limit).
-	MaxHold   Duration        `yaml:"max_hold,omitempty" json:"max_hold,omitempty"`
-	Faults    faults.Schedule `yaml:"faults,omitempty" json:"faults"`
-	Expect    Expect          `yaml:"expect,omitempty" json:"expect"`
-	Narrative Narrative       `yaml:"narrative,omitempty" json:"narrative"`
+	MaxHold Duration        `yaml:"max_hold,omitempty" json:"max_hold,omitempty"`
+	Faults  faults.Schedule `yaml:"faults,omitempty" json:"faults"`
+	Expect  Expect          `yaml:"expect,omitempty" json:"expect"`
+	// AtMost bounds figures the backend reports (for ZooKeeper:
+	// watch_notifications, sessions_expired, znodes_created,
+	// orphaned_znodes), as part of what the run must match: a cost claim
+	// such as "the queue wakes one waiter per release" is then checked.
+	// It lives beside Expect, not in it, so that Expect stays comparable.
+	AtMost    map[string]int64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
+	Narrative Narrative        `yaml:"narrative,omitempty" json:"narrative"`
 	// Twin names the fixed (or broken) counterpart scenario.
 	Twin string `yaml:"twin,omitempty" json:"twin,omitempty"`
 	// Compare lists other algorithms run on the same setup, faults and seed,

@@ -334,7 +334,18 @@ func (w *shapeWalker) integer(n *yaml.Node, t reflect.Type, path string, field *
 	}
 }
 
-func fmtBound(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+// fmtBound prints a bound as the whole number it stands for. The limits of
+// the integer types are not exact in float64 (2^63-1 rounds up to 2^63), so
+// they are spelled out rather than printed as 9223372036854776000.
+func fmtBound(f float64) string {
+	switch {
+	case f >= math.Pow(2, 64)-1:
+		return strconv.FormatUint(math.MaxUint64, 10)
+	case f >= math.Pow(2, 63)-1:
+		return strconv.FormatInt(math.MaxInt64, 10)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
 
 func intBounds(t reflect.Type) (float64, float64) {
 	switch t.Kind() {

@@ -62,6 +62,12 @@ func (z *zooKeeper) Connect(h *sim.Host) any { return z.server.Connect(h, z.opt)
 
 func (z *zooKeeper) Hosts() []*sim.Host { return []*sim.Host{z.server.Host} }
 
+// backendMetrics lists, per backend, the metrics its Metrics reports, for
+// validating expect.at_most before a run.
+var backendMetrics = map[string][]string{
+	"zookeeper": {"watch_notifications", "sessions_expired", "znodes_created", "orphaned_znodes"},
+}
+
 func (z *zooKeeper) Metrics() []Metric {
 	s := z.server
 	return []Metric{

@@ -13,7 +13,7 @@ var zkScenarios = []string{
 	"zk-session-expiry-pause", "zk-session-expiry-pause-fenced",
 	"zk-suspended-vs-lost", "zk-suspended-vs-lost-fixed",
 	"zk-lost-create-reply", "zk-lost-create-reply-fixed",
-	"zk-herd-effect", "zk-clock-jump",
+	"zk-herd-effect", "zk-queue-no-herd", "zk-clock-jump",
 }
 
 func zkMetric(t *testing.T, ms []Metric, name string) int64 {

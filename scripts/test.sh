@@ -7,7 +7,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
-go test -race -count=1 ./...
+# The mutation gate (cmd/locklab TestMutantsAreKilled) builds the CLI once per
+# mutant, which takes longer than go test's default 10m on a busy machine.
+go test -race -count=1 -timeout 30m ./...
 # A short fuzzing pass over the scenario parser and runner (issue 15); the
 # corpus in scenarios/testdata/fuzz also runs in the normal suite above.
 go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime 20s ./scenarios

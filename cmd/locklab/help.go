@@ -55,6 +55,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
       duration: 15s               #   (fires when that message arrives)
       after: {client: c1, op: READ}
   expect: {mutual_exclusion: violated, resource: violated, liveness: ok}
+  at_most: {watch_notifications: 100}   # bounds on backend metrics (ZooKeeper:
+                                  #   watch_notifications, sessions_expired,
+                                  #   znodes_created, orphaned_znodes)
   narrative: {what: ..., why: ..., fix: ..., sources: [...]}
   twin: other-scenario-id
   seed: 1                         # default seed

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -242,8 +244,8 @@ func algorithmLabel(s *scenarios.Scenario) string {
 	return label
 }
 
-func expectedMap(e scenarios.Expect) map[string]string {
-	m := map[string]string{}
+func expectedMap(sc *scenarios.Scenario) map[string]string {
+	e, m := sc.Expect, map[string]string{}
 	if e.MutualExclusion != "" {
 		m["mutual_exclusion"] = string(e.MutualExclusion)
 	}
@@ -252,6 +254,9 @@ func expectedMap(e scenarios.Expect) map[string]string {
 	}
 	if e.Liveness != "" {
 		m["liveness"] = string(e.Liveness)
+	}
+	for name, bound := range sc.AtMost {
+		m[name] = fmt.Sprintf("<= %d", bound)
 	}
 	return m
 }
@@ -265,7 +270,7 @@ func buildRunOutput(res *scenarios.Result, arg string) runOutput {
 		Algorithm:          sc.Algorithm,
 		Seed:               res.Seed,
 		Verdict:            res.Report.Verdict,
-		Expected:           expectedMap(sc.Expect),
+		Expected:           expectedMap(sc),
 		MatchesExpectation: res.Matches(),
 		Witness:            witnessOutput{MutualExclusion: w.MutualExclusion, Resource: w.Resource, Liveness: w.Liveness, Text: witnessText(res.Report)},
 		TraceSHA256:        res.TraceSHA256,
@@ -360,6 +365,17 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 	row("mutual exclusion", v.MutualExclusion, e.MutualExclusion)
 	row("resource", v.Resource, e.Resource)
 	row("liveness", v.Liveness, e.Liveness)
+	for _, name := range slices.Sorted(maps.Keys(sc.AtMost)) {
+		got, ok := res.Metric(name)
+		g, mark := fmt.Sprint(got), "✓"
+		if !ok {
+			g = "-"
+		}
+		if !ok || got > sc.AtMost[name] {
+			mark = "✗ MISMATCH"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t<= %d\t%s\n", strings.ReplaceAll(name, "_", " "), g, sc.AtMost[name], mark)
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 

@@ -1,0 +1,514 @@
+package main
+
+// The mutation gate (issue 10, item 6). Each mutant in
+// testdata/mutants/mutants.yaml is one realistic implementation mistake: a
+// file, an exact snippet of it and what the snippet becomes. The test builds
+// the CLI once per mutant with `go build -overlay` — the mutated file lives in
+// a temporary directory, the tree is never touched — and runs the whole
+// catalogue (`locklab run ID --json` for every id of `locklab list --json`),
+// plus any bounded explorations the mutant lists. A mutant is killed when
+// some run's matches_expectation becomes false, a run exits with an error
+// (or hangs past a generous guard), or a listed exploration finds a
+// violation that the unmutated tree does not. Every mutant must be killed:
+// a survivor means the catalogue cannot tell that mistake from correct
+// code, and the fix is a scenario that can.
+//
+// Equivalent mutants (no run can tell them apart from the original) are
+// listed in the same file with the reason and are not built; their snippets
+// must still be found, so a refactor cannot silently turn the listing stale.
+//
+//	go test ./cmd/locklab -run TestMutants -v                 # the table
+//	LOCKLAB_MUTANTS=quorum-half,zk-lexical-sort go test ...   # a few of them
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// mutant is one entry of testdata/mutants/mutants.yaml.
+type mutant struct {
+	ID          string `yaml:"id"`
+	Area        string `yaml:"area"`
+	File        string `yaml:"file"`
+	Mistake     string `yaml:"mistake"`
+	Original    string `yaml:"original"`
+	Replacement string `yaml:"replacement"`
+	// Equivalent, when set, says why no run can tell this mutant from the
+	// original code; the mutant is checked for its snippet and skipped.
+	Equivalent string `yaml:"equivalent"`
+	// Explore lists bounded explorations (arguments of `locklab explore`,
+	// which must include --seed and --runs) that may also kill the mutant.
+	Explore [][]string `yaml:"explore"`
+
+	line int // where the entry starts in the data file
+}
+
+const mutantsFile = "testdata/mutants/mutants.yaml"
+
+// runGuard bounds one CLI run. No verdict depends on it: a correct run of
+// the catalogue takes well under a second; only a mutant that makes the
+// simulation loop for ever meets it, and that counts as a kill ("hang").
+const runGuard = 3 * time.Minute
+
+func loadMutants(t *testing.T) []mutant {
+	t.Helper()
+	data, err := os.ReadFile(mutantsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", mutantsFile, err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.SequenceNode {
+		t.Fatalf("%s: expected a list of mutants", mutantsFile)
+	}
+	var out []mutant
+	seen := map[string]bool{}
+	for i, n := range doc.Content[0].Content {
+		var m mutant
+		if err := n.Decode(&m); err != nil {
+			t.Fatalf("%s:%d: mutants[%d]: %v", mutantsFile, n.Line, i, err)
+		}
+		m.line = n.Line
+		switch {
+		case m.ID == "" || m.File == "" || m.Mistake == "" || m.Original == "":
+			t.Fatalf("%s:%d: mutants[%d]: id, file, mistake and original are required", mutantsFile, n.Line, i)
+		case m.Original == m.Replacement:
+			t.Fatalf("%s:%d: mutant %s: replacement equals the original", mutantsFile, n.Line, m.ID)
+		case seen[m.ID]:
+			t.Fatalf("%s:%d: mutant %s: duplicate id", mutantsFile, n.Line, m.ID)
+		}
+		for _, args := range m.Explore {
+			if !slices.Contains(args, "--seed") || !slices.Contains(args, "--runs") {
+				t.Fatalf("%s:%d: mutant %s: explore %q needs a fixed --seed and a bounded --runs", mutantsFile, n.Line, m.ID, args)
+			}
+		}
+		seen[m.ID] = true
+		out = append(out, m)
+	}
+	return out
+}
+
+// moduleRoot is the directory holding go.mod, above the test's directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// mutate returns the source of m.File with its snippet replaced, or an error
+// naming the data file's line when the snippet is missing or ambiguous.
+func (m mutant) mutate(root string) ([]byte, error) {
+	src, err := os.ReadFile(filepath.Join(root, m.File))
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: mutant %s: %v", mutantsFile, m.line, m.ID, err)
+	}
+	switch n := strings.Count(string(src), m.Original); n {
+	case 1:
+		return []byte(strings.Replace(string(src), m.Original, m.Replacement, 1)), nil
+	case 0:
+		return nil, fmt.Errorf("%s:%d: mutant %s: original snippet not found in %s (was the code refactored? update the mutant, do not drop it)", mutantsFile, m.line, m.ID, m.File)
+	default:
+		return nil, fmt.Errorf("%s:%d: mutant %s: original snippet occurs %d times in %s; expected exactly once (make it longer)", mutantsFile, m.line, m.ID, n, m.File)
+	}
+}
+
+func goTool(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("the go command is not on PATH; the mutation gate needs it (CI=true)")
+	}
+	t.Skip("the go command is not on PATH; skipping the mutation gate")
+	return ""
+}
+
+// buildCLI builds cmd/locklab into dir/name, with overlay (a path to an
+// overlay JSON file) when not empty.
+func buildCLI(goBin, root, dir, name, overlay string) (string, error) {
+	out := filepath.Join(dir, name)
+	// No symbol table or DWARF: the binary only runs, and linking is the
+	// larger part of rebuilding a mutant.
+	args := []string{"build", "-ldflags=-s -w", "-o", out}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	args = append(args, "./cmd/locklab")
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, stderr.String())
+	}
+	return out, nil
+}
+
+// outcome is what one run of the CLI said.
+type outcome struct {
+	run    string // "run ID" or "explore ARGS"
+	killed bool
+	why    string
+}
+
+type runJSON struct {
+	Scenario           string            `json:"scenario"`
+	Verdict            map[string]string `json:"verdict"`
+	Expected           map[string]string `json:"expected"`
+	MatchesExpectation bool              `json:"matches_expectation"`
+	Metrics            map[string]any    `json:"metrics"`
+}
+
+// runScenario runs one catalogue scenario with the CLI at bin.
+func runScenario(bin, id string) outcome {
+	o := outcome{run: id}
+	code, stdout, stderr, hung := runBin(bin, "run", id, "--json")
+	var r runJSON
+	switch {
+	case hung:
+		o.killed, o.why = true, "hang"
+	case code == 2 || (code != 0 && code != 1):
+		o.killed, o.why = true, "error: "+firstLine(stderr)
+	case json.Unmarshal(stdout, &r) != nil:
+		o.killed, o.why = true, "error: output is not JSON: "+firstLine(string(stdout))
+	case !r.MatchesExpectation || code != 0:
+		o.killed, o.why = true, mismatch(r)
+	}
+	return o
+}
+
+// mismatch names the verdicts that differ from the expectation.
+func mismatch(r runJSON) string {
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(r.Expected)) {
+		want := r.Expected[k]
+		got, ok := r.Verdict[k]
+		if !ok {
+			// A bound on a metric (at_most): "<= N".
+			got = fmt.Sprint(r.Metrics[k])
+			if strings.HasPrefix(want, "<= ") {
+				if n, err := strconv.ParseFloat(want[3:], 64); err == nil {
+					if v, isNum := r.Metrics[k].(float64); isNum && v <= n {
+						continue
+					}
+				}
+			}
+		} else if got == want {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s %s (expected %s)", k, got, want))
+	}
+	if len(diffs) == 0 {
+		return "does not match its expectation"
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// runExploration runs a bounded exploration; it kills when it finds a violation
+// (exit 1) and errs on anything but 0 or 1.
+func runExploration(bin, dir string, args []string) outcome {
+	o := outcome{run: "explore " + strings.Join(args, " ")}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		o.killed, o.why = true, "error: "+err.Error()
+		return o
+	}
+	full := append([]string{"explore"}, args...)
+	full = append(full, "--workers", "1", "--out", filepath.Join(dir, "counterexample.yaml"), "--json")
+	code, _, stderr, hung := runBin(bin, full...)
+	switch {
+	case hung:
+		o.killed, o.why = true, "hang"
+	case code == 1:
+		o.killed, o.why = true, "violation found"
+	case code != 0:
+		o.killed, o.why = true, "error: "+firstLine(stderr)
+	}
+	return o
+}
+
+func runBin(bin string, args ...string) (code int, stdout []byte, stderr string, hung bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), runGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = filepath.Dir(bin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return -1, out.Bytes(), errb.String(), true
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.Bytes(), errb.String(), false
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.Bytes(), errb.String(), false
+	default:
+		return -1, out.Bytes(), err.Error(), false
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// catalogueIDs asks the CLI for every catalogue id.
+func catalogueIDs(t *testing.T, bin string) []string {
+	t.Helper()
+	code, out, stderr, _ := runBin(bin, "list", "--json")
+	if code != 0 {
+		t.Fatalf("locklab list --json: exit %d: %s", code, stderr)
+	}
+	var list []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("locklab list --json: %v", err)
+	}
+	var ids []string
+	for _, s := range list {
+		ids = append(ids, s.ID)
+	}
+	if len(ids) == 0 {
+		t.Fatal("locklab list --json: no scenarios")
+	}
+	return ids
+}
+
+// runAll runs the catalogue and then the explorations with the CLI at bin,
+// in batches of GOMAXPROCS parallel processes, and returns the outcomes in
+// a fixed order (catalogue order, then explorations). With untilKilled it
+// stops after the first batch that kills: which runs were made, and so the
+// table, depends only on the outcomes, never on which process finished
+// first.
+func runAll(bin, dir string, ids []string, explore [][]string, untilKilled bool) []outcome {
+	jobs := len(ids) + len(explore)
+	var out []outcome
+	batch := runtime.GOMAXPROCS(0)
+	for from := 0; from < jobs; from += batch {
+		part := make([]outcome, min(batch, jobs-from))
+		var wg sync.WaitGroup
+		for k := range part {
+			i := from + k
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i < len(ids) {
+					part[k] = runScenario(bin, ids[i])
+				} else {
+					part[k] = runExploration(bin, filepath.Join(dir, fmt.Sprint("explore-", i)), explore[i-len(ids)])
+				}
+			}()
+		}
+		wg.Wait()
+		out = append(out, part...)
+		if untilKilled && slices.ContainsFunc(part, func(o outcome) bool { return o.killed }) {
+			break
+		}
+	}
+	return out
+}
+
+func TestMutantsAreKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the mutation gate builds the CLI once per mutant; skipped under -short")
+	}
+	mutants := loadMutants(t)
+	root := moduleRoot(t)
+
+	// Every snippet must be found, equivalent mutants' included.
+	var only []string
+	if s := os.Getenv("LOCKLAB_MUTANTS"); s != "" {
+		only = strings.Split(s, ",")
+	}
+	var live, equivalent []mutant
+	for _, m := range mutants {
+		if _, err := m.mutate(root); err != nil {
+			t.Fatal(err)
+		}
+		if only != nil && !slices.Contains(only, m.ID) {
+			continue
+		}
+		if m.Equivalent != "" {
+			equivalent = append(equivalent, m)
+		} else {
+			live = append(live, m)
+		}
+	}
+	if only == nil && len(live) < 15 {
+		t.Fatalf("%d non-equivalent mutants; the gate asks for at least 15", len(live))
+	}
+	goBin := goTool(t)
+	dir := t.TempDir()
+
+	// The unmutated tree must pass everything the mutants are judged by.
+	base, err := buildCLI(goBin, root, dir, "locklab-original", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := catalogueIDs(t, base)
+	var explorations [][]string
+	for _, m := range live {
+		explorations = append(explorations, m.Explore...)
+	}
+	for _, o := range runAll(base, dir, ids, explorations, false) {
+		if o.killed {
+			t.Fatalf("the unmutated tree fails %s: %s; the gate cannot judge mutants against it", o.run, o.why)
+		}
+	}
+
+	type result struct {
+		m       mutant
+		killers []outcome
+		err     error
+	}
+	// Builds run one ahead of the runs: while one mutant's scenarios run,
+	// the next mutant compiles (linking is mostly single-threaded).
+	type built struct {
+		bin, dir string
+		err      error
+	}
+	builds := make(chan built, 1)
+	go func() {
+		defer close(builds)
+		for _, m := range live {
+			src, _ := m.mutate(root)
+			b := built{dir: filepath.Join(dir, m.ID)}
+			mutated := filepath.Join(b.dir, filepath.Base(m.File))
+			overlay := filepath.Join(b.dir, "overlay.json")
+			ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, m.File): mutated}})
+			if b.err = os.MkdirAll(b.dir, 0o755); b.err == nil {
+				if b.err = os.WriteFile(mutated, src, 0o644); b.err == nil {
+					if b.err = os.WriteFile(overlay, ov, 0o644); b.err == nil {
+						b.bin, b.err = buildCLI(goBin, root, b.dir, "locklab", overlay)
+					}
+				}
+			}
+			if b.err != nil {
+				// A mutant must compile: one that does not proves nothing.
+				b.err = fmt.Errorf("%s:%d: mutant %s does not compile: %v", mutantsFile, m.line, m.ID, b.err)
+			}
+			builds <- b
+		}
+	}()
+	var results []result
+	for _, m := range live {
+		b := <-builds
+		r := result{m: m, err: b.err}
+		if b.err == nil {
+			for _, o := range runAll(b.bin, b.dir, ids, m.Explore, true) {
+				if o.killed {
+					r.killers = append(r.killers, o)
+				}
+			}
+		}
+		results = append(results, r)
+	}
+
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "mutant\tarea\tkilled by")
+	for _, r := range results {
+		var by string
+		switch {
+		case r.err != nil:
+			by = "DOES NOT COMPILE"
+		case len(r.killers) == 0:
+			by = "SURVIVED"
+		default:
+			k := r.killers[0]
+			by = fmt.Sprintf("%s: %s", k.run, k.why)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.m.ID, r.m.Area, by)
+	}
+	for _, m := range equivalent {
+		fmt.Fprintf(tw, "%s\t%s\tequivalent, not run: %s\n", m.ID, m.Area, firstLine(m.Equivalent))
+	}
+	tw.Flush()
+	t.Logf("mutation gate, %d mutants against %d scenarios:\n%s", len(results), len(ids), table.String())
+
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			t.Error(r.err)
+		case len(r.killers) == 0:
+			t.Errorf("%s:%d: mutant %s survived: no catalogue scenario or exploration tells %q (%s) from the correct code; add a scenario that does", mutantsFile, r.m.line, r.m.ID, r.m.Mistake, r.m.File)
+		}
+	}
+}
+
+// TestMutantSnippets runs under -short too: every mutant's snippet is found
+// exactly once, and a snippet that is missing or ambiguous is an error that
+// names the data file's line.
+func TestMutantSnippets(t *testing.T) {
+	root := moduleRoot(t)
+	ms := loadMutants(t)
+	for _, m := range ms {
+		if _, err := m.mutate(root); err != nil {
+			t.Error(err)
+		}
+	}
+	gone := mutant{ID: "gone", File: "algorithms/redlock.go", Original: "no such code", line: 7}
+	if _, err := gone.mutate(root); err == nil || !strings.Contains(err.Error(), mutantsFile+":7: mutant gone: original snippet not found in algorithms/redlock.go") {
+		t.Errorf("missing snippet: %v", err)
+	}
+	twice := mutant{ID: "twice", File: "algorithms/redlock.go", Original: "r.Params", line: 9}
+	if _, err := twice.mutate(root); err == nil || !strings.Contains(err.Error(), "occurs") {
+		t.Errorf("ambiguous snippet: %v", err)
+	}
+	areas := map[string]bool{}
+	for _, m := range ms {
+		if m.Equivalent == "" {
+			areas[m.Area] = true
+		}
+	}
+	for _, a := range []string{"release", "quorum", "validity", "drift", "renewal ownership", "fencing comparison",
+		"resource storage", "zookeeper predecessor", "ordering", "session state"} {
+		if !areas[a] {
+			t.Errorf("no live mutant in area %q", a)
+		}
+	}
+}
