@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -139,7 +140,7 @@ func holdingChart(res *scenarios.Result, prefix string) chartView {
 	return chartView{
 		ID: prefix + "chart-holding", Title: "Who holds the lock (zoomable)", Height: 150 + min(46*len(clients), 1400),
 		Help:   "Drag the slider or scroll inside the chart to zoom; hover a bar for its interval.",
-		Option: line.JSON(),
+		Option: lean(line.JSON()),
 	}
 }
 
@@ -172,7 +173,7 @@ func clockChart(res *scenarios.Result, prefix string) chartView {
 	return chartView{
 		ID: prefix + "chart-clocks", Title: "Clock offsets from true time", Height: 260,
 		Help:   "A node whose clock runs ahead expires keys early; one that jumps expires them at once.",
-		Option: line.JSON(),
+		Option: lean(line.JSON()),
 	}
 }
 
@@ -212,7 +213,7 @@ func stockChart(res *scenarios.Result, prefix string) chartView {
 	return chartView{
 		ID: prefix + "chart-stock", Title: "The protected resource", Height: 260,
 		Help:   "Every accepted write sells one item; where the solid line stays above the dashed one, an update was lost.",
-		Option: line.JSON(),
+		Option: lean(line.JSON()),
 	}
 }
 
@@ -287,7 +288,7 @@ func latencyChart(res *scenarios.Result, prefix string) chartView {
 	return chartView{
 		ID: prefix + "chart-latency", Title: "Acquire latency over time", Height: 300,
 		Help:   "One dot per time a client wanted the lock: when it got it (or gave up), and how long that took. Faults are shaded.",
-		Option: sc.JSON(),
+		Option: lean(sc.JSON()),
 	}
 }
 
@@ -343,7 +344,7 @@ func throughputChart(res *scenarios.Result, prefix string) chartView {
 	return chartView{
 		ID: prefix + "chart-throughput", Title: "Acquisitions per second and unavailability", Height: 300,
 		Help:   "Bars: how many times the lock was granted per second. Red: the share of each bin during which nobody held the lock while some client wanted it.",
-		Option: bar.JSON(),
+		Option: lean(bar.JSON()),
 	}
 }
 
@@ -400,6 +401,47 @@ func unavailableStretches(res *scenarios.Result) []stretch {
 	}
 	if open >= 0 {
 		out = append(out, stretch{open, res.End})
+	}
+	return out
+}
+
+// lean rewrites a chart option into its shortest equivalent JSON: a data
+// item that carries nothing but a value ({"value": 10}, or the gap
+// {"value": "-"}) becomes the bare value, which ECharts reads the same way,
+// and settings equal to what ECharts would use anyway are left out.
+// The option goes through encoding/json once, so the page gets the same
+// sorted, deterministic text as before.
+func lean(opt map[string]any) map[string]any {
+	raw, err := json.Marshal(opt)
+	if err != nil {
+		panic(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		panic(err)
+	}
+	for _, k := range []string{"title", "toolbox"} {
+		if m, ok := out[k].(map[string]any); ok && len(m) == 0 {
+			delete(out, k) // empty: ECharts' defaults
+		}
+	}
+	series, _ := out["series"].([]any)
+	for _, s := range series {
+		sm, _ := s.(map[string]any)
+		if sm["animation"] == out["animation"] {
+			delete(sm, "animation") // a series inherits the chart's setting
+		}
+		if sm["connectNulls"] == false {
+			delete(sm, "connectNulls") // false is ECharts' default
+		}
+		data, _ := sm["data"].([]any)
+		for i, d := range data {
+			if dm, ok := d.(map[string]any); ok && len(dm) == 1 {
+				if v, ok := dm["value"]; ok {
+					data[i] = v
+				}
+			}
+		}
 	}
 	return out
 }

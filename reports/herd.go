@@ -98,7 +98,7 @@ func newHerdChart(runs []herdRun) *herdChart {
 			if most > 0 {
 				bh = float64(c) / float64(most) * h
 			}
-			ch.Shapes = append(ch.Shapes, shape{Kind: "rect", X: left + float64(i)*bw + bw*0.1, Y: base - bh, W: math.Max(bw*0.8, 0.8), H: bh, Fill: "#0e7490",
+			ch.Shapes = append(ch.Shapes, shape{Kind: "rect", X: left + float64(i)*bw + bw*0.1, Y: base - bh, W: math.Max(bw*0.8, 0.8), H: bh,
 				Title: fmt.Sprintf("%s: %s received %d notifications", r.Algorithm, r.Clients[i], c)})
 		}
 		ch.Shapes = append(ch.Shapes, shape{Kind: "text", X: (left + width - right) / 2, Y: base + 18, Text: fmt.Sprintf("one bar per client, %s … %s", r.Clients[0], r.Clients[n-1]), Size: 11, Anchor: "middle", Fill: "#475569"})

@@ -263,11 +263,11 @@ func (b *tlBuilder) layout(clients []string) {
 		} else {
 			b.rowOf[s.kind+":"+s.name] = r
 		}
-		fill := "#ffffff"
+		// Rows are striped: the picture's white background shows through
+		// the even rows, the odd ones get a .row-bg from the style sheet.
 		if i%2 == 1 {
-			fill = "#f8fafc"
+			t.Back = append(t.Back, shape{Kind: "rect", X: 0, Y: y, W: t.Width, H: s.h, Class: "row-bg"})
 		}
-		t.Back = append(t.Back, shape{Kind: "rect", X: 0, Y: y, W: t.Width, H: s.h, Fill: fill, Class: "row-bg"})
 		nameFill := "#0f172a"
 		if s.kind == "client" {
 			nameFill = b.color[s.name]
@@ -381,9 +381,9 @@ func (b *tlBuilder) axis(top, bottom float64) {
 		}
 		label := fmt.Sprintf("%.*fs", decimals, v)
 		t.Back = append(t.Back, shape{Kind: "line", X: x, Y: t.Y0, X2: x, Y2: t.Y1, Stroke: "#e2e8f0", SW: 1, Class: "grid"})
-		t.Over = append(t.Over, shape{Kind: "text", X: x, Y: top + 15, Text: label, Size: 11, Fill: "#475569", Anchor: "middle", Class: "tick"})
+		t.Over = append(t.Over, shape{Kind: "text", X: x, Y: top + 15, Text: label, Size: 11, Anchor: "middle", Class: "tick"})
 		if end := b.x(b.res.End); b.res.End >= b.to || math.Abs(x-end) > 28 {
-			t.Over = append(t.Over, shape{Kind: "text", X: x, Y: bottom + 16, Text: label, Size: 11, Fill: "#475569", Anchor: "middle", Class: "tick"})
+			t.Over = append(t.Over, shape{Kind: "text", X: x, Y: bottom + 16, Text: label, Size: 11, Anchor: "middle", Class: "tick"})
 		}
 	}
 	if end := b.res.End; end >= b.from && end < b.to {
@@ -546,7 +546,7 @@ func orNone(s string) string {
 }
 
 func (b *tlBuilder) cross(x, y, r float64, color, title string) {
-	d := fmt.Sprintf("M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f", x-r, y-r, x+r, y+r, x-r, y+r, x+r, y-r)
+	d := "M" + coord(x-r) + " " + coord(y-r) + "L" + coord(x+r) + " " + coord(y+r) + "M" + coord(x-r) + " " + coord(y+r) + "L" + coord(x+r) + " " + coord(y-r)
 	b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: d, Stroke: color, SW: 2.5, Fill: "none", Title: title})
 }
 
@@ -566,7 +566,7 @@ func (b *tlBuilder) want(wt checker.Want) {
 	cy := by + bh/2
 	x0, x1 := b.x(wt.From), b.x(wt.To)
 	title := fmt.Sprintf("%s wants the lock and waits: %s → %s (%s, %s)", wt.Client, checker.Sec(wt.From), checker.Sec(wt.To), dur(wt.To-wt.From), wt.Outcome)
-	b.t.Plot = append(b.t.Plot, shape{Kind: "rect", X: x0, Y: cy - 3, W: x1 - x0, H: 6, Fill: "url(#" + b.t.P + "hatch-want)", Stroke: "#94a3b8", SW: 0.8, Class: "want", Title: title})
+	b.t.Plot = append(b.t.Plot, shape{Kind: "rect", X: x0, Y: cy - 3, W: x1 - x0, H: 6, Fill: "url(#" + b.t.P + "hatch-want)", Class: "want", Title: title})
 	if !b.dense && x1-x0 > 70 {
 		b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: math.Max(x0, b.t.X0) + 3, Y: cy - 6, Text: "waits", Size: 10, Fill: "#64748b"})
 	}
@@ -608,8 +608,7 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	if iv.Fence != 0 {
 		title += fmt.Sprintf("; fencing token %d", iv.Fence)
 	}
-	s := shape{Kind: "rect", X: x0, Y: by, W: w, H: bh, Fill: b.color[iv.Client], Class: "hold", Title: title, Clients: iv.Client,
-		Label: fmt.Sprintf("%s %s %s %s", iv.Client, checker.Sec(iv.Start), checker.Sec(iv.End), iv.EndReason)}
+	s := shape{Kind: "rect", X: x0, Y: by, W: w, H: bh, Fill: b.color[iv.Client], Class: "hold", Title: title}
 	if b.isWitnessInterval(iv) {
 		s.Stroke, s.SW, s.Class = witnessRed, 3, "hold witness-hold"
 	}
@@ -682,7 +681,13 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 			addMark(a.Client, accessMark{x, short})
 		}
 		if hasStore && a.Kind == "write" {
-			b.marker(a, x, store.y+store.h/2-4, title)
+			// The store lane repeats the client row's marker; its tooltip is
+			// only written once, on the client row, when there is one.
+			storeTitle := title
+			if _, ok := b.rowOf[a.Client]; ok {
+				storeTitle = ""
+			}
+			b.marker(a, x, store.y+store.h/2-4, storeTitle)
 			txt := fmt.Sprintf("%d by %s", a.Value, a.Client)
 			if !a.Accepted {
 				txt = "rejects " + a.Client
@@ -752,9 +757,9 @@ func (b *tlBuilder) marker(a checker.Access, x, y float64, title string) {
 	t := b.t
 	switch {
 	case a.Kind == "read":
-		t.Plot = append(t.Plot, shape{Kind: "circle", X: x, Y: y, R: 4.5, Fill: "#ffffff", Stroke: "#0f172a", SW: 1.6, Class: "access read", Title: title})
+		t.Plot = append(t.Plot, shape{Kind: "circle", X: x, Y: y, R: 4.5, Class: "access read", Title: title})
 	case a.Accepted:
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 4.5, Y: y - 4.5, W: 9, H: 9, Fill: "#0f172a", Class: "access write", Title: title})
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 4.5, Y: y - 4.5, W: 9, H: 9, Class: "access write", Title: title})
 	default:
 		b.cross(x, y, 5, witnessRed, title)
 	}
