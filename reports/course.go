@@ -280,6 +280,9 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 				next = &crumb{Text: fmt.Sprintf("%d. %s", flat[i+1].N, flat[i+1].First.Title), Href: flat[i+1].File()}
 			}
 			lv := newLessonView(cl, sec, inputs, prev, next, ec)
+			for _, v := range lv.Runs {
+				leavePerClientViewsOut(v)
+			}
 			// Porcupine's viewer, once per directory; each run then
 			// carries only its history.
 			for _, v := range lv.Runs {
@@ -551,4 +554,26 @@ func withoutTooltips(t *timeline) *timeline {
 		*layer = shapes
 	}
 	return &c
+}
+
+// courseClientViews is the most clients a course page draws one row each
+// for in the interactive views. Past it (the herd lesson's 101 clients) a
+// row per client in the holding chart and in porcupine's view is unreadable
+// and heavy; the lesson's point is then made by its aggregate charts
+// (notifications per waiter), and the single-run report keeps both views.
+const courseClientViews = 50
+
+func leavePerClientViewsOut(v *runView) {
+	if v.clients <= courseClientViews {
+		return
+	}
+	charts := v.Charts[:0]
+	for _, c := range v.Charts {
+		if !strings.HasSuffix(c.ID, "chart-holding") {
+			charts = append(charts, c)
+		}
+	}
+	v.Charts = charts
+	v.Viz, v.VizData, v.vizViewer = "", "", ""
+	v.VizErr = fmt.Sprintf("left out of the course for a run of %d clients (one row each would be unreadable); `%s --report out.html` draws it", v.clients, v.Replay)
 }

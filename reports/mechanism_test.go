@@ -301,6 +301,13 @@ func TestCourseSizeAndSharedAssets(t *testing.T) {
 	if len(herd) > 400_000 {
 		t.Errorf("the herd lesson is %d bytes", len(herd))
 	}
+	// Its 101-client runs leave the per-client views out, and say why.
+	if n := strings.Count(string(herd), "left out of the course for a run of 101 clients"); n != 2 {
+		t.Errorf("the herd lesson explains %d omitted porcupine views, want 2", n)
+	}
+	if strings.Contains(string(herd), "chart-holding") {
+		t.Error("the herd lesson still draws a holding chart of 101 rows")
+	}
 
 	res, cmp := runScenario(t, "del-wrong-client")
 	single := render(t, res, cmp)

@@ -54,6 +54,7 @@ type runView struct {
 	VizData   template.JS
 	VizShared bool
 	vizViewer string // porcupine's viewer, split from its page
+	clients   int    // clients in the run (the course leaves per-client views out above courseClientViews)
 	Charts    []chartView
 	Herd      *herdChart // watch notifications per waiter, when the run compares recipes
 }
@@ -194,6 +195,7 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	if len(cmp) > 0 {
 		v.Herd = newHerdChart(herdRuns(RunInput{Result: res, Compared: cmp}))
 	}
+	v.clients = res.Scenario.Clients.Count
 	v.Trace, v.TraceOmitted, v.Actors = traceRows(res)
 	v.TraceTotal = len(res.Trace)
 
