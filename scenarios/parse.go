@@ -96,6 +96,12 @@ func (s *Scenario) Validate() error {
 	if s.ID == "" {
 		bad("id", "missing; expected a short name such as my-scenario")
 	}
+	// A counterexample block without its format is a cut or hand-made
+	// one: refuse it here, so that what parses also marshals and parses
+	// again (the block's other fields are checked by CheckFile).
+	if p := s.Counterexample; p != nil && p.Format == 0 {
+		bad("counterexample.format", "missing; expected the format version %d that locklab explore writes", CounterexampleFormat)
+	}
 	info, err := algorithms.Lookup(s.Algorithm)
 	if err != nil && s.Algorithm == "" {
 		bad("algorithm", "missing; expected one of %s", strings.Join(algorithms.Names(), ", "))
