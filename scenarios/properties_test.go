@@ -65,14 +65,21 @@ func TestPropertyFencedLocksNeverAcceptStaleWrites(t *testing.T) {
 }
 
 // Redlock keeps mutual exclusion when nodes never forget (appendfsync
-// always, or a restart delayed past the TTL) and there are neither clock
-// faults nor pauses: the assumptions of its safety argument.
+// always, or a restart delayed past the TTL) and nothing else goes wrong:
+// no clock faults, no pauses, and no fault that can stretch a holder's
+// critical section past its lease. Since holds are judged on behaviour, a
+// holder that waits for a delayed or lost message to the resource (1 s
+// timeout) goes on holding past its TTL — it never looks at the deadline
+// again — so drops, delays and partitions alone can give two holders, as
+// Kleppmann argues; the explore tests and the matrix exercise those
+// classes. What is left is Redlock's own claim: node crashes and restarts
+// that lose nothing cannot move the majority.
 func TestPropertyRedlockSafeWithinItsAssumptions(t *testing.T) {
 	base, err := MatrixScenario("redlock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes := []faults.Class{faults.ClassDrop, faults.ClassDelay, faults.ClassCrash, faults.ClassPartition, faults.ClassRestart}
+	classes := []faults.Class{faults.ClassCrash, faults.ClassRestart}
 	rapid.Check(t, func(t *rapid.T) {
 		sc := base.Clone()
 		drawWorkload(t, sc)
