@@ -192,9 +192,18 @@ func (b *tlBuilder) layout(clients []string) {
 	}
 	if r := w.Resource; r != nil && b.visible(r.Write.At, r.Write.At) {
 		var txt string
-		if r.Kind == "duplicate token" {
+		switch r.Kind {
+		case checker.DuplicateToken:
 			txt = fmt.Sprintf("DUPLICATE TOKEN: %s's write is accepted with fencing token %d, already used by %s", r.Write.Client, r.Write.Fence, r.Overwritten.Client)
-		} else {
+		case checker.StaleToken:
+			txt = fmt.Sprintf("STALE TOKEN: %s's write is accepted with token %d after %s's token %d", r.Write.Client, r.Write.Fence, r.Overwritten.Client, r.Overwritten.Fence)
+		case checker.NotReadMinus1:
+			txt = fmt.Sprintf("NOT READ-1: %s writes %d after reading %d", r.Write.Client, r.Write.Value, r.Write.Based)
+		case checker.StaleBase:
+			txt = fmt.Sprintf("STALE BASE: %s writes %d from %d while the resource holds %d", r.Write.Client, r.Write.Value, r.Write.Based, r.Held)
+		case checker.ABA:
+			txt = fmt.Sprintf("ABA: %s writes %d from a read of %d; %s wrote in between", r.Write.Client, r.Write.Value, r.Write.Based, r.Overwritten.Client)
+		default:
 			txt = fmt.Sprintf("LOST UPDATE: %s writes %d from a stale read of %d, undoing %s's write of %d", r.Write.Client, r.Write.Value, r.Write.Based, r.Overwritten.Client, r.Overwritten.Value)
 		}
 		witnessLanes = append(witnessLanes, lane{text: txt, x: b.xc(r.Write.At), color: witnessRed, weight: "700"})
@@ -577,7 +586,7 @@ func endPhrase(reason string) string {
 	case "release":
 		return "releases"
 	case "validity":
-		return "lease runs out"
+		return "checks its lease, finds it run out"
 	case "crash":
 		return "crashes"
 	case "lost":

@@ -274,7 +274,7 @@ func reasonPhrase(r string) string {
 	case "release":
 		return "until it released"
 	case "validity":
-		return "until its lease ran out on its own clock"
+		return "until it checked its lease and found it had run out"
 	case "crash":
 		return "until it crashed"
 	case "lost":
@@ -299,15 +299,7 @@ func witnessViews(res *scenarios.Result) []witnessView {
 		})
 	}
 	if r := w.Resource; r != nil {
-		var explain string
-		if r.Kind == "duplicate token" {
-			explain = fmt.Sprintf("The resource accepted %s's write at %s and %s's write at %s under the same fencing token %d: the token no longer tells the writers apart.",
-				r.Overwritten.Client, checker.Sec(r.Overwritten.At), r.Write.Client, checker.Sec(r.Write.At), r.Write.Fence)
-		} else {
-			explain = fmt.Sprintf("%s computed %d from a read of %d, but by the time its write arrived (%s) the stock had already been changed by %s's write of %d at %s. The write was accepted and silently undid that sale: the stock ends at %d where a serial order gives %d.",
-				r.Write.Client, r.Write.Value, r.Write.Based, checker.Sec(r.Write.At), r.Overwritten.Client, r.Overwritten.Value, checker.Sec(r.Overwritten.At), r.Final, r.Expected)
-		}
-		out = append(out, witnessView{Property: "resource safety", Summary: r.String(), Explain: explain})
+		out = append(out, witnessView{Property: "resource safety", Summary: r.String(), Explain: resourceExplain(r)})
 	}
 	if u := w.Liveness; u != nil {
 		out = append(out, witnessView{
@@ -603,4 +595,29 @@ func withVizProbe(page string) string {
 		return page[:i] + vizProbe + page[i:]
 	}
 	return page + vizProbe
+}
+
+// resourceExplain says in words what a resource witness of each kind
+// (checker's LostUpdate, DuplicateToken, StaleToken, …) means for the stock.
+func resourceExplain(r *checker.ResourceWitness) string {
+	w := r.Write
+	switch r.Kind {
+	case checker.DuplicateToken:
+		return fmt.Sprintf("The resource accepted %s's write at %s and %s's write at %s under the same fencing token %d: the token no longer tells the writers apart.",
+			r.Overwritten.Client, checker.Sec(r.Overwritten.At), w.Client, checker.Sec(w.At), w.Fence)
+	case checker.StaleToken:
+		return fmt.Sprintf("The resource had already seen token %d (%s's %s at %s), yet it accepted %s's write at %s with the older token %d: the fencing check let a stale holder through.",
+			r.Overwritten.Fence, r.Overwritten.Client, r.Overwritten.Kind, checker.Sec(r.Overwritten.At), w.Client, checker.Sec(w.At), w.Fence)
+	case checker.NotReadMinus1:
+		return fmt.Sprintf("%s wrote %d after reading %d: one sale takes exactly one item, so the write does not follow from the read it was based on.",
+			w.Client, w.Value, w.Based)
+	case checker.StaleBase:
+		return fmt.Sprintf("%s computed %d from %d, but the resource held %d when the write arrived and no accepted write had left %d: the value it worked from came from nowhere the history explains.",
+			w.Client, w.Value, w.Based, r.Held, w.Based)
+	case checker.ABA:
+		return fmt.Sprintf("%s's write at %s was based on a read of %d; the stock was %d again when it arrived, but %s's write at %s came in between, so one sale was counted on a value that had changed and changed back.",
+			w.Client, checker.Sec(w.At), w.Based, r.Held, r.Overwritten.Client, checker.Sec(r.Overwritten.At))
+	}
+	return fmt.Sprintf("%s computed %d from a read of %d, but by the time its write arrived (%s) the stock had already been changed by %s's write of %d at %s. The write was accepted and silently undid that sale: the stock ends at %d where a serial order gives %d.",
+		w.Client, w.Value, w.Based, checker.Sec(w.At), r.Overwritten.Client, r.Overwritten.Value, checker.Sec(r.Overwritten.At), r.Final, r.Expected)
 }
