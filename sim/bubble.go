@@ -415,6 +415,7 @@ func (w *World) endBubble() {
 	b := w.b
 	end := w.now
 	b.ended = true
+	w.runEndHooks()
 	for _, h := range w.hostOrder() {
 		w.hostState(h).cancel()
 		h.held = nil

@@ -62,6 +62,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/zk/wire"
 )
 
@@ -165,7 +166,8 @@ type Ensemble struct {
 	resumed   chan struct{} // closed and replaced on every Resume
 	start     time.Time
 
-	queue    eventQueue
+	drv      driver
+	queue    eventQueue // loopDriver's
 	seq      uint64
 	kick     chan struct{}
 	stop     chan struct{}
@@ -178,6 +180,12 @@ type Ensemble struct {
 
 	stats Stats
 	lost  []string
+
+	// World mode (world.go): the world, its hosts for the servers, and
+	// the client hosts that crashed (their dials are refused).
+	w            *sim.World
+	hosts        []*sim.Host
+	crashedHosts map[string]bool
 }
 
 type server struct {
@@ -238,12 +246,20 @@ type proposal struct {
 // (FastLeaderElection's tie-break on the highest id when all logs are
 // empty). It must be called inside a synctest bubble.
 func New(cfg Config) *Ensemble {
+	e := newEnsemble(cfg, time.Now())
+	e.drv = loopDriver{e}
+	go e.loop()
+	return e
+}
+
+// newEnsemble builds the servers; start is instant zero of the run.
+func newEnsemble(cfg Config, start time.Time) *Ensemble {
 	cfg = cfg.withDefaults()
 	e := &Ensemble{
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
 		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{}, paused: map[string]bool{}, resumed: make(chan struct{}),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		start: time.Now(), digest: sha256.New(),
+		start: start, digest: sha256.New(), crashedHosts: map[string]bool{},
 	}
 	for i := 1; i <= cfg.Servers; i++ {
 		s := &server{e: e, id: i, name: fmt.Sprintf("zk%d", i), up: true, tree: newTree(),
@@ -256,21 +272,35 @@ func New(cfg Config) *Ensemble {
 	for _, s := range e.servers {
 		s.serving = true
 	}
-	go e.loop()
 	return e
 }
 
 // Stop ends the loop and resets every connection still open, so the
-// clients' goroutines can end with the bubble.
+// clients' goroutines can end with the bubble. In world mode it is
+// Shutdown (the world's kernel is the loop).
 func (e *Ensemble) Stop() {
+	e.Shutdown()
+	if e.w == nil {
+		<-e.stopped
+	}
+}
+
+// Shutdown resets every connection and, from then on, refuses dials and
+// fails writes at once, without entering the world's kernel, so the
+// clients' goroutines end quickly once the run is over. NewOnWorld
+// registers it with World.OnRunEnd; calling it again is harmless. It only
+// takes e.mu, so it may be called with the kernel held.
+func (e *Ensemble) Shutdown() {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return
+	}
 	e.stopping = true
 	for _, c := range e.conns {
-		c.reset()
+		c.reset("")
 	}
-	e.mu.Unlock()
 	close(e.stop)
-	<-e.stopped
 }
 
 // Addrs are the servers' addresses for zk.Connect.
@@ -442,6 +472,7 @@ func (s *server) applyTxn(t *txn) {
 		c := t.origin
 		switch t.kind {
 		case opCreateSession:
+			e.tracef(s.name, "session 0x%x created for %s (timeout %v)", t.session, c.stream(), time.Duration(t.connect.resp.Timeout)*time.Millisecond)
 			c.sendDown(t.connect.resp.Frame(), false)
 		case opCloseSession:
 			c.sendDown(wire.ReplyHeader(t.xid, t.zxid, wire.ErrOK).Frame(), false)
@@ -507,6 +538,7 @@ func (e *Ensemble) expireTick() {
 			tick := e.cfg.TickTime
 			rounded := e.start.Add((dl.Sub(e.start) + tick - 1) / tick * tick)
 			if !rounded.After(now) {
+				e.tracef(e.servers[e.leader].name, "session 0x%x expired (no contact for %v)", id, now.Sub(s.lastTouch))
 				s.closing = true
 				e.stats.SessionsExpired++
 				e.commit(&proposal{kind: opCloseSession, sess: id})
@@ -520,6 +552,9 @@ func (e *Ensemble) expireTick() {
 
 // Crash stops a server: its connections are reset, and if it led, the
 // others start an election.
+//
+// In world mode (as every method that changes the ensemble) call it with
+// the world's kernel held: from a w.At event or a process.
 func (e *Ensemble) Crash(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -530,6 +565,10 @@ func (e *Ensemble) crash(name string) {
 	s := e.byName[name]
 	if s == nil || !s.up {
 		return
+	}
+	e.tracef(name, "crash")
+	if e.w != nil {
+		e.w.Net.SetDown(name, true)
 	}
 	s.up = false
 	s.stopServing()
@@ -550,6 +589,10 @@ func (e *Ensemble) Restart(name string) {
 		return
 	}
 	s.up = true
+	e.tracef(name, "restart (%d transactions in its log)", s.logged)
+	if e.w != nil {
+		e.w.Net.SetDown(name, false)
+	}
 	// It rebuilds its tree from its log.
 	s.tree = newTree()
 	s.applied = 0
@@ -566,9 +609,21 @@ func (e *Ensemble) Restart(name string) {
 
 // Partition cuts every link between a and b (client hosts or server
 // names). Links are symmetric.
+//
+// In world mode it cuts the world's network both ways (w.Net.Cut), which
+// the ensemble hears through its hook: faults and tests act the same way.
 func (e *Ensemble) Partition(a, b string) {
+	if e.w != nil {
+		e.w.Net.Cut(a, b)
+		e.w.Net.Cut(b, a)
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.partition(a, b)
+}
+
+func (e *Ensemble) partition(a, b string) {
 	if a > b {
 		a, b = b, a
 	}
@@ -581,8 +636,17 @@ func (e *Ensemble) Partition(a, b string) {
 
 // Heal restores the link between a and b; held messages are delivered.
 func (e *Ensemble) Heal(a, b string) {
+	if e.w != nil {
+		e.w.Net.Heal(a, b)
+		e.w.Net.Heal(b, a)
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.heal(a, b)
+}
+
+func (e *Ensemble) heal(a, b string) {
 	if a > b {
 		a, b = b, a
 	}
@@ -593,6 +657,13 @@ func (e *Ensemble) Heal(a, b string) {
 		}
 	}
 	if e.byName[a] != nil && e.byName[b] != nil {
+		e.peersHealed()
+	}
+}
+
+// peersHealed follows a link between servers coming back.
+func (e *Ensemble) peersHealed() {
+	{
 		// A follower healed before anyone noticed the cut still has its
 		// connection to the leader: the proposals it missed arrive now
 		// (TCP retransmits them), and it applies them.
@@ -626,6 +697,10 @@ func (e *Ensemble) Pause(host string) {
 func (e *Ensemble) Resume(host string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.resume(host)
+}
+
+func (e *Ensemble) resume(host string) {
 	delete(e.paused, host)
 	close(e.resumed)
 	e.resumed = make(chan struct{})
@@ -643,18 +718,21 @@ func (e *Ensemble) Drop(host string) {
 	defer e.mu.Unlock()
 	for _, c := range e.conns {
 		if c.host == host && !c.closed && c.rdErr == nil {
-			c.reset()
+			c.reset("dropped")
 		}
 	}
 }
 
 func (s *server) stopServing() {
+	if s.serving {
+		s.e.tracef(s.name, "stops serving")
+	}
 	s.serving = false
 	for _, c := range append([]*Conn{}, s.conns...) {
 		if s.up {
 			c.serverClose()
 		} else {
-			c.reset()
+			c.reset(s.name + " crashed")
 		}
 	}
 }
@@ -679,6 +757,9 @@ func (e *Ensemble) checkQuorum() {
 }
 
 func (e *Ensemble) loseLeader() {
+	if e.leader >= 0 {
+		e.tracef(e.servers[e.leader].name, "leader lost (epoch %d)", e.epoch)
+	}
 	e.leader = -1
 	for _, s := range e.servers {
 		if s.serving {
@@ -734,6 +815,7 @@ func (e *Ensemble) elect() {
 		e.stats.Elections++
 		e.leader = best.id - 1
 		e.epoch++
+		e.tracef(best.name, "elected leader (epoch %d, %d of %d servers)", e.epoch, len(group), len(e.servers))
 		e.counter = 0
 		for _, s := range group {
 			s.follow()
