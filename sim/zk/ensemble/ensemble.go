@@ -186,6 +186,7 @@ type Ensemble struct {
 	w            *sim.World
 	hosts        []*sim.Host
 	crashedHosts map[string]bool
+	observed     map[*sim.Message]bool // frames observers saw that a cut then held
 }
 
 type server struct {
@@ -834,6 +835,9 @@ func (e *Ensemble) elect() {
 
 // follow syncs a server with the log (DIFF/SNAP) and lets it serve.
 func (s *server) follow() {
+	if !s.serving && s.e.leader >= 0 && s.e.servers[s.e.leader] != s {
+		s.e.tracef(s.name, "follows %s and serves", s.e.servers[s.e.leader].name)
+	}
 	s.logged = len(s.e.log)
 	s.applyUpTo(s.logged)
 	s.serving = true

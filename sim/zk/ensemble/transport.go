@@ -371,14 +371,12 @@ func (e *Ensemble) Delay(host string, d time.Duration) {
 
 func (c *Conn) deliverUp(msg []byte, fin bool, m *sim.Message) {
 	c.e.traceMsg("up", c, msg, fin)
-	if c.srvGone {
+	if c.heldOrGone(true, msg, fin, m) {
 		return
 	}
-	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, true) {
-		c.stalled = append(c.stalled, stalledMsg{up: true, msg: msg, fin: fin, m: m})
-		if m != nil {
-			c.e.tracef(c.host, "%s held (link cut or host paused): %s", c.stream(), m.Summary)
-		}
+	// The world's observers (fault triggers) see the frame before the
+	// server acts on it; a fault they fire may have cut or reset it.
+	if c.e.observe(m) && c.heldOrGone(true, msg, fin, m) {
 		return
 	}
 	c.e.delivered(c, m, fin, true)
@@ -468,14 +466,10 @@ func (c *Conn) scheduleDown(frame []byte, fin bool, m *sim.Message, extra time.D
 
 func (c *Conn) deliverDown(frame []byte, fin bool, m *sim.Message) {
 	c.e.traceMsg("down", c, frame, fin)
-	if c.closed || c.rdErr != nil {
+	if c.heldOrGone(false, frame, fin, m) {
 		return
 	}
-	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, false) {
-		c.stalled = append(c.stalled, stalledMsg{msg: frame, fin: fin, m: m})
-		if m != nil {
-			c.e.tracef(c.host, "%s held (link cut or host paused): %s", c.stream(), m.Summary)
-		}
+	if c.e.observe(m) && c.heldOrGone(false, frame, fin, m) {
 		return
 	}
 	c.e.delivered(c, m, fin, false)
@@ -488,6 +482,24 @@ func (c *Conn) deliverDown(frame []byte, fin bool, m *sim.Message) {
 }
 
 var errEOF = io.EOF
+
+// heldOrGone is true when an arriving frame goes no further: its
+// receiving end is gone, or a cut (or a pause) holds it, behind any frame
+// held before it.
+func (c *Conn) heldOrGone(up bool, msg []byte, fin bool, m *sim.Message) bool {
+	if up && c.srvGone || !up && (c.closed || c.rdErr != nil) {
+		delete(c.e.observed, m)
+		return true
+	}
+	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, up) {
+		c.stalled = append(c.stalled, stalledMsg{up: up, msg: msg, fin: fin, m: m})
+		if m != nil {
+			c.e.tracef(c.host, "%s held (link cut or host paused): %s", c.stream(), m.Summary)
+		}
+		return true
+	}
+	return false
+}
 
 func hasStalled(s []stalledMsg, up bool) bool {
 	for _, m := range s {

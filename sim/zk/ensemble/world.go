@@ -49,6 +49,7 @@ func NewOnWorld(w *sim.World, cfg Config) *Ensemble {
 	e := newEnsemble(cfg, w.BubbleTime(0))
 	e.w = w
 	e.drv = worldDriver{e: e, w: w}
+	e.observed = map[*sim.Message]bool{}
 	for _, s := range e.servers {
 		e.hosts = append(e.hosts, w.NewHost(s.name, nil))
 	}
@@ -159,7 +160,24 @@ func (c *Conn) resend(h stalledMsg) {
 	c.scheduleDown(h.msg, h.fin, h.m, 0)
 }
 
-// delivered tells the world's observers a frame arrived and traces it.
+// observe shows the world's observers a frame that arrives (world mode;
+// once per frame, even if a cut then holds it). They run with e.mu
+// released, the kernel still held: a fault trigger among them may pause
+// or crash a host, cut the network or crash a server, and each of those
+// takes e.mu. It reports whether observers ran (the caller then looks at
+// the connection again).
+func (e *Ensemble) observe(m *sim.Message) bool {
+	if e.w == nil || m == nil || e.observed[m] {
+		return false
+	}
+	e.observed[m] = true
+	e.mu.Unlock()
+	e.w.Net.Delivered(m)
+	e.mu.Lock()
+	return true
+}
+
+// delivered traces a frame's arrival.
 func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
 	if e.w == nil {
 		return
@@ -175,7 +193,7 @@ func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
 	if m == nil {
 		return
 	}
-	e.w.Net.Delivered(m)
+	delete(e.observed, m)
 	if up {
 		e.tracef(c.server.name, "recv %s %s", c.stream(), m.Summary)
 	} else {
