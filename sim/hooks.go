@@ -47,6 +47,29 @@ func (w *World) runEndHooks() {
 	}
 }
 
+// WaitAtEnd makes the end of a bubble run also wait, in virtual time and
+// for at most the same wind-down as the processes, until done is closed:
+// a service that closes its clients from an OnRunEnd hook (go-zookeeper's
+// Close waits up to a second for its close request) registers each
+// closing goroutine here, so that none of them is still blocked when the
+// bubble's main goroutine returns (synctest stops time then and reports
+// them as deadlocked). Call it with the kernel held, e.g. from an
+// OnRunEnd hook.
+func (w *World) WaitAtEnd(done <-chan struct{}) { w.endWaits = append(w.endWaits, done) }
+
+// endWaitsLeft is how many WaitAtEnd channels are still open.
+func (w *World) endWaitsLeft() int {
+	n := 0
+	for _, ch := range w.endWaits {
+		select {
+		case <-ch:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // HostChange is what happened to a host, for OnHostChange.
 type HostChange int
 

@@ -96,6 +96,7 @@ type World struct {
 	closers  []func()
 	// runEnd and hostHooks are services' hooks (hooks.go).
 	runEnd    []func()
+	endWaits  []<-chan struct{}
 	hostHooks []func(h *Host, c HostChange)
 	b         *bubble // set when the world runs in a synctest bubble (bubble.go)
 }

@@ -187,6 +187,7 @@ type Ensemble struct {
 	hosts        []*sim.Host
 	crashedHosts map[string]bool
 	observed     map[*sim.Message]bool // frames observers saw that a cut then held
+	clients      []*zk.Conn            // made by Connect; Shutdown closes them
 }
 
 type server struct {
@@ -288,9 +289,13 @@ func (e *Ensemble) Stop() {
 
 // Shutdown resets every connection and, from then on, refuses dials and
 // fails writes at once, without entering the world's kernel, so the
-// clients' goroutines end quickly once the run is over. NewOnWorld
-// registers it with World.OnRunEnd; calling it again is harmless. It only
-// takes e.mu, so it may be called with the kernel held.
+// clients' goroutines end quickly once the run is over. In world mode it
+// also closes every client Connect made, each from a goroutine of its own
+// (go-zookeeper's Close waits up to a second for its close request), and
+// has the world's end wait for those (World.WaitAtEnd), so no client
+// goroutine outlives the run. NewOnWorld registers it with
+// World.OnRunEnd; calling it again is harmless. It only takes e.mu, so it
+// may be called with the kernel held (and in world mode it must be).
 func (e *Ensemble) Shutdown() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -302,6 +307,15 @@ func (e *Ensemble) Shutdown() {
 		c.reset("")
 	}
 	close(e.stop)
+	for _, c := range e.clients {
+		done := make(chan struct{})
+		e.w.WaitAtEnd(done)
+		go func() {
+			defer close(done)
+			c.Close()
+		}()
+	}
+	e.clients = nil
 }
 
 // Addrs are the servers' addresses for zk.Connect.
@@ -320,14 +334,30 @@ func (e *Ensemble) Addrs() []string {
 // MiB; ZooKeeper's own limit on a packet is 1 MiB, and no recipe here comes
 // near 64 KiB). cb, if not nil, is the client's event callback
 // (zk.WithEventCallback).
+//
+// In world mode call it from a goroutine of the bubble outside the kernel
+// (a process's Outside, or before w.Run); the run's end closes the client
+// (see Shutdown).
 func (e *Ensemble) Connect(host string, start int, sessionTimeout time.Duration, cb zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
 	if cb == nil {
 		cb = func(zk.Event) {}
 	}
-	return zk.Connect(e.Addrs(), sessionTimeout,
+	c, ch, err := zk.Connect(e.Addrs(), sessionTimeout,
 		zk.WithDialer(e.Dialer(host)), zk.WithHostProvider(NewHostProvider(start)),
 		zk.WithLogger(quietLogger{}), zk.WithEventCallback(cb),
 		zk.WithMaxBufferSize(64<<10), zk.WithMaxConnBufferSize(64<<10))
+	if err == nil && e.w != nil {
+		e.mu.Lock()
+		late := e.stopping
+		if !late {
+			e.clients = append(e.clients, c)
+		}
+		e.mu.Unlock()
+		if late {
+			c.Close()
+		}
+	}
+	return c, ch, err
 }
 
 func (e *Ensemble) majority() int { return len(e.servers)/2 + 1 }

@@ -23,6 +23,17 @@ func targets(r *lockRun) faults.Targets {
 	return faults.Targets{Clients: r.hosts, Hosts: hosts}
 }
 
+// scheduleOfEverything is a pause on a trigger, a partition between
+// servers that heals, a delay and a drop.
+func scheduleOfEverything() faults.Schedule {
+	return faults.Schedule{
+		{Kind: faults.Pause, After: &faults.Trigger{Op: "CREATE", Client: "c2"}, Target: "c2", Duration: dur(200 * time.Millisecond)},
+		{Kind: faults.Partition, At: at(time.Second), Groups: [][]string{{"zk1"}, {"zk2", "zk3"}}, Duration: dur(2 * time.Second)},
+		{Kind: faults.Delay, Client: "c3", Op: "GETCHILDREN2", Dir: "request", Duration: dur(300 * time.Millisecond), Count: 1},
+		{Kind: faults.Drop, Client: "c1", Op: "PING", Dir: "reply", Count: 1},
+	}
+}
+
 // TestWorldFaultSchedule arms a fault schedule with faults.Arm, as a YAML
 // scenario does: a pause triggered by c2's CREATE reply (the trigger runs
 // while the ensemble delivers that reply, and the pause acts on the
@@ -33,12 +44,7 @@ func targets(r *lockRun) faults.Targets {
 func TestWorldFaultSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var firing *faults.Firing
-		sched := faults.Schedule{
-			{Kind: faults.Pause, After: &faults.Trigger{Op: "CREATE", Client: "c2"}, Target: "c2", Duration: dur(200 * time.Millisecond)},
-			{Kind: faults.Partition, At: at(time.Second), Groups: [][]string{{"zk1"}, {"zk2", "zk3"}}, Duration: dur(2 * time.Second)},
-			{Kind: faults.Delay, Client: "c3", Op: "GETCHILDREN2", Dir: "request", Duration: dur(300 * time.Millisecond), Count: 1},
-			{Kind: faults.Drop, Client: "c1", Op: "PING", Dir: "reply", Count: 1},
-		}
+		sched := scheduleOfEverything()
 		cfg := Config{TickTime: 500 * time.Millisecond, SyncLimit: 2}
 		r := runLocks(lockSpec{seed: 11, cfg: cfg, rounds: 3, hold: 2 * time.Second, arm: func(r *lockRun) {
 			firing = faults.ArmWatched(r.w, targets(r), sched, nil)

@@ -3,6 +3,7 @@ package ensemble
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/sim"
 )
 
@@ -34,13 +36,13 @@ type lockRun struct {
 }
 
 type lockSpec struct {
-	seed     uint64
-	cfg      Config
-	rounds   int
-	hold     time.Duration
-	timeout  time.Duration // session timeout
-	arm      func(r *lockRun)
-	traceOff bool
+	seed    uint64
+	cfg     Config
+	rounds  int
+	hold    time.Duration
+	timeout time.Duration // session timeout
+	arm     func(r *lockRun)
+	limit   time.Duration // default 10 minutes
 }
 
 // runLocks runs spec inside the calling synctest bubble.
@@ -59,11 +61,8 @@ func runLocks(spec lockSpec) *lockRun {
 		h.Spawn(name, time.Duration(i)*time.Millisecond, func(p *sim.Process) {
 			var c *zk.Conn
 			connect := func() {
+				// The run's end closes the client (Shutdown).
 				p.Outside(func() { c, _, _ = e.Connect(name, i, spec.timeout, nil) })
-				cc := c
-				// The run's end resets the connections; the client's
-				// goroutines end once it is closed.
-				w.OnRunEnd(func() { go cc.Close() })
 			}
 			connect()
 			for k := 0; k < spec.rounds; {
@@ -101,7 +100,10 @@ func runLocks(spec lockSpec) *lockRun {
 	if spec.arm != nil {
 		spec.arm(r)
 	}
-	r.err = w.Run(10 * time.Minute)
+	if spec.limit == 0 {
+		spec.limit = 10 * time.Minute
+	}
+	r.err = w.Run(spec.limit)
 	return r
 }
 
@@ -312,23 +314,90 @@ func TestWorldDropResetsConnection(t *testing.T) {
 }
 
 // TestWorldDeterministic: one seed gives one trace, byte for byte, at
-// GOMAXPROCS 1 and 4, with a leader crash in the run.
+// GOMAXPROCS 1 and 4: with a leader crash, and with a fault schedule
+// (pause, partition, delay, drop) armed by faults.Arm.
 func TestWorldDeterministic(t *testing.T) {
-	var shas []string
-	var lines []int
-	for _, procs := range []int{1, 4, 1, 4} {
-		old := runtime.GOMAXPROCS(procs)
-		synctest.Test(t, func(t *testing.T) {
-			r := runLocks(lockSpec{seed: 7, rounds: 2, hold: 200 * time.Millisecond, arm: crashLeaderAt(300 * time.Millisecond)})
-			r.check(t, 2)
-			shas = append(shas, r.w.Trace.SHA256())
-			lines = append(lines, r.w.Trace.Len())
+	specs := map[string]func() lockSpec{
+		"leader crash": func() lockSpec {
+			return lockSpec{seed: 7, rounds: 2, hold: 200 * time.Millisecond, arm: crashLeaderAt(300 * time.Millisecond)}
+		},
+		"fault schedule": func() lockSpec {
+			return lockSpec{seed: 8, cfg: Config{TickTime: 500 * time.Millisecond, SyncLimit: 2}, rounds: 2, hold: 2 * time.Second, arm: func(r *lockRun) {
+				faults.Arm(r.w, targets(r), scheduleOfEverything(), nil)
+			}}
+		},
+	}
+	for _, name := range []string{"leader crash", "fault schedule"} {
+		t.Run(name, func(t *testing.T) {
+			var shas []string
+			var lines []int
+			for _, procs := range []int{1, 4, 1, 4} {
+				old := runtime.GOMAXPROCS(procs)
+				synctest.Test(t, func(t *testing.T) {
+					r := runLocks(specs[name]())
+					r.check(t, 2)
+					shas = append(shas, r.w.Trace.SHA256())
+					lines = append(lines, r.w.Trace.Len())
+				})
+				runtime.GOMAXPROCS(old)
+			}
+			for i := range shas {
+				if shas[i] != shas[0] {
+					t.Fatalf("trace digests differ: %v (%v lines)", shas, lines)
+				}
+			}
 		})
-		runtime.GOMAXPROCS(old)
 	}
-	for i := range shas {
-		if shas[i] != shas[0] {
-			t.Fatalf("trace digests differ: %v (%v lines)", shas, lines)
+}
+
+// TestWorldRunEndsWhileWaiting: the run's limit falls while clients hold
+// or wait for the lock inside go-zookeeper's Lock; the run's end resets
+// the ensemble's connections and closes the clients, Lock returns, and
+// every goroutine of the bubble ends (synctest.Test would report any
+// left). Afterwards a write fails and a dial is refused at once, without
+// the kernel.
+func TestWorldRunEndsWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := runLocks(lockSpec{seed: 9, rounds: 2, hold: 5 * time.Second, limit: 2 * time.Second})
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
-	}
+		if len(r.holds) != 0 {
+			t.Fatalf("holds %v ended within 2s of 5s holds", r.holds)
+		}
+		conn, err := r.e.Dialer("c9")("tcp", "zk1:2181", time.Second)
+		if err == nil || !strings.Contains(err.Error(), "ensemble stopped") {
+			t.Fatalf("dial after the run: %v, %v; want refused: ensemble stopped", conn, err)
+		}
+		r.e.mu.Lock()
+		c := r.e.conns[0]
+		r.e.mu.Unlock()
+		// Reset by the run's end, then closed by its client.
+		if _, err := c.Write([]byte{0, 0, 0, 0}); !errors.Is(err, errReset) && !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("write after the run: %v, want %v or %v", err, errReset, net.ErrClosed)
+		}
+	})
+}
+
+// TestWorldClientServerPartition: the world cuts c1 from its server; its
+// frames are held, go-zookeeper's read timeout gives up on the connection,
+// and c1 resumes its session on another server; the lock goes on.
+func TestWorldClientServerPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := runLocks(lockSpec{seed: 10, rounds: 2, hold: 2 * time.Second, arm: func(r *lockRun) {
+			r.w.At(100*time.Millisecond, func() {
+				r.w.Net.Cut("c1", "zk1")
+				r.w.Net.Cut("zk1", "c1")
+			})
+			r.w.At(5*time.Second, r.w.Net.HealAll)
+		}})
+		r.check(t, 2)
+		if o := r.overlaps(); len(o) > 0 {
+			t.Fatalf("holds overlap: %v", o)
+		}
+		if r.e.Stats().SessionsExpired != 0 {
+			t.Fatalf("%d sessions expired, want none (c1 moved in time)", r.e.Stats().SessionsExpired)
+		}
+		mustContain(t, r, "link c1–zk1 cut", "c1#1>zk1 held (link cut or host paused): PING", "connect c1#2>zk2", "link c1–zk1 healed")
+	})
 }
