@@ -3,6 +3,11 @@
 // github.com/go-zookeeper/zk client over fake TCP connections, inside a
 // testing/synctest bubble.
 //
+// It runs in one of two modes: standalone (New), with its own event loop,
+// or on a sim.World's kernel in bubble mode (NewOnWorld, world.go), where
+// the world's faults (partitions, host pauses and crashes, drop and delay
+// filters, triggers) act on it and its trace is the world's.
+//
 // What it models, after ZooKeeper 3.8's Zab and server pipeline:
 //   - 1, 3 or 5 servers; one leader; a write is forwarded to the leader,
 //     prepared there against the authoritative tree, committed once a
@@ -335,9 +340,10 @@ func (e *Ensemble) Addrs() []string {
 // near 64 KiB). cb, if not nil, is the client's event callback
 // (zk.WithEventCallback).
 //
-// In world mode call it from a goroutine of the bubble outside the kernel
-// (a process's Outside, or before w.Run); the run's end closes the client
-// (see Shutdown).
+// In world mode call it from any goroutine of the bubble (it does not
+// block), but call the client's operations outside the kernel (a
+// process's Outside): they wait for replies the kernel delivers. The run's
+// end closes the client (see Shutdown).
 func (e *Ensemble) Connect(host string, start int, sessionTimeout time.Duration, cb zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
 	if cb == nil {
 		cb = func(zk.Event) {}
