@@ -646,7 +646,14 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 				// the kernel, then take e.mu.
 				e.mu.Lock()
 				err = e.dialRefused(host, network)
+				crashed := e.crashedHosts[host] && !e.stopping
 				e.mu.Unlock()
+				if crashed {
+					// A crashed host runs nothing: its client's
+					// goroutines stay still until the run ends instead
+					// of retrying once a second.
+					<-e.stop
+				}
 				if err != nil {
 					return nil, err
 				}

@@ -124,3 +124,44 @@ func TestWorldServerCrashRestart(t *testing.T) {
 		mustContain(t, r, "zk1        crash", "connection c1#1>zk1 reset: zk1 crashed", "zk1        restart (", "zk1        follows zk3 and serves")
 	})
 }
+
+// TestWorldClientCrashWhileWaiting: a client crashes while it waits inside
+// go-zookeeper's Lock. Its goroutines stay still (its dials wait for the
+// run's end), its queued lock node goes when its session expires, the
+// others take the lock, and at the run's end its Lock call returns, so
+// the run winds down.
+func TestWorldClientCrashWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var crashed string
+		r := runLocks(lockSpec{seed: 14, rounds: 2, hold: 500 * time.Millisecond, arm: func(r *lockRun) {
+			r.w.At(100*time.Millisecond, func() {
+				for _, c := range []string{"c1", "c2", "c3"} {
+					if c != r.holding {
+						crashed = c
+						break
+					}
+				}
+				r.hosts[crashed].Crash()
+			})
+		}})
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, c := range []string{"c1", "c2", "c3"} {
+			want := 2
+			if c == crashed {
+				want = 0
+			}
+			if n := r.count(c); n != want {
+				t.Fatalf("%s held the lock %d times, want %d\n%s", c, n, want, r.trace())
+			}
+		}
+		if o := r.overlaps(); len(o) > 0 {
+			t.Fatalf("holds overlap: %v", o)
+		}
+		if r.e.Stats().SessionsExpired != 1 {
+			t.Fatalf("%d sessions expired, want the crashed client's", r.e.Stats().SessionsExpired)
+		}
+		mustContain(t, r, crashed+"         crash", "reset: client host crashed", "expired (no contact for")
+	})
+}
