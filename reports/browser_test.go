@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/locklab/locklab/sim/bubblehost"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,6 +87,7 @@ type probeResult struct {
 }
 
 func TestReportsInBrowser(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	path := chromiumPath()
 	if path == "" {
 		if os.Getenv("CI") == "true" {

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"github.com/locklab/locklab/sim/bubblehost"
 	"os"
 	"path/filepath"
 	"strings"
@@ -255,6 +256,7 @@ func TestParseSyllabusErrors(t *testing.T) {
 // linked (not inlined) by every lesson; a single run's report still
 // carries everything inline.
 func TestCourseSizeAndSharedAssets(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	dir := t.TempDir()
 	ech := filepath.Join(dir, "big-echarts.js")
 	// A stand-in as large as ECharts 5 (about 1 MB).

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"github.com/locklab/locklab/sim/bubblehost"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -306,6 +307,7 @@ func TestLessonsPairAndOrder(t *testing.T) {
 }
 
 func TestCourseIndexLinksEveryLesson(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	t.Setenv(EChartsEnv, "off")
 	all, err := scenarios.Catalogue()
 	if err != nil {

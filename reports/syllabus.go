@@ -42,6 +42,11 @@ type SyllabusLesson struct {
 	Questions  []string `yaml:"questions"`
 	Try        []string `yaml:"try"`
 	Sources    []string `yaml:"sources"`
+	// Outside, when set, says why the built course leaves this lesson
+	// out (the course must stay small enough to hand out, under 5 MB):
+	// the lesson stays in the syllabus for teachers, who run it with
+	// locklab run, but WriteCourse renders no page for it.
+	Outside string `yaml:"outside"`
 }
 
 // GlossaryEntry is one term.
@@ -102,7 +107,8 @@ type courseLesson struct {
 
 // plan orders the lessons of all by the syllabus. Lessons the syllabus does
 // not name go to a last section, "More scenarios", in the order Lessons
-// gives; syllabus entries that match no lesson are returned as unknown.
+// gives; lessons it marks Outside are left out; syllabus entries that
+// match no lesson are returned as unknown.
 func (s *Syllabus) plan(all []*scenarios.Scenario) (secs []courseSection, unknown []string) {
 	lessons := Lessons(all)
 	byID := map[string]int{}
@@ -124,6 +130,9 @@ func (s *Syllabus) plan(all []*scenarios.Scenario) (secs []courseSection, unknow
 				continue
 			}
 			used[i] = true
+			if meta.Outside != "" {
+				continue
+			}
 			n++
 			cs.Lessons = append(cs.Lessons, courseLesson{Lesson: lessons[i], Meta: meta, N: n})
 		}

@@ -153,7 +153,12 @@ func TestEnsembleScenariosInTheCatalogue(t *testing.T) {
 			t.Errorf("%s: algorithm %s is not a real-client ZooKeeper algorithm", s.ID, s.Algorithm)
 		}
 		if s.Twin == "" {
-			if s.ID != "zk-ensemble-leader-crash" {
+			// The stop-on-disconnect variant is broken too; its fix is
+			// zk-ensemble-minority-partition-fixed, which names the
+			// first broken run as its twin (a lesson page shows a
+			// scenario with its twins, and the course has no room for a
+			// third run on that page).
+			if s.ID != "zk-ensemble-leader-crash" && s.ID != "zk-ensemble-minority-partition-stop" {
 				t.Errorf("%s: no twin", s.ID)
 			}
 		}
