@@ -211,6 +211,9 @@ func blockedIn(bubble string) []string {
 		where := ""
 		for i := 1; i+1 < len(lines); i += 2 {
 			fn := strings.TrimSpace(lines[i])
+			if strings.HasPrefix(fn, "created by ") {
+				break // the stack ended inside the machinery
+			}
 			if strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/") || strings.HasPrefix(fn, "testing") || strings.Contains(fn, "/sim/bubblehost.") {
 				continue // the hosting machinery, not the code under test
 			}
