@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // usageError is bad input: the message says what was expected; exit 2.
@@ -63,8 +65,12 @@ violation found), 1 when it does not (explore: a violation found), 2 on bad
 input, 130 (SIGINT) or 143 (SIGTERM) when interrupted.
 `
 
+// main goes through bubblehost.Main: scenarios that run a real client
+// library (the go-zookeeper client) need testing/synctest bubbles, and a
+// bubble needs a *testing.T that only a hosted test can provide
+// (sim/bubblehost). The built-in algorithms run as before.
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	bubblehost.Main(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
