@@ -163,13 +163,21 @@ type Factory func(p Params, c Conns) (Lock, error)
 type Info struct {
 	Name    string
 	Summary string
-	// Backend is "redis" or "zookeeper".
+	// Backend is "redis", "zookeeper" (the single-server model of sim/zk)
+	// or "zookeeper-ensemble" (the real go-zookeeper client against
+	// sim/zk/ensemble).
 	Backend string
 	// MinNodes is the number of Redis nodes the algorithm needs (1, or N for Redlock).
 	MinNodes int
 	New      Factory
 	// Hidden algorithms resolve by name but are not listed (Custom).
 	Hidden bool
+	// Bubble says the algorithm runs real client code with goroutines and
+	// timers of its own (go-zookeeper's client), which only the bubble
+	// runtime can host deterministically (sim/bubble.go): a run of it
+	// happens inside a testing/synctest bubble, and its Acquire and Release
+	// call the library through the Env's Outside door.
+	Bubble bool
 	// Params declares the keys of Params.Extra the algorithm reads, so a
 	// scenario file's params are checked (with file and line) before
 	// anything runs. Build's cross-cutting options (RedisParams) are

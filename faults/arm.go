@@ -16,10 +16,24 @@ type Names struct {
 	Replicas []string
 	// Others are further hosts (the protected resource, ZooKeeper servers).
 	Others []string
+	// Servers are the hosts of Others that a node-crash may name: the
+	// servers of a backend that crash and restart (a ZooKeeper ensemble's
+	// zk1…zkN). They have no persistence setting: ZooKeeper fsyncs its
+	// transaction log before it acknowledges a write.
+	Servers []string
 }
 
 func (n Names) hosts() []string {
 	return append(append(append([]string(nil), n.Clients...), n.Nodes...), n.Others...)
+}
+
+// Server is a backend server a node-crash can act on.
+type Server interface {
+	// Crash stops the server at once: its connections reset, it takes no
+	// part in the backend's protocol until Restart.
+	Crash()
+	// Restart brings it back with what it had durably logged.
+	Restart()
 }
 
 // Targets are the simulated things a schedule acts on, by name.
@@ -28,6 +42,8 @@ type Targets struct {
 	Nodes   map[string]*sim.RedisNode
 	// Hosts has every host by name (clients, nodes, others).
 	Hosts map[string]*sim.Host
+	// Servers are a backend's servers by name (see Names.Servers).
+	Servers map[string]Server
 }
 
 // Applied records a fault taking effect, for reports.
@@ -154,11 +170,19 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 		}
 		w.Net.AddFilter(messageRule(w, f, now, matched))
 	case NodeCrash:
-		n := t.Nodes[f.Target]
-		n.Crash()
+		if n, ok := t.Nodes[f.Target]; ok {
+			n.Crash()
+			if f.RestartAfter > 0 {
+				rec.Until = now + f.RestartAfter.D()
+				w.After(f.RestartAfter.D(), func() { n.Restart(f.Persistence) })
+			}
+			break
+		}
+		srv := t.Servers[f.Target]
+		srv.Crash()
 		if f.RestartAfter > 0 {
 			rec.Until = now + f.RestartAfter.D()
-			w.After(f.RestartAfter.D(), func() { n.Restart(f.Persistence) })
+			w.After(f.RestartAfter.D(), srv.Restart)
 		}
 	case Partition:
 		if f.Duration > 0 {

@@ -185,9 +185,15 @@ func (f Fault) Problems(n Names) []Problem {
 			bad("duration", "expected the delay to add, such as 2s")
 		}
 	case NodeCrash:
-		needTarget("node", n.Nodes)
-		switch f.Persistence {
-		case "", "none", "everysec", "always":
+		needTarget("node", append(slices.Clone(n.Nodes), n.Servers...))
+		switch {
+		case f.Persistence != "" && slices.Contains(n.Servers, f.Target) && !slices.Contains(n.Nodes, f.Target):
+			// A ZooKeeper server fsyncs its transaction log before it
+			// acknowledges a proposal (ZooKeeper Administrator's Guide,
+			// forceSync), so a restart keeps everything it acknowledged:
+			// there is no setting to choose.
+			bad("persistence", "%s is a ZooKeeper server, which logs every write to disk before acknowledging it; persistence applies to Redis nodes only: remove it", f.Target)
+		case f.Persistence == "", f.Persistence == "none", f.Persistence == "everysec", f.Persistence == "always":
 		default:
 			bad("persistence", "expected none, everysec or always, found %q", f.Persistence)
 		}

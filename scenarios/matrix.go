@@ -324,8 +324,18 @@ func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
 // MatrixRows are the matrix's rows by default: every algorithm, then the
 // fenced variants of those that can carry fencing tokens, so the table shows
 // what fencing buys.
+//
+// Algorithms that run real client code in the bubble runtime (the gozk-*
+// ZooKeeper recipes on go-zookeeper) are not rows: the matrix runs its
+// cells on parallel workers, and bubbles run one at a time; their faults
+// are tabled by their own test (the go-zookeeper × fault table).
 func MatrixRows() []string {
-	rows := algorithms.Names()
+	var rows []string
+	for _, a := range algorithms.Names() {
+		if info, err := algorithms.Lookup(a); err == nil && !info.Bubble {
+			rows = append(rows, a)
+		}
+	}
 	for _, a := range []string{"set-nx-px-lua", "redlock", "zk-queue"} {
 		if _, err := algorithms.Lookup(a); err == nil {
 			rows = append(rows, a+"+fencing")

@@ -56,6 +56,11 @@ func (s *Scenario) fieldErr(field, format string, args ...any) *FieldError {
 // settings), declared where the backend registers.
 var backendParams = map[string][]algorithms.Param{}
 
+// backendChecks check what a backend's params mean together (a server
+// named in one param must exist by another), after each param passed its
+// own check.
+var backendChecks = map[string]func(s *Scenario, bad func(field, format string, args ...any)){}
+
 // scenarioParams are params the runner itself reads, for any algorithm.
 var scenarioParams = []algorithms.Param{
 	{Name: "fence_start", Expect: "a whole number >= 0, the fencing counter's first value", Check: func(v string) error {
@@ -338,6 +343,9 @@ func (s *Scenario) Validate() error {
 				}
 			}
 		}
+	}
+	if check := backendChecks[info.Backend]; info.Name != "" && check != nil {
+		check(s, bad)
 	}
 	names := s.Names()
 	// Clock arithmetic stays far from int64's limits: a host's offset plus

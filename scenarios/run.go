@@ -38,8 +38,11 @@ type Options struct {
 	// messages a run delivers; this bounds it whatever the file asks.
 	MaxMessages int
 	// Bubble runs the world inside the calling testing/synctest bubble, for
-	// lock code with goroutines and timers of its own (sim/bubble.go). Only
-	// a Factory's lock may run there: it is called through Outside.
+	// lock code with goroutines and timers of its own (sim/bubble.go): a
+	// Factory's lock, or an algorithm whose Info.Bubble is set, called
+	// through Outside. Run sets it itself for such an algorithm, and opens
+	// the bubble through package sim/bubblehost when the caller is not in
+	// one.
 	Bubble bool
 	// Prepare, when set, is called with the run's seed before the world is
 	// built (locktest seeds the process-wide random sources a library
@@ -128,6 +131,17 @@ type Backend interface {
 	Metrics() []Metric
 }
 
+// ServerBackend is a Backend whose servers a node-crash fault may name
+// (a ZooKeeper ensemble's zk1…zkN).
+type ServerBackend interface {
+	Backend
+	Servers() map[string]faults.Server
+}
+
+// crashableBackends are the backends that implement ServerBackend: their
+// hosts are valid node-crash targets (faults.Names.Servers).
+var crashableBackends = map[string]bool{}
+
 // BackendFactory builds a backend for a scenario.
 type BackendFactory func(w *sim.World, sc *Scenario) (Backend, error)
 
@@ -204,6 +218,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		}
 		info = algorithms.Info{Name: sc.Algorithm, Backend: "redis"}
 	}
+	if info.Bubble && opt.Factory == nil && !opt.Bubble {
+		return runInBubble(sc, seed, opt, info)
+	}
 	if opt.Prepare != nil {
 		opt.Prepare(seed)
 	}
@@ -220,7 +237,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		w.Net.Jitter = sc.Network.Jitter.D()
 	}
 	res := &Result{Scenario: sc, Seed: seed}
-	targets := faults.Targets{Clients: map[string]*sim.Host{}, Nodes: map[string]*sim.RedisNode{}, Hosts: map[string]*sim.Host{}}
+	targets := faults.Targets{Clients: map[string]*sim.Host{}, Nodes: map[string]*sim.RedisNode{}, Hosts: map[string]*sim.Host{}, Servers: map[string]faults.Server{}}
 
 	var lockNodes []*sim.RedisNode
 	var tokenNode *sim.RedisNode
@@ -287,6 +304,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		for _, h := range backend.Hosts() {
 			targets.Hosts[h.Name] = h
 			res.Hosts = append(res.Hosts, Host{Name: h.Name, Role: info.Backend})
+		}
+		if sb, ok := backend.(ServerBackend); ok {
+			targets.Servers = sb.Servers()
 		}
 	}
 	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})

@@ -281,9 +281,13 @@ const ResourceHost = "store"
 // Names returns what a fault schedule may refer to.
 func (s *Scenario) Names() faults.Names {
 	others := []string{ResourceHost}
+	var servers []string
 	if info, err := algorithms.Lookup(s.Algorithm); err == nil {
 		if b, ok := backends[info.Backend]; ok {
 			others = append(others, b.hosts(s)...)
+			if crashableBackends[info.Backend] {
+				servers = b.hosts(s)
+			}
 		}
 	}
 	var replicas []string
@@ -292,7 +296,7 @@ func (s *Scenario) Names() faults.Names {
 			replicas = append(replicas, n.Name)
 		}
 	}
-	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others}
+	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers}
 }
 
 // applyDefaults fills in what a file may leave out.

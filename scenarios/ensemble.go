@@ -1,0 +1,328 @@
+package scenarios
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/zklock/gozk" // registers the gozk-* algorithms
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/zk/ensemble"
+)
+
+// The ZooKeeper ensemble backend: the real go-zookeeper client (v1.0.4,
+// unmodified) against a simulated ensemble of 1, 3 or 5 servers
+// (sim/zk/ensemble) driven by the world's kernel in the bubble runtime.
+// The servers are world hosts zk1…zkN, so fault schedules name them:
+// node-crash: zk3 crashes a server (its clients reconnect elsewhere within
+// their session timeout), a partition [[c1, zk1], [zk2, zk3]] cuts a
+// minority off (it stops serving after sync_limit ticks), drop and delay
+// act on client connections as TCP does (a lost frame resets the
+// connection). Client ci dials server zk((i-1) mod N + 1) first, so c1
+// starts on zk1, c2 on zk2, and so on.
+//
+// Params (ZooKeeper's own defaults when left out, see ensemble.Config):
+//
+//	zk_servers: 3          1, 3 or 5 servers; zkN is the first leader
+//	session_timeout: 6s    the session timeout the clients ask for
+//	election_time: 400ms   how long an election takes once a leader is lost
+//	tick_time: 2s          ZooKeeper's tickTime (session expiry granularity)
+//	sync_limit: 5          ticks before a server cut off from its leader notices
+//	apply_lag: zk2=1500ms  how late a server applies committed transactions
+//	                       (comma-separated; the CURATOR-604 window)
+func init() {
+	RegisterBackend(gozk.Backend, ensembleHostNames, newEnsembleBackend)
+	crashableBackends[gozk.Backend] = true
+	positive := func(v string) error {
+		if d, err := faults.ParseDuration(v); err != nil || d <= 0 || d.D() > time.Hour {
+			return fmt.Errorf("expected a positive duration such as 6s")
+		}
+		return nil
+	}
+	backendParams[gozk.Backend] = []algorithms.Param{
+		{Name: "zk_servers", Expect: "1, 3 or 5", Check: algorithms.OneOf("1", "3", "5")},
+		{Name: "session_timeout", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
+		{Name: "election_time", Expect: "a duration between 1ns and 1h, such as 400ms", Check: positive},
+		{Name: "tick_time", Expect: "a duration between 1ns and 1h, such as 2s", Check: positive},
+		{Name: "sync_limit", Expect: "a whole number of ticks between 1 and 100, such as 5", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("expected a whole number of ticks between 1 and 100, such as 5")
+			}
+			return nil
+		}},
+		{Name: "apply_lag", Expect: "server=duration pairs, comma-separated, such as zk2=1500ms", Check: func(v string) error {
+			_, err := parseApplyLag(v, 5)
+			return err
+		}},
+	}
+	backendChecks[gozk.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+		v, ok := s.Params["apply_lag"]
+		if !ok {
+			return
+		}
+		if _, err := parseApplyLag(v, 5); err != nil {
+			return // reported by the param's own check
+		}
+		if _, err := parseApplyLag(v, zkServers(s)); err != nil {
+			bad("params.apply_lag", "%v (params.zk_servers is %d)", err, zkServers(s))
+		}
+	}
+	backendMetrics[gozk.Backend] = []string{"watch_notifications", "sessions_expired", "elections", "messages"}
+}
+
+// defaultSessionTimeout is what clients ask for when the scenario does
+// not say: Curator's default connection timeout is 15 s, its session
+// timeout 60 s; 6 s keeps runs short and is the catalogue's usual value.
+const defaultSessionTimeout = 6 * time.Second
+
+// zkServers is the ensemble's size from params.zk_servers (3 if absent or
+// not 1, 3 or 5; Validate reports the bad value).
+func zkServers(sc *Scenario) int {
+	switch sc.Params["zk_servers"] {
+	case "1":
+		return 1
+	case "5":
+		return 5
+	}
+	return 3
+}
+
+func ensembleHostNames(sc *Scenario) []string {
+	var out []string
+	for i := 1; i <= zkServers(sc); i++ {
+		out = append(out, fmt.Sprintf("zk%d", i))
+	}
+	return out
+}
+
+// parseApplyLag reads "zk2=1500ms, zk3=200ms" into server index (1-based)
+// → lag, refusing servers beyond n.
+func parseApplyLag(v string, n int) (map[int]time.Duration, error) {
+	out := map[int]time.Duration{}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, dur, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("expected server=duration such as zk2=1500ms, found %q", part)
+		}
+		name = strings.TrimSpace(name)
+		id, err := strconv.Atoi(strings.TrimPrefix(name, "zk"))
+		if !strings.HasPrefix(name, "zk") || err != nil || id < 1 || id > n {
+			if n == 1 {
+				return nil, fmt.Errorf("unknown server %q; expected zk1", name)
+			}
+			return nil, fmt.Errorf("unknown server %q; expected one of zk1…zk%d", name, n)
+		}
+		d, err := faults.ParseDuration(strings.TrimSpace(dur))
+		if err != nil || d < 0 || d.D() > time.Hour {
+			return nil, fmt.Errorf("%s: expected a duration between 0 and 1h such as 1500ms, found %q", name, dur)
+		}
+		out[id] = d.D()
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("expected server=duration such as zk2=1500ms, found %q", v)
+	}
+	return out, nil
+}
+
+// ensembleConfig reads the scenario's params into an ensemble.Config.
+func ensembleConfig(sc *Scenario) (ensemble.Config, time.Duration, error) {
+	cfg := ensemble.Config{Servers: zkServers(sc)}
+	timeout := defaultSessionTimeout
+	for _, p := range []struct {
+		key string
+		dst *time.Duration
+	}{{"session_timeout", &timeout}, {"election_time", &cfg.ElectionTime}, {"tick_time", &cfg.TickTime}} {
+		v, ok := sc.Params[p.key]
+		if !ok {
+			continue
+		}
+		d, err := faults.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, 0, fmt.Errorf("params.%s: expected a positive duration such as 6s, got %q", p.key, v)
+		}
+		*p.dst = d.D()
+	}
+	if v, ok := sc.Params["sync_limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return cfg, 0, fmt.Errorf("params.sync_limit: expected a whole number of ticks such as 5, got %q", v)
+		}
+		cfg.SyncLimit = n
+	}
+	if v, ok := sc.Params["apply_lag"]; ok {
+		lag, err := parseApplyLag(v, cfg.Servers)
+		if err != nil {
+			return cfg, 0, fmt.Errorf("params.apply_lag: %v", err)
+		}
+		cfg.ApplyLag = lag
+	}
+	return cfg, timeout, nil
+}
+
+// worldEnsemble is what the backend uses of a sim/zk/ensemble Ensemble
+// driven by the world's kernel.
+type worldEnsemble interface {
+	Hosts() []*sim.Host
+	Connect(host string, start int, sessionTimeout time.Duration, cb zk.EventCallback) (*zk.Conn, <-chan zk.Event, error)
+	Crash(name string)
+	Restart(name string)
+	Stats() ensemble.Stats
+}
+
+// newOnWorld builds the ensemble on the world (ensemble_world.go); atEnd
+// runs when the run ends, kernel held, after the ensemble has reset its
+// connections.
+var newOnWorld func(w *sim.World, cfg ensemble.Config, atEnd func()) worldEnsemble
+
+// zkEnsemble is the backend of one run.
+type zkEnsemble struct {
+	w        *sim.World
+	ens      worldEnsemble
+	timeout  time.Duration
+	servers  int
+	clients  int
+	sessions []*clientSession
+}
+
+// clientSession is one client's go-zookeeper connection and the
+// subscribers to its session events.
+type clientSession struct {
+	gozk.Session
+	mu     sync.Mutex
+	subs   []func(zk.Event)
+	atEnd  []func()
+	closed bool
+}
+
+func (s *clientSession) event(ev zk.Event) {
+	s.mu.Lock()
+	subs := append([]func(zk.Event){}, s.subs...)
+	s.mu.Unlock()
+	for _, fn := range subs {
+		fn(ev)
+	}
+}
+
+// close ends the client at the end of the run: the recipe's background
+// work first, then the connection, so every goroutine of the library
+// returns before the bubble ends.
+func (s *clientSession) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	atEnd := s.atEnd
+	s.mu.Unlock()
+	for _, fn := range atEnd {
+		fn()
+	}
+	s.Conn.Close()
+}
+
+func newEnsembleBackend(w *sim.World, sc *Scenario) (Backend, error) {
+	if !w.Bubble() {
+		return nil, fmt.Errorf("backend %s runs the real go-zookeeper client and needs the bubble runtime (Options.Bubble)", gozk.Backend)
+	}
+	cfg, timeout, err := ensembleConfig(sc)
+	if err != nil {
+		return nil, err
+	}
+	b := &zkEnsemble{w: w, timeout: timeout, servers: cfg.Servers}
+	if newOnWorld == nil {
+		return nil, fmt.Errorf("backend %s: the ensemble cannot run on the world's kernel in this build", gozk.Backend)
+	}
+	// At the end of the run every client closes: go-zookeeper's send and
+	// receive loops, and a recipe's background deletes, must return before
+	// the bubble can end. Close blocks until the library is done, so it
+	// runs on a goroutine of its own, never in the kernel.
+	b.ens = newOnWorld(w, cfg, func() {
+		for _, s := range b.sessions {
+			go s.close()
+		}
+	})
+	return b, nil
+}
+
+// Connect dials client host h into the ensemble, starting at its server
+// (see the comment at the top of this file).
+func (b *zkEnsemble) Connect(h *sim.Host) any {
+	s := &clientSession{}
+	start := b.clients % b.servers
+	b.clients++
+	conn, _, err := b.ens.Connect(h.Name, start, b.timeout, s.event)
+	if err != nil {
+		// Connect only builds the client; dialling happens later, so this
+		// is a programming error in the backend, not a run's outcome.
+		panic(fmt.Sprintf("zookeeper-ensemble: connecting %s: %v", h.Name, err))
+	}
+	hash := fnv.New64a()
+	hash.Write([]byte("gozk guid " + h.Name))
+	s.Session = gozk.Session{
+		Conn: conn,
+		OnEvent: func(fn func(zk.Event)) {
+			s.mu.Lock()
+			s.subs = append(s.subs, fn)
+			s.mu.Unlock()
+		},
+		AtEnd: func(fn func()) {
+			s.mu.Lock()
+			s.atEnd = append(s.atEnd, fn)
+			s.mu.Unlock()
+		},
+		Rand: seededReader{rand.New(rand.NewPCG(b.w.Seed, hash.Sum64()))},
+	}
+	b.sessions = append(b.sessions, s)
+	return &s.Session
+}
+
+func (b *zkEnsemble) Hosts() []*sim.Host { return b.ens.Hosts() }
+
+// Servers are the ensemble's servers, for node-crash.
+func (b *zkEnsemble) Servers() map[string]faults.Server {
+	out := map[string]faults.Server{}
+	for _, h := range b.ens.Hosts() {
+		out[h.Name] = zkServer{b.ens, h.Name}
+	}
+	return out
+}
+
+type zkServer struct {
+	e    worldEnsemble
+	name string
+}
+
+func (s zkServer) Crash()   { s.e.Crash(s.name) }
+func (s zkServer) Restart() { s.e.Restart(s.name) }
+
+func (b *zkEnsemble) Metrics() []Metric {
+	st := b.ens.Stats()
+	return []Metric{
+		{Name: "watch_notifications", Value: st.Notifications},
+		{Name: "sessions_expired", Value: st.SessionsExpired},
+		{Name: "elections", Value: st.Elections},
+		{Name: "messages", Value: st.Messages},
+	}
+}
+
+// seededReader is an io.Reader of seeded bytes (the recipes' GUIDs).
+type seededReader struct{ r *rand.Rand }
+
+func (s seededReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(s.r.Uint32())
+	}
+	return len(p), nil
+}
