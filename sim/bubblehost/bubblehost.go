@@ -106,7 +106,11 @@ var (
 // when fn panics, a *DeadlockError when the bubble deadlocks. fn must not
 // call Run itself (a bubble cannot nest, and the second Run would wait for
 // the first for ever).
-func Run(fn func()) error {
+func Run(fn func()) error { return run(fn, nil) }
+
+// run is Run; setup, when set, runs under the lock before the bubble
+// starts, and what it returns after the bubble has ended.
+func run(fn func(), setup func() (undo func())) error {
 	if bubbleOf() != "" {
 		return errors.New("bubblehost: Run called inside a synctest bubble; bubbles do not nest")
 	}
@@ -116,6 +120,9 @@ func Run(fn func()) error {
 		return ErrNoHost
 	}
 	t := hosts[len(hosts)-1]
+	if setup != nil {
+		defer setup()()
+	}
 
 	var fnErr error
 	var bubble string // "synctest bubble N", to pick its goroutines out of a dump

@@ -1,11 +1,14 @@
 package bubblehost_test
 
 import (
+	cryptorand "crypto/rand"
 	"errors"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 	"time"
 
 	"github.com/locklab/locklab/sim/bubblehost"
@@ -149,5 +152,37 @@ func TestHostedProgram(t *testing.T) {
 		if d := time.Since(start); d > 30*time.Second {
 			t.Errorf("%v: took %v of real time", c.args, d)
 		}
+	}
+}
+
+// The locklab command cannot use testing/cryptotest (it panics outside
+// `go test`), so RunSeeded makes its own stream; it must be the very
+// stream cryptotest gives a test for the same seed, or a run would differ
+// between the command and a test.
+func TestSeededStreamIsCryptotests(t *testing.T) {
+	var want, got, again [48]byte
+	t.Run("cryptotest", func(t *testing.T) {
+		cryptotest.SetGlobalRandom(t, 42)
+		io.ReadFull(cryptorand.Reader, want[:16])
+		cryptorand.Read(want[16:])
+	})
+	t.Run("RunSeeded", func(t *testing.T) {
+		bubblehost.Bind(t)
+		before := cryptorand.Reader
+		for _, buf := range []*[48]byte{&got, &again} {
+			err := bubblehost.RunSeeded(42, func() {
+				io.ReadFull(cryptorand.Reader, buf[:16])
+				cryptorand.Read(buf[16:])
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cryptorand.Reader != before {
+			t.Fatal("crypto/rand.Reader not restored after RunSeeded")
+		}
+	})
+	if got != want || again != want {
+		t.Fatalf("RunSeeded(42) drew %x then %x; cryptotest with seed 42 draws %x", got, again, want)
 	}
 }
