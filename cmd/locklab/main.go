@@ -50,7 +50,9 @@ const mainUsage = `locklab — a deterministic fault-injection lab for distribut
 Lock algorithms run against simulated Redis nodes and a simulated ZooKeeper
 whose clocks jump, whose replies are lost and whose clients pause; a checker
 flags mutual-exclusion violations, lost updates and lost liveness and names
-the witness. The same seed gives the same run, byte for byte.
+the witness. The same seed gives the same run, byte for byte. Real client
+libraries (the go-zookeeper client) run unmodified, inside a testing/synctest
+bubble that this program hosts itself, so their timers follow virtual time.
 
 Usage:
   locklab <command> [arguments]
