@@ -214,10 +214,10 @@ func (s *clientSession) event(ev zk.Event) {
 	}
 }
 
-// close ends the client at the end of the run: the recipe's background
-// work first, then the connection, so every goroutine of the library
-// returns before the bubble ends.
-func (s *clientSession) close() {
+// stop ends the recipe's background work (guaranteed deletes) at the
+// end of the run. The ensemble itself closes the connection (Shutdown):
+// go-zookeeper's Close may be called only once.
+func (s *clientSession) stop() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -229,7 +229,6 @@ func (s *clientSession) close() {
 	for _, fn := range atEnd {
 		fn()
 	}
-	s.Conn.Close()
 }
 
 func newEnsembleBackend(w *sim.World, sc *Scenario) (Backend, error) {
@@ -244,13 +243,19 @@ func newEnsembleBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	if newOnWorld == nil {
 		return nil, fmt.Errorf("backend %s: the ensemble cannot run on the world's kernel in this build", gozk.Backend)
 	}
-	// At the end of the run every client closes: go-zookeeper's send and
-	// receive loops, and a recipe's background deletes, must return before
-	// the bubble can end. Close blocks until the library is done, so it
-	// runs on a goroutine of its own, never in the kernel.
+	// At the end of the run the ensemble resets and closes every client
+	// (Shutdown); a recipe's background deletes must end too before the
+	// bubble can. Stopping them waits for their goroutines, so it runs on a
+	// goroutine of its own, never in the kernel, and the run's end waits
+	// for it.
 	b.ens = newOnWorld(w, cfg, func() {
 		for _, s := range b.sessions {
-			go s.close()
+			done := make(chan struct{})
+			w.WaitAtEnd(done)
+			go func() {
+				defer close(done)
+				s.stop()
+			}()
 		}
 	})
 	return b, nil
@@ -294,17 +299,22 @@ func (b *zkEnsemble) Hosts() []*sim.Host { return b.ens.Hosts() }
 func (b *zkEnsemble) Servers() map[string]faults.Server {
 	out := map[string]faults.Server{}
 	for _, h := range b.ens.Hosts() {
-		out[h.Name] = zkServer{b.ens, h.Name}
+		out[h.Name] = zkServer{b.w, b.ens, h.Name}
 	}
 	return out
 }
 
+// zkServer is one server as a node-crash sees it. The crash takes effect
+// in an event of its own at the same instant: a fault triggered by a
+// message (after: {op: CREATE}) fires while the ensemble is still
+// delivering that message, and the crash must not run inside it.
 type zkServer struct {
+	w    *sim.World
 	e    worldEnsemble
 	name string
 }
 
-func (s zkServer) Crash()   { s.e.Crash(s.name) }
+func (s zkServer) Crash()   { s.w.After(0, func() { s.e.Crash(s.name) }) }
 func (s zkServer) Restart() { s.e.Restart(s.name) }
 
 func (b *zkEnsemble) Metrics() []Metric {

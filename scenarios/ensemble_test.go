@@ -1,8 +1,14 @@
 package scenarios
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // ensembleBase is a valid scenario on the simulated ensemble; the tests
@@ -96,5 +102,233 @@ func TestEnsembleRunNeedsABubbleHost(t *testing.T) {
 	want := "scenario zk-base: algorithm gozk-lock runs real client code (zookeeper-ensemble backend) that needs a testing/synctest bubble, and nothing hosts one here: the locklab command does it by itself; a Go test must call bubblehost.Bind(t)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// ensembleRun runs a catalogue scenario of the ensemble in a bubble the
+// test hosts.
+func ensembleRun(t *testing.T, id string, seed uint64) *Result {
+	t.Helper()
+	bubblehost.Bind(t)
+	return mustRun(t, mustGet(t, id), seed, Options{KeepTrace: true})
+}
+
+func holdsOf(r *Result, client string) []checker.Interval {
+	var out []checker.Interval
+	for _, iv := range r.History.Intervals {
+		if iv.Client == client {
+			out = append(out, iv)
+		}
+	}
+	return out
+}
+
+func ensembleTraceHas(r *Result, actor, text string) bool {
+	for _, e := range r.Trace {
+		if e.Actor == actor && strings.Contains(e.Text, text) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEnsembleScenariosInTheCatalogue(t *testing.T) {
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range all {
+		if !strings.HasPrefix(s.ID, "zk-ensemble-") {
+			continue
+		}
+		got = append(got, s.ID)
+		if s.Narrative.What == "" || s.Narrative.Why == "" || s.Narrative.Fix == "" || len(s.Narrative.Sources) == 0 {
+			t.Errorf("%s: narrative incomplete", s.ID)
+		}
+		if s.Expect == (Expect{}) {
+			t.Errorf("%s: no expectation", s.ID)
+		}
+		if info, err := algorithms.Lookup(s.Algorithm); err != nil || info.Backend != "zookeeper-ensemble" || !info.Bubble {
+			t.Errorf("%s: algorithm %s is not a real-client ZooKeeper algorithm", s.ID, s.Algorithm)
+		}
+		if s.Twin == "" {
+			if s.ID != "zk-ensemble-leader-crash" {
+				t.Errorf("%s: no twin", s.ID)
+			}
+		}
+	}
+	want := "zk-ensemble-curator-604 zk-ensemble-curator-604-fixed zk-ensemble-herd zk-ensemble-leader-crash zk-ensemble-lost-delete zk-ensemble-lost-delete-fixed zk-ensemble-minority-partition zk-ensemble-minority-partition-fixed zk-ensemble-minority-partition-stop zk-ensemble-queue-no-herd"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("ensemble scenarios %v\nwant %s", got, want)
+	}
+}
+
+// The leader crashes as c2's first create reaches its server: one
+// election, every cycle of every client completes, one after another, for
+// go-zookeeper's Lock and for the recipes compared beside it.
+func TestEnsembleLeaderCrash(t *testing.T) {
+	bubblehost.Bind(t)
+	sc := mustGet(t, "zk-ensemble-leader-crash")
+	r, cmp, err := RunCompared(sc, sc.Seed, Options{KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Matches() {
+		t.Fatalf("verdict %+v", r.Report.Verdict)
+	}
+	if v, _ := r.Metric("elections"); v != 1 {
+		t.Fatalf("%d elections, want 1", v)
+	}
+	if len(r.Applied) < 1 || r.Applied[0].Fault.Target != "zk3" || !ensembleTraceHas(r, "zk3", "crash") || !ensembleTraceHas(r, "zk2", "elected leader") {
+		t.Fatalf("applied %+v; want zk3 crashed and zk2 elected", r.Applied)
+	}
+	if n := len(r.History.Intervals); n != 6 {
+		t.Fatalf("%d holds, want 3 clients × 2 cycles", n)
+	}
+	if first := r.History.Intervals[0].Start; first < 400*time.Millisecond {
+		t.Fatalf("first hold at %v, before the election could end", first)
+	}
+	for _, c := range cmp {
+		if c.Verdict != (checker.Verdict{MutualExclusion: checker.OK, Resource: checker.OK, Liveness: checker.OK}) || len(c.Result.History.Intervals) != 6 {
+			t.Errorf("%s: %+v with %d holds", c.Algorithm, c.Verdict, len(c.Result.History.Intervals))
+		}
+	}
+}
+
+// c1's server is cut off from the quorum: the leader expires c1's session
+// at 6 s (4 s, rounded up to a 2 s tick) and c2 holds; zk1 drops c1 only
+// at 11 s (syncLimit 5 × tickTime 2 s). Ignoring connection events, c1
+// holds to its release at 15 s; stopping on disconnect, it stops at 11 s —
+// still late; with syncLimit 1 it stops at 3 s, before c2 holds.
+func TestEnsembleMinorityPartition(t *testing.T) {
+	for _, c := range []struct {
+		id         string
+		c1End      time.Duration
+		c1Reason   string
+		overlap    bool
+		resourceOK bool
+	}{
+		{"zk-ensemble-minority-partition", 15 * time.Second, "release", true, false},
+		{"zk-ensemble-minority-partition-stop", 11 * time.Second, "lost", true, true},
+		{"zk-ensemble-minority-partition-fixed", 3 * time.Second, "lost", false, true},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			r := ensembleRun(t, c.id, 1)
+			if !r.Matches() {
+				t.Fatalf("verdict %+v, expected %+v", r.Report.Verdict, r.Scenario.Expect)
+			}
+			c1, c2 := holdsOf(r, "c1"), holdsOf(r, "c2")
+			if len(c1) != 1 || len(c2) != 1 {
+				t.Fatalf("holds c1 %v c2 %v", c1, c2)
+			}
+			if d := c1[0].End - c.c1End; d < 0 || d > 50*time.Millisecond || c1[0].EndReason != c.c1Reason {
+				t.Fatalf("c1 holds until %v (%s); want %v (%s)", c1[0].End, c1[0].EndReason, c.c1End, c.c1Reason)
+			}
+			if d := c2[0].Start - 6*time.Second; d < 0 || d > 50*time.Millisecond {
+				t.Fatalf("c2 holds from %v; want just after the expiry at 6s", c2[0].Start)
+			}
+			if v, _ := r.Metric("sessions_expired"); v != 1 {
+				t.Fatalf("%d sessions expired, want c1's", v)
+			}
+			o := r.Report.Witness.MutualExclusion
+			if c.overlap != (o != nil) {
+				t.Fatalf("witness %v; overlap expected: %v", o, c.overlap)
+			}
+			if o != nil && (o.First.Client != "c1" || o.Second.Client != "c2" || o.From != c2[0].Start) {
+				t.Fatalf("witness %v; want c1's hold overlapping c2's from %v", o, c2[0].Start)
+			}
+			if got := r.Report.Verdict.Resource == checker.OK; got != c.resourceOK {
+				t.Fatalf("resource %s", r.Report.Verdict.Resource)
+			}
+		})
+	}
+}
+
+// c1's create happens, c1 is cut off before the reply, its session expires
+// and the ensemble deletes the node; c1's next session lands on zk2, which
+// applies commits 1.5 s late. Neither recipe finds the old node: c1 holds
+// once, with a new node (sequence 2, fence 3), after c3.
+func TestEnsembleCurator604(t *testing.T) {
+	for _, id := range []string{"zk-ensemble-curator-604", "zk-ensemble-curator-604-fixed"} {
+		r := ensembleRun(t, id, 1)
+		if !r.Matches() || r.Report.Witness.MutualExclusion != nil {
+			t.Fatalf("%s: verdict %+v, witness %v", id, r.Report.Verdict, r.Report.Witness.MutualExclusion)
+		}
+		c1, c3 := holdsOf(r, "c1"), holdsOf(r, "c3")
+		if len(c1) != 1 || len(c3) != 1 || c1[0].Fence != 3 || !strings.HasSuffix(c1[0].Token, "-lock-0000000002") || c1[0].Start < c3[0].End {
+			t.Fatalf("%s: c1 %+v c3 %+v; want c1 after c3 on a new node", id, c1, c3)
+		}
+		if v, _ := r.Metric("sessions_expired"); v != 1 {
+			t.Fatalf("%s: %d sessions expired, want c1's first", id, v)
+		}
+		if !ensembleTraceHas(r, "c1", "CONNECT refused (session expired)") || !ensembleTraceHas(r, "zk2", "created for c1#") {
+			t.Fatalf("%s: the trace does not show c1's session expiring and a new one on zk2", id)
+		}
+	}
+}
+
+// c1's DELETE is lost: without guaranteed delete its node blocks c2 and
+// c3 until the end of the run; with it, everyone holds in turn.
+func TestEnsembleLostDelete(t *testing.T) {
+	r := ensembleRun(t, "zk-ensemble-lost-delete", 1)
+	if !r.Matches() || len(r.History.Intervals) != 1 || r.History.Intervals[0].Client != "c1" {
+		t.Fatalf("naive: verdict %+v, holds %+v", r.Report.Verdict, r.History.Intervals)
+	}
+	u := r.Report.Witness.Liveness
+	if u == nil || strings.Join(u.Waiting, ",") != "c2,c3" || u.To != r.End {
+		t.Fatalf("naive: liveness witness %v; want c2 and c3 waiting to the end", u)
+	}
+	if !ensembleTraceHas(r, "c1", "release failed") {
+		t.Fatal("naive: c1's release did not fail")
+	}
+	fixed := ensembleRun(t, "zk-ensemble-lost-delete-fixed", 1)
+	if !fixed.Matches() || len(fixed.History.Intervals) != 3 {
+		t.Fatalf("fixed: verdict %+v, holds %+v", fixed.Report.Verdict, fixed.History.Intervals)
+	}
+}
+
+// 19 waiters: 190 watch notifications with one shared node, 19 with the
+// queue.
+func TestEnsembleHerd(t *testing.T) {
+	bubblehost.Bind(t)
+	sc := mustGet(t, "zk-ensemble-herd")
+	r, cmp, err := RunCompared(sc, sc.Seed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.Metric("watch_notifications"); v != 190 || !r.Matches() {
+		t.Fatalf("simple: %d notifications, verdict %+v", v, r.Report.Verdict)
+	}
+	if len(cmp) != 1 || cmp[0].Result.Metrics[0] != (Metric{Name: "watch_notifications", Value: 19}) {
+		t.Fatalf("compared queue: %+v", cmp)
+	}
+	q := ensembleRun(t, "zk-ensemble-queue-no-herd", 1)
+	if v, _ := q.Metric("watch_notifications"); v != 19 || !q.Matches() {
+		t.Fatalf("queue: %d notifications, verdict %+v", v, q.Report.Verdict)
+	}
+}
+
+// One seed, one trace: at GOMAXPROCS 1 and 4, twice, for every ensemble
+// scenario; another seed gives another trace.
+func TestEnsembleSameSeedSameTrace(t *testing.T) {
+	bubblehost.Bind(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	all, _ := Catalogue()
+	for _, s := range all {
+		if !strings.HasPrefix(s.ID, "zk-ensemble-") {
+			continue
+		}
+		runtime.GOMAXPROCS(1)
+		one := mustRun(t, s, 7, Options{}).TraceSHA256
+		runtime.GOMAXPROCS(4)
+		four := mustRun(t, s, 7, Options{}).TraceSHA256
+		again := mustRun(t, s, 7, Options{}).TraceSHA256
+		if one != four || four != again {
+			t.Errorf("%s seed 7: GOMAXPROCS=1 %s, GOMAXPROCS=4 %s, again %s", s.ID, one, four, again)
+		}
+		if other := mustRun(t, s, 8, Options{}).TraceSHA256; other == one {
+			t.Errorf("%s: seeds 7 and 8 gave the same trace", s.ID)
+		}
 	}
 }

@@ -312,72 +312,89 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})
 
 	rec := newRecorder(w)
-	params := sc.params()
-	for _, name := range sc.ClientNames() {
-		over := sc.Clients.Each[name]
-		var offset time.Duration
-		var ppm int64
-		if over.Offset != nil {
-			offset = over.Offset.D()
-		}
-		if over.PPM != nil {
-			ppm = *over.PPM
-		}
-		host := w.NewHost(name, sim.NewClock(offset, ppm))
-		targets.Clients[name] = host
-		targets.Hosts[name] = host
-		res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
-		copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}
-		if over.LibraryRetries != nil {
-			copts.LibraryRetries = *over.LibraryRetries
-		}
-		var connect func() algorithms.Conns
-		connect = func() algorithms.Conns {
-			conns := algorithms.Conns{Fresh: connect}
-			for _, n := range lockNodes {
-				conns.Redis = append(conns.Redis, n.NewClient(host, copts))
+	var firing *faults.Firing
+	var setupErr error
+	// In a bubble, a backend's clients start goroutines of their own as
+	// they connect (go-zookeeper dials at once), and those enter the
+	// kernel; from the first connection on, the rest of the setup runs
+	// inside the kernel too, so it never races with them.
+	setup := func(fn func()) { fn() }
+	if w.Bubble() && backend != nil {
+		setup = func(fn func()) { w.Notify("setup", fn) }
+	}
+	setup(func() {
+		params := sc.params()
+		for _, name := range sc.ClientNames() {
+			over := sc.Clients.Each[name]
+			var offset time.Duration
+			var ppm int64
+			if over.Offset != nil {
+				offset = over.Offset.D()
 			}
-			if tokenNode != nil {
-				conns.Tokens = tokenNode.NewClient(host, copts)
+			if over.PPM != nil {
+				ppm = *over.PPM
 			}
-			return conns
+			host := w.NewHost(name, sim.NewClock(offset, ppm))
+			targets.Clients[name] = host
+			targets.Hosts[name] = host
+			res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
+			copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}
+			if over.LibraryRetries != nil {
+				copts.LibraryRetries = *over.LibraryRetries
+			}
+			var connect func() algorithms.Conns
+			connect = func() algorithms.Conns {
+				conns := algorithms.Conns{Fresh: connect}
+				for _, n := range lockNodes {
+					conns.Redis = append(conns.Redis, n.NewClient(host, copts))
+				}
+				if tokenNode != nil {
+					conns.Tokens = tokenNode.NewClient(host, copts)
+				}
+				return conns
+			}
+			conns := connect()
+			if backend != nil {
+				conns.Backend = backend.Connect(host)
+			}
+			var lock algorithms.Lock
+			if opt.Factory != nil {
+				lock, err = opt.Factory(params, conns)
+			} else {
+				lock, err = algorithms.Build(sc.Algorithm, params, conns)
+			}
+			if err != nil {
+				setupErr = fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
+				return
+			}
+			wl := workload{sc: sc, name: name, lock: lock, inv: inv, rec: rec, over: over}
+			start := draw(w.Rand(), sc.Clients.Start)
+			if over.Start != nil {
+				start = draw(w.Rand(), *over.Start)
+			}
+			p := host.Spawn(name, start, wl.run)
+			p.OnExit(func() {
+				if p.Crashed() {
+					rec.crash(name)
+				}
+			})
 		}
-		conns := connect()
-		if backend != nil {
-			conns.Backend = backend.Connect(host)
+		firing = faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
+		budget := opt.MaxMessages
+		if budget <= 0 {
+			budget = sc.messageLimit()
 		}
-		var lock algorithms.Lock
-		if opt.Factory != nil {
-			lock, err = opt.Factory(params, conns)
-		} else {
-			lock, err = algorithms.Build(sc.Algorithm, params, conns)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
-		}
-		wl := workload{sc: sc, name: name, lock: lock, inv: inv, rec: rec, over: over}
-		start := draw(w.Rand(), sc.Clients.Start)
-		if over.Start != nil {
-			start = draw(w.Rand(), *over.Start)
-		}
-		p := host.Spawn(name, start, wl.run)
-		p.OnExit(func() {
-			if p.Crashed() {
-				rec.crash(name)
+		delivered := 0
+		w.Net.Observe(func(*sim.Message) {
+			if delivered++; delivered == budget+1 {
+				w.Fail(fmt.Errorf("the run delivered more than %d messages (the limit; raise it with --max-messages)", budget))
 			}
 		})
-	}
-	firing := faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
-	budget := opt.MaxMessages
-	if budget <= 0 {
-		budget = sc.messageLimit()
-	}
-	delivered := 0
-	w.Net.Observe(func(*sim.Message) {
-		if delivered++; delivered == budget+1 {
-			w.Fail(fmt.Errorf("the run delivered more than %d messages (the limit; raise it with --max-messages)", budget))
-		}
+
 	})
+	if setupErr != nil {
+		return nil, setupErr
+	}
 
 	if err := w.Run(sc.Duration.D()); err != nil {
 		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"github.com/locklab/locklab/sim/bubblehost"
 	"os"
 	"runtime"
 	"slices"
@@ -37,6 +38,7 @@ func mustRun(t testing.TB, s *Scenario, seed uint64, opt Options) *Result {
 // Every catalogue scenario matches its expectation with its default seed and
 // with a few others: the catalogue's claims do not hang on one lucky seed.
 func TestCatalogueMatchesExpectation(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	all, err := Catalogue()
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +216,7 @@ func TestSameSeedSameTraceAcrossGOMAXPROCS(t *testing.T) {
 // this test with -race, developers without, and both must agree with the
 // same file. Run with -update after an intended change of the trace format.
 func TestGoldenTraces(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	all, _ := Catalogue()
 	var got []string
 	for _, s := range all {
@@ -261,6 +264,7 @@ func TestGoldenTraces(t *testing.T) {
 }
 
 func TestNoGoroutineLeftAfterRun(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	settle := func() int {
 		n := runtime.NumGoroutine()
 		for i := 0; i < 100; i++ {

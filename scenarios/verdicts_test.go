@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/locklab/locklab/sim/bubblehost"
 	"runtime"
 	"slices"
 	"strings"
@@ -107,6 +108,7 @@ func TestRedlockWithoutValidityFailsCatalogue(t *testing.T) {
 // sweep finds a witness exactly when porcupine finds the hold instants
 // illegal, and the verdict is never unknown.
 func TestCheckerAgreesOnCatalogue(t *testing.T) {
+	bubblehost.Bind(t) // the catalogue has real-client scenarios
 	all, err := Catalogue()
 	if err != nil {
 		t.Fatal(err)

@@ -415,6 +415,7 @@ func (w *World) endBubble() {
 	b := w.b
 	end := w.now
 	b.ended = true
+	w.runEndHooks()
 	for _, h := range w.hostOrder() {
 		w.hostState(h).cancel()
 		h.held = nil
@@ -432,10 +433,15 @@ func (w *World) endBubble() {
 		b.Steps.Add(1)
 		BubbleProgress.Add(1)
 		w.Trace.flush()
-		if b.running == 0 {
+		if b.running == 0 && w.endWaitsLeft() == 0 {
 			break
 		}
 		if waited >= windDown {
+			if n := w.endWaitsLeft(); b.running == 0 {
+				w.Fail(fmt.Errorf("%d goroutines closing a service's clients did not return within %v of simulated time after the run ended at %v. Blocked:\n%s",
+					n, windDown, end, BlockedGoroutines(true)))
+				break
+			}
 			var stuck []string
 			for _, p := range w.procs {
 				if p.outside {

@@ -30,7 +30,10 @@ type Message struct {
 	Dir     Direction
 	Op      string
 	Summary string
-	order   string // in a bubble: the connection it travels on (bubble.go)
+	// Stream names, in a bubble, the connection a message carried by a
+	// service outside this package travels on (see Judge).
+	Stream string
+	order  string // in a bubble: the connection it travels on (bubble.go)
 }
 
 // Filter inspects a message as it is sent. It may drop it or delay it; reason
@@ -65,6 +68,7 @@ type Network struct {
 	down      map[string]bool
 	filters   []Filter
 	observers []Observer
+	cutHooks  []func(from, to string, cut bool)
 	Sent      int
 	Dropped   int
 
@@ -123,13 +127,25 @@ func (n *Network) Observe(o Observer) { n.observers = append(n.observers, o) }
 
 // Cut blocks messages from one host to another (a one-way partition); call it
 // both ways for a two-way partition.
-func (n *Network) Cut(from, to string) { n.cut[[2]string{from, to}] = true }
+func (n *Network) Cut(from, to string) {
+	if n.cut[[2]string{from, to}] {
+		return
+	}
+	n.cut[[2]string{from, to}] = true
+	n.cutChanged(from, to, true)
+}
 
 // Heal removes a one-way cut.
-func (n *Network) Heal(from, to string) { delete(n.cut, [2]string{from, to}) }
+func (n *Network) Heal(from, to string) {
+	if !n.cut[[2]string{from, to}] {
+		return
+	}
+	delete(n.cut, [2]string{from, to})
+	n.cutChanged(from, to, false)
+}
 
 // HealAll removes every cut.
-func (n *Network) HealAll() { clear(n.cut) }
+func (n *Network) HealAll() { n.healAll() }
 
 // SetDown marks a host as down (crashed) or up: messages to a down host are lost.
 func (n *Network) SetDown(host string, down bool) {

@@ -48,6 +48,7 @@ func (h *Host) Pause() {
 	}
 	h.paused = true
 	h.w.Tracef(h.Name, "pause")
+	h.w.hostChanged(h, HostPaused)
 }
 
 // Resume ends a pause.
@@ -64,6 +65,7 @@ func (h *Host) Resume() {
 	for _, f := range held {
 		f()
 	}
+	h.w.hostChanged(h, HostResumed)
 	for _, p := range pending {
 		id := p.parkID
 		h.w.At(h.w.now, func() { h.w.wakeup(p, id) })
@@ -86,6 +88,7 @@ func (h *Host) Crash() {
 	if h.w.b != nil {
 		h.w.bubbleCrash(h)
 	}
+	h.w.hostChanged(h, HostCrashed)
 }
 
 // Process is one simulated thread of control on a host. Algorithm code runs

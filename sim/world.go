@@ -94,7 +94,11 @@ type World struct {
 	// until the messages then in flight have landed.
 	draining bool
 	closers  []func()
-	b        *bubble // set when the world runs in a synctest bubble (bubble.go)
+	// runEnd and hostHooks are services' hooks (hooks.go).
+	runEnd    []func()
+	endWaits  []<-chan struct{}
+	hostHooks []func(h *Host, c HostChange)
+	b         *bubble // set when the world runs in a synctest bubble (bubble.go)
 }
 
 // New returns an empty world whose every random choice derives from seed.
@@ -200,6 +204,7 @@ func (w *World) Run(limit time.Duration) error {
 			}
 		}
 	}
+	w.runEndHooks()
 	return w.failure
 }
 

@@ -43,8 +43,9 @@ type Session struct {
 	// (Connecting, Connected, HasSession, Disconnected, Expired). fn runs
 	// on the library's goroutine; it must not block.
 	OnEvent func(fn func(zk.Event))
-	// AtEnd registers fn to run when the run ends, before Conn is closed:
-	// the recipe stops its background work there (guaranteed deletes).
+	// AtEnd registers fn to run when the run ends, while the backend
+	// closes Conn: the recipe stops its background work there (guaranteed
+	// deletes), which would otherwise retry for ever.
 	AtEnd func(fn func())
 	// Rand is the seeded source of the recipes' GUIDs, so node names, and
 	// so traces, replay byte for byte.

@@ -3,6 +3,11 @@
 // github.com/go-zookeeper/zk client over fake TCP connections, inside a
 // testing/synctest bubble.
 //
+// It runs in one of two modes: standalone (New), with its own event loop,
+// or on a sim.World's kernel in bubble mode (NewOnWorld, world.go), where
+// the world's faults (partitions, host pauses and crashes, drop and delay
+// filters, triggers) act on it and its trace is the world's.
+//
 // What it models, after ZooKeeper 3.8's Zab and server pipeline:
 //   - 1, 3 or 5 servers; one leader; a write is forwarded to the leader,
 //     prepared there against the authoritative tree, committed once a
@@ -62,6 +67,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/zk/wire"
 )
 
@@ -165,7 +171,8 @@ type Ensemble struct {
 	resumed   chan struct{} // closed and replaced on every Resume
 	start     time.Time
 
-	queue    eventQueue
+	drv      driver
+	queue    eventQueue // loopDriver's
 	seq      uint64
 	kick     chan struct{}
 	stop     chan struct{}
@@ -178,6 +185,14 @@ type Ensemble struct {
 
 	stats Stats
 	lost  []string
+
+	// World mode (world.go): the world, its hosts for the servers, and
+	// the client hosts that crashed (their dials are refused).
+	w            *sim.World
+	hosts        []*sim.Host
+	crashedHosts map[string]bool
+	observed     map[*sim.Message]bool // frames observers saw that a cut then held
+	clients      []*zk.Conn            // made by Connect; Shutdown closes them
 }
 
 type server struct {
@@ -238,12 +253,20 @@ type proposal struct {
 // (FastLeaderElection's tie-break on the highest id when all logs are
 // empty). It must be called inside a synctest bubble.
 func New(cfg Config) *Ensemble {
+	e := newEnsemble(cfg, time.Now())
+	e.drv = loopDriver{e}
+	go e.loop()
+	return e
+}
+
+// newEnsemble builds the servers; start is instant zero of the run.
+func newEnsemble(cfg Config, start time.Time) *Ensemble {
 	cfg = cfg.withDefaults()
 	e := &Ensemble{
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
 		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{}, paused: map[string]bool{}, resumed: make(chan struct{}),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		start: time.Now(), digest: sha256.New(),
+		start: start, digest: sha256.New(), crashedHosts: map[string]bool{},
 	}
 	for i := 1; i <= cfg.Servers; i++ {
 		s := &server{e: e, id: i, name: fmt.Sprintf("zk%d", i), up: true, tree: newTree(),
@@ -256,21 +279,48 @@ func New(cfg Config) *Ensemble {
 	for _, s := range e.servers {
 		s.serving = true
 	}
-	go e.loop()
 	return e
 }
 
 // Stop ends the loop and resets every connection still open, so the
-// clients' goroutines can end with the bubble.
+// clients' goroutines can end with the bubble. In world mode it is
+// Shutdown (the world's kernel is the loop).
 func (e *Ensemble) Stop() {
+	e.Shutdown()
+	if e.w == nil {
+		<-e.stopped
+	}
+}
+
+// Shutdown resets every connection and, from then on, refuses dials and
+// fails writes at once, without entering the world's kernel, so the
+// clients' goroutines end quickly once the run is over. In world mode it
+// also closes every client Connect made, each from a goroutine of its own
+// (go-zookeeper's Close waits up to a second for its close request), and
+// has the world's end wait for those (World.WaitAtEnd), so no client
+// goroutine outlives the run. NewOnWorld registers it with
+// World.OnRunEnd; calling it again is harmless. It only takes e.mu, so it
+// may be called with the kernel held (and in world mode it must be).
+func (e *Ensemble) Shutdown() {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return
+	}
 	e.stopping = true
 	for _, c := range e.conns {
-		c.reset()
+		c.reset("")
 	}
-	e.mu.Unlock()
 	close(e.stop)
-	<-e.stopped
+	for _, c := range e.clients {
+		done := make(chan struct{})
+		e.w.WaitAtEnd(done)
+		go func() {
+			defer close(done)
+			c.Close()
+		}()
+	}
+	e.clients = nil
 }
 
 // Addrs are the servers' addresses for zk.Connect.
@@ -289,14 +339,31 @@ func (e *Ensemble) Addrs() []string {
 // MiB; ZooKeeper's own limit on a packet is 1 MiB, and no recipe here comes
 // near 64 KiB). cb, if not nil, is the client's event callback
 // (zk.WithEventCallback).
+//
+// In world mode call it from any goroutine of the bubble (it does not
+// block), but call the client's operations outside the kernel (a
+// process's Outside): they wait for replies the kernel delivers. The run's
+// end closes the client (see Shutdown).
 func (e *Ensemble) Connect(host string, start int, sessionTimeout time.Duration, cb zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
 	if cb == nil {
 		cb = func(zk.Event) {}
 	}
-	return zk.Connect(e.Addrs(), sessionTimeout,
+	c, ch, err := zk.Connect(e.Addrs(), sessionTimeout,
 		zk.WithDialer(e.Dialer(host)), zk.WithHostProvider(NewHostProvider(start)),
 		zk.WithLogger(quietLogger{}), zk.WithEventCallback(cb),
 		zk.WithMaxBufferSize(64<<10), zk.WithMaxConnBufferSize(64<<10))
+	if err == nil && e.w != nil {
+		e.mu.Lock()
+		late := e.stopping
+		if !late {
+			e.clients = append(e.clients, c)
+		}
+		e.mu.Unlock()
+		if late {
+			c.Close()
+		}
+	}
+	return c, ch, err
 }
 
 func (e *Ensemble) majority() int { return len(e.servers)/2 + 1 }
@@ -442,6 +509,7 @@ func (s *server) applyTxn(t *txn) {
 		c := t.origin
 		switch t.kind {
 		case opCreateSession:
+			e.tracef(s.name, "session 0x%x created for %s (timeout %v)", t.session, c.stream(), time.Duration(t.connect.resp.Timeout)*time.Millisecond)
 			c.sendDown(t.connect.resp.Frame(), false)
 		case opCloseSession:
 			c.sendDown(wire.ReplyHeader(t.xid, t.zxid, wire.ErrOK).Frame(), false)
@@ -507,6 +575,7 @@ func (e *Ensemble) expireTick() {
 			tick := e.cfg.TickTime
 			rounded := e.start.Add((dl.Sub(e.start) + tick - 1) / tick * tick)
 			if !rounded.After(now) {
+				e.tracef(e.servers[e.leader].name, "session 0x%x expired (no contact for %v)", id, now.Sub(s.lastTouch))
 				s.closing = true
 				e.stats.SessionsExpired++
 				e.commit(&proposal{kind: opCloseSession, sess: id})
@@ -520,6 +589,9 @@ func (e *Ensemble) expireTick() {
 
 // Crash stops a server: its connections are reset, and if it led, the
 // others start an election.
+//
+// In world mode (as every method that changes the ensemble) call it with
+// the world's kernel held: from a w.At event or a process.
 func (e *Ensemble) Crash(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -530,6 +602,10 @@ func (e *Ensemble) crash(name string) {
 	s := e.byName[name]
 	if s == nil || !s.up {
 		return
+	}
+	e.tracef(name, "crash")
+	if e.w != nil {
+		e.w.Net.SetDown(name, true)
 	}
 	s.up = false
 	s.stopServing()
@@ -550,6 +626,10 @@ func (e *Ensemble) Restart(name string) {
 		return
 	}
 	s.up = true
+	e.tracef(name, "restart (%d transactions in its log)", s.logged)
+	if e.w != nil {
+		e.w.Net.SetDown(name, false)
+	}
 	// It rebuilds its tree from its log.
 	s.tree = newTree()
 	s.applied = 0
@@ -566,9 +646,21 @@ func (e *Ensemble) Restart(name string) {
 
 // Partition cuts every link between a and b (client hosts or server
 // names). Links are symmetric.
+//
+// In world mode it cuts the world's network both ways (w.Net.Cut), which
+// the ensemble hears through its hook: faults and tests act the same way.
 func (e *Ensemble) Partition(a, b string) {
+	if e.w != nil {
+		e.w.Net.Cut(a, b)
+		e.w.Net.Cut(b, a)
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.partition(a, b)
+}
+
+func (e *Ensemble) partition(a, b string) {
 	if a > b {
 		a, b = b, a
 	}
@@ -581,8 +673,17 @@ func (e *Ensemble) Partition(a, b string) {
 
 // Heal restores the link between a and b; held messages are delivered.
 func (e *Ensemble) Heal(a, b string) {
+	if e.w != nil {
+		e.w.Net.Heal(a, b)
+		e.w.Net.Heal(b, a)
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.heal(a, b)
+}
+
+func (e *Ensemble) heal(a, b string) {
 	if a > b {
 		a, b = b, a
 	}
@@ -593,6 +694,13 @@ func (e *Ensemble) Heal(a, b string) {
 		}
 	}
 	if e.byName[a] != nil && e.byName[b] != nil {
+		e.peersHealed()
+	}
+}
+
+// peersHealed follows a link between servers coming back.
+func (e *Ensemble) peersHealed() {
+	{
 		// A follower healed before anyone noticed the cut still has its
 		// connection to the leader: the proposals it missed arrive now
 		// (TCP retransmits them), and it applies them.
@@ -626,6 +734,10 @@ func (e *Ensemble) Pause(host string) {
 func (e *Ensemble) Resume(host string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.resume(host)
+}
+
+func (e *Ensemble) resume(host string) {
 	delete(e.paused, host)
 	close(e.resumed)
 	e.resumed = make(chan struct{})
@@ -643,18 +755,21 @@ func (e *Ensemble) Drop(host string) {
 	defer e.mu.Unlock()
 	for _, c := range e.conns {
 		if c.host == host && !c.closed && c.rdErr == nil {
-			c.reset()
+			c.reset("dropped")
 		}
 	}
 }
 
 func (s *server) stopServing() {
+	if s.serving {
+		s.e.tracef(s.name, "stops serving")
+	}
 	s.serving = false
 	for _, c := range append([]*Conn{}, s.conns...) {
 		if s.up {
 			c.serverClose()
 		} else {
-			c.reset()
+			c.reset(s.name + " crashed")
 		}
 	}
 }
@@ -679,6 +794,9 @@ func (e *Ensemble) checkQuorum() {
 }
 
 func (e *Ensemble) loseLeader() {
+	if e.leader >= 0 {
+		e.tracef(e.servers[e.leader].name, "leader lost (epoch %d)", e.epoch)
+	}
 	e.leader = -1
 	for _, s := range e.servers {
 		if s.serving {
@@ -734,6 +852,7 @@ func (e *Ensemble) elect() {
 		e.stats.Elections++
 		e.leader = best.id - 1
 		e.epoch++
+		e.tracef(best.name, "elected leader (epoch %d, %d of %d servers)", e.epoch, len(group), len(e.servers))
 		e.counter = 0
 		for _, s := range group {
 			s.follow()
@@ -752,6 +871,9 @@ func (e *Ensemble) elect() {
 
 // follow syncs a server with the log (DIFF/SNAP) and lets it serve.
 func (s *server) follow() {
+	if !s.serving && s.e.leader >= 0 && s.e.servers[s.e.leader] != s {
+		s.e.tracef(s.name, "follows %s and serves", s.e.servers[s.e.leader].name)
+	}
 	s.logged = len(s.e.log)
 	s.applyUpTo(s.logged)
 	s.serving = true

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/zk/wire"
 )
 
@@ -65,8 +66,33 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
-// at schedules fn (run under e.mu by the loop) at instant t.
-func (e *Ensemble) at(t time.Time, kind int, host string, key int64, fn func()) {
+// driver moves the ensemble's time: it says what time it is and runs
+// scheduled functions under e.mu. New uses the ensemble's own loop
+// (loopDriver); NewOnWorld uses a sim.World's kernel (worldDriver,
+// world.go). Nothing else in the ensemble reads a clock or schedules.
+type driver interface {
+	now() time.Time
+	// at runs fn at instant t; events of one instant run in (kind, host,
+	// key) order, then in the order they were scheduled.
+	at(t time.Time, kind int, host string, key int64, fn func())
+}
+
+// Event kinds, in their order at one instant.
+const (
+	kindInternal = 0 // the ensemble's own timers and peer messages
+	kindUp       = 1 // a client frame reaching its server
+	kindDown     = 2 // a server frame reaching its client
+	kindDepart   = 3 // world mode: a frame a client wrote leaves its host
+)
+
+// loopDriver is the standalone driver: the bubble's clock and the loop's
+// queue.
+type loopDriver struct{ e *Ensemble }
+
+func (d loopDriver) now() time.Time { return time.Now() }
+
+func (d loopDriver) at(t time.Time, kind int, host string, key int64, fn func()) {
+	e := d.e
 	e.seq++
 	heap.Push(&e.queue, &event{at: t, kind: kind, host: host, key: key, seq: e.seq, fn: fn})
 	select {
@@ -75,9 +101,14 @@ func (e *Ensemble) at(t time.Time, kind int, host string, key int64, fn func()) 
 	}
 }
 
-func (e *Ensemble) after(d time.Duration, fn func()) { e.at(e.now().Add(d), 0, "", 0, fn) }
+// at schedules fn (run under e.mu) at instant t.
+func (e *Ensemble) at(t time.Time, kind int, host string, key int64, fn func()) {
+	e.drv.at(t, kind, host, key, fn)
+}
 
-func (e *Ensemble) now() time.Time { return time.Now() }
+func (e *Ensemble) after(d time.Duration, fn func()) { e.at(e.now().Add(d), kindInternal, "", 0, fn) }
+
+func (e *Ensemble) now() time.Time { return e.drv.now() }
 
 // loop is the ensemble's clockwork; it runs until Stop.
 func (e *Ensemble) loop() {
@@ -163,12 +194,18 @@ type Conn struct {
 	// lastUp and lastDown are the arrival times of the last message each
 	// way, so a delay that ends cannot reorder the stream.
 	lastUp, lastDown time.Time
+
+	// world mode (world.go): what the world's filters and observers are
+	// shown of this connection's frames.
+	sentConnect, gotConnect bool
+	xids                    map[int32]string // request awaiting its reply: "CREATE /path"
 }
 
 type stalledMsg struct {
 	up  bool
 	msg []byte // nil for a FIN
 	fin bool
+	m   *sim.Message // world mode: the frame as the world saw it
 }
 
 var errReset = errors.New("zk sim: connection reset by peer")
@@ -233,16 +270,46 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 }
 
-// Write cuts the stream into frames and sends each as one message.
+// Write cuts the stream into frames and sends each as one message. In
+// world mode the writing goroutine enters the world's kernel first and
+// only then takes e.mu (the kernel's events take e.mu inside it, so the
+// other order could deadlock); a dead connection fails at once, without
+// the kernel.
 func (c *Conn) Write(p []byte) (int, error) {
 	e := c.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c.closed {
-		return 0, net.ErrClosed
+	if e.w == nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return c.write(p)
 	}
-	if c.rdErr == errReset {
-		return 0, errReset
+	e.mu.Lock()
+	err := c.writeErr()
+	e.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := 0, error(errReset)
+	e.w.Notify("zk "+c.stream(), func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		n, err = c.write(p)
+	})
+	return n, err
+}
+
+func (c *Conn) writeErr() error {
+	if c.closed {
+		return net.ErrClosed
+	}
+	if c.rdErr == errReset || c.e.stopping {
+		return errReset
+	}
+	return nil
+}
+
+func (c *Conn) write(p []byte) (int, error) {
+	if err := c.writeErr(); err != nil {
+		return 0, err
 	}
 	c.partial = append(c.partial, p...)
 	for {
@@ -264,15 +331,24 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) sendUp(msg []byte, fin bool) {
 	c.upSeq++
 	e := c.e
-	at := c.arrival(&c.lastUp)
-	e.at(at, 1, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin) })
+	if e.w != nil {
+		// The frame leaves at an event of its own, keyed by connection
+		// and number: the world's filters judge it (and count it) in
+		// that order, not in the order racing writers entered.
+		seq := c.upSeq
+		e.at(e.now(), kindDepart, c.host, int64(c.id)<<32|seq, func() { c.departUp(msg, fin, seq) })
+		return
+	}
+	at := c.arrival(&c.lastUp, 0)
+	e.at(at, kindUp, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(msg, fin, nil) })
 }
 
 // arrival is when a message sent now on this connection arrives: the
-// client latency plus any delay fault on its host, never before the
-// message sent before it (a stream keeps its order, as TCP does).
-func (c *Conn) arrival(last *time.Time) time.Time {
-	at := c.e.now().Add(c.e.cfg.ClientLatency + c.e.delays[c.host])
+// client latency plus any delay fault on its host (and extra, a world
+// filter's delay), never before the message sent before it (a stream
+// keeps its order, as TCP does).
+func (c *Conn) arrival(last *time.Time, extra time.Duration) time.Time {
+	at := c.e.now().Add(c.e.cfg.ClientLatency + c.e.delays[c.host] + extra)
 	if at.Before(*last) {
 		at = *last
 	}
@@ -293,15 +369,17 @@ func (e *Ensemble) Delay(host string, d time.Duration) {
 	e.delays[host] = d
 }
 
-func (c *Conn) deliverUp(msg []byte, fin bool) {
+func (c *Conn) deliverUp(msg []byte, fin bool, m *sim.Message) {
 	c.e.traceMsg("up", c, msg, fin)
-	if c.srvGone {
+	if c.heldOrGone(true, msg, fin, m) {
 		return
 	}
-	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, true) {
-		c.stalled = append(c.stalled, stalledMsg{up: true, msg: msg, fin: fin})
+	// The world's observers (fault triggers) see the frame before the
+	// server acts on it; a fault they fire may have cut or reset it.
+	if c.e.observe(m) && c.heldOrGone(true, msg, fin, m) {
 		return
 	}
+	c.e.delivered(c, m, fin, true)
 	if fin {
 		c.server.dropConn(c)
 		return
@@ -323,7 +401,7 @@ func (c *Conn) deliverUp(msg []byte, fin bool) {
 			}
 			c.e.lost = append(c.e.lost, fmt.Sprintf("%v %s op %d xid %d (%s)", c.e.now().Sub(c.e.start), c.host, op, xid, map[bool]string{false: "request lost", true: "reply lost"}[r.reply]))
 			if !r.reply {
-				c.reset()
+				c.reset("request lost (LoseNext)")
 				return
 			}
 			c.dropReply = xid
@@ -364,24 +442,37 @@ func (e *Ensemble) LoseNext(host string, op int32, reply bool) {
 func (c *Conn) sendDown(frame []byte, fin bool) {
 	if c.dropReply != 0 && len(frame) >= 8 && int32(binary.BigEndian.Uint32(frame[4:])) == c.dropReply {
 		c.dropReply = 0
-		c.reset()
+		c.reset("reply lost (LoseNext)")
 		return
 	}
-	c.downSeq++
-	e := c.e
-	at := c.arrival(&c.lastDown)
-	e.at(at, 2, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin) })
+	var m *sim.Message
+	var extra time.Duration
+	if c.e.w != nil && !fin {
+		var drop bool
+		m, drop, extra = c.judgeDown(frame)
+		if drop {
+			return
+		}
+	}
+	c.scheduleDown(frame, fin, m, extra)
 }
 
-func (c *Conn) deliverDown(frame []byte, fin bool) {
+func (c *Conn) scheduleDown(frame []byte, fin bool, m *sim.Message, extra time.Duration) {
+	c.downSeq++
+	e := c.e
+	at := c.arrival(&c.lastDown, extra)
+	e.at(at, kindDown, c.host, int64(c.id)<<32|c.downSeq, func() { c.deliverDown(frame, fin, m) })
+}
+
+func (c *Conn) deliverDown(frame []byte, fin bool, m *sim.Message) {
 	c.e.traceMsg("down", c, frame, fin)
-	if c.closed || c.rdErr != nil {
+	if c.heldOrGone(false, frame, fin, m) {
 		return
 	}
-	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, false) {
-		c.stalled = append(c.stalled, stalledMsg{msg: frame, fin: fin})
+	if c.e.observe(m) && c.heldOrGone(false, frame, fin, m) {
 		return
 	}
+	c.e.delivered(c, m, fin, false)
 	if fin {
 		c.rdErr = errEOF
 	} else {
@@ -391,6 +482,24 @@ func (c *Conn) deliverDown(frame []byte, fin bool) {
 }
 
 var errEOF = io.EOF
+
+// heldOrGone is true when an arriving frame goes no further: its
+// receiving end is gone, or a cut (or a pause) holds it, behind any frame
+// held before it.
+func (c *Conn) heldOrGone(up bool, msg []byte, fin bool, m *sim.Message) bool {
+	if up && c.srvGone || !up && (c.closed || c.rdErr != nil) {
+		delete(c.e.observed, m)
+		return true
+	}
+	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, up) {
+		c.stalled = append(c.stalled, stalledMsg{up: up, msg: msg, fin: fin, m: m})
+		if m != nil {
+			c.e.tracef(c.host, "%s held (link cut or host paused): %s", c.stream(), m.Summary)
+		}
+		return true
+	}
+	return false
+}
 
 func hasStalled(s []stalledMsg, up bool) bool {
 	for _, m := range s {
@@ -408,6 +517,10 @@ func (c *Conn) release() {
 	c.stalled = nil
 	for _, m := range held {
 		m := m
+		if c.e.w != nil {
+			c.resend(m)
+			continue
+		}
 		if m.up {
 			c.sendUp(m.msg, m.fin)
 		} else {
@@ -417,8 +530,12 @@ func (c *Conn) release() {
 }
 
 // reset breaks the connection at once on both ends, as a TCP RST does: the
-// client's next read fails, the server forgets the connection.
-func (c *Conn) reset() {
+// client's next read fails, the server forgets the connection. why goes
+// into the world's trace ("" for none).
+func (c *Conn) reset(why string) {
+	if why != "" && c.rdErr == nil && !c.closed {
+		c.e.tracef(c.host, "connection %s reset: %s", c.stream(), why)
+	}
 	if c.rdErr == nil {
 		c.rdErr = errReset
 	}
@@ -435,23 +552,55 @@ func (c *Conn) serverClose() {
 	if c.srvGone {
 		return
 	}
+	c.e.tracef(c.server.name, "closes connection %s", c.stream())
 	c.server.dropConn(c)
 	c.sendDown(nil, true)
 }
 
-// Close is the client closing the socket.
+// Close is the client closing the socket. In world mode the closing
+// goroutine enters the kernel first, as Write does; a connection that is
+// already dead closes without it.
 func (c *Conn) Close() error {
-	c.e.mu.Lock()
-	defer c.e.mu.Unlock()
-	if c.closed {
+	e := c.e
+	if e.w == nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		c.close()
 		return nil
+	}
+	e.mu.Lock()
+	quiet := c.closed || c.srvGone || c.rdErr == errReset || e.stopping
+	if quiet && !c.closed {
+		c.closed = true
+		c.signal()
+	}
+	e.mu.Unlock()
+	if quiet {
+		return nil
+	}
+	e.w.Notify("zk "+c.stream()+" close", func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		c.close()
+	})
+	e.mu.Lock()
+	if !c.closed { // the run ended before the close got in
+		c.closed = true
+		c.signal()
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+func (c *Conn) close() {
+	if c.closed {
+		return
 	}
 	c.closed = true
 	c.signal()
 	if !c.srvGone && c.rdErr != errReset {
 		c.sendUp(nil, true)
 	}
-	return nil
 }
 
 func (c *Conn) LocalAddr() net.Addr  { return simAddr(c.host + ":40000") }
@@ -480,51 +629,113 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 		if i := strings.LastIndexByte(name, ':'); i >= 0 {
 			name = name[:i]
 		}
-		e.mu.Lock()
-		for e.paused[host] && !e.stopping {
-			ch := e.resumed
-			e.mu.Unlock()
-			select {
-			case <-ch:
-			case <-e.stop:
+		for {
+			var (
+				c    *Conn
+				wait <-chan struct{}
+				cut  bool
+				err  error
+			)
+			if e.w == nil {
+				e.mu.Lock()
+				c, wait, cut, err = e.dial(host, name, network)
+				e.mu.Unlock()
+			} else {
+				// World mode: refuse at once, without the kernel, once
+				// the run is over or the host crashed; otherwise enter
+				// the kernel, then take e.mu.
+				e.mu.Lock()
+				err = e.dialRefused(host, network)
+				crashed := e.crashedHosts[host] && !e.stopping
+				e.mu.Unlock()
+				if crashed {
+					// A crashed host runs nothing: its client's
+					// goroutines stay still until the run ends instead
+					// of retrying once a second.
+					<-e.stop
+				}
+				if err != nil {
+					return nil, err
+				}
+				err = &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
+				e.w.Notify("zk dial "+host, func() {
+					e.mu.Lock()
+					defer e.mu.Unlock()
+					c, wait, cut, err = e.dial(host, name, network)
+				})
 			}
-			e.mu.Lock()
-		}
-		s := e.byName[name]
-		if s == nil {
-			e.mu.Unlock()
-			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("no such host %q", name)}
-		}
-		if !s.up {
-			e.mu.Unlock()
-			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
-		}
-		if e.stopping {
-			e.mu.Unlock()
-			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
-		}
-		if e.cut(host, name) {
-			e.mu.Unlock()
-			// A SYN that is never answered; Stop ends the wait so the
-			// client's goroutines can leave the bubble.
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-e.stop:
+			if wait != nil {
+				// A paused host dials nobody until it resumes.
+				select {
+				case <-wait:
+				case <-e.stop:
+				}
+				continue
 			}
-			return nil, &net.OpError{Op: "dial", Net: network, Err: timeoutError{}}
+			if cut {
+				// A SYN that is never answered; Stop ends the wait so the
+				// client's goroutines can leave the bubble.
+				t := time.NewTimer(timeout)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-e.stop:
+				}
+				return nil, &net.OpError{Op: "dial", Net: network, Err: timeoutError{}}
+			}
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
 		}
-		// Connections are numbered per client host: one host dials from
-		// one goroutine at a time, so the numbers never depend on which
-		// client's goroutine ran first.
-		e.hostConns[host]++
-		c := &Conn{e: e, id: e.hostConns[host], host: host, server: s, notify: make(chan struct{}, 1)}
-		s.conns = append(s.conns, c)
-		e.conns = append(e.conns, c)
-		e.mu.Unlock()
-		return c, nil
 	}
+}
+
+// dial is one attempt to connect host to server name (e.mu held): a new
+// connection, or a channel to wait on (the host is paused), or cut (the
+// SYN goes unanswered), or a refusal.
+func (e *Ensemble) dial(host, name, network string) (*Conn, <-chan struct{}, bool, error) {
+	if e.paused[host] && !e.stopping {
+		return nil, e.resumed, false, nil
+	}
+	s := e.byName[name]
+	if s == nil {
+		return nil, nil, false, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("no such host %q", name)}
+	}
+	if err := e.dialRefused(host, network); err != nil {
+		return nil, nil, false, err
+	}
+	if !s.up {
+		return nil, nil, false, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
+	}
+	if e.stopping {
+		return nil, nil, false, &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
+	}
+	if e.cut(host, name) {
+		e.tracef(host, "connect to %s: no answer (partition)", name)
+		return nil, nil, true, nil
+	}
+	// Connections are numbered per client host: one host dials from
+	// one goroutine at a time, so the numbers never depend on which
+	// client's goroutine ran first.
+	e.hostConns[host]++
+	c := &Conn{e: e, id: e.hostConns[host], host: host, server: s, notify: make(chan struct{}, 1)}
+	s.conns = append(s.conns, c)
+	e.conns = append(e.conns, c)
+	e.tracef(host, "connect %s", c.stream())
+	return c, nil, false, nil
+}
+
+// dialRefused refuses a dial from a crashed host or after the run (world
+// mode; both sets are empty standalone except after Stop).
+func (e *Ensemble) dialRefused(host, network string) error {
+	if e.crashedHosts[host] {
+		return &net.OpError{Op: "dial", Net: network, Err: errors.New("client host crashed")}
+	}
+	if e.w != nil && e.stopping {
+		return &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
+	}
+	return nil
 }
 
 // HostProvider is go-zookeeper's HostProvider without DNS and without the

@@ -1,0 +1,472 @@
+package ensemble
+
+// World mode: the ensemble driven by a sim.World's kernel in bubble mode,
+// so that a scenario's faults, workload, recorder and checker act on it.
+//
+//   - Time and events: the world's true time is the ensemble's clock
+//     (mapped onto the bubble's time.Time by World.BubbleTime), and every
+//     ensemble event is a world event (World.AtKey), keyed by kind, client
+//     host, connection and message number, so same-instant events order by
+//     content.
+//   - Lock order: the kernel's events take e.mu inside the kernel. A client
+//     goroutine (go-zookeeper's send loop writing, its dial, a close)
+//     enters the kernel first through World.Notify and only then takes
+//     e.mu. Conn.Read takes e.mu alone, never the kernel, and blocks on a
+//     channel of the bubble. Nothing ever takes e.mu and then the kernel.
+//   - Faults come from the world: its network's cuts are the ensemble's
+//     partitions (Network.OnCutChange), host pauses and crashes hold or
+//     reset the host's connections (World.OnHostChange), its filters judge
+//     each frame (Network.Judge: a drop resets the connection, as a lost
+//     segment ends a TCP connection; a delay delays it, in order), its
+//     observers see each frame delivered (Network.Delivered).
+//   - The end of the run (World.OnRunEnd) shuts the ensemble down: every
+//     connection is reset and later dials and writes fail without the
+//     kernel, so go-zookeeper's goroutines return.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/zk/wire"
+)
+
+// NewOnWorld builds an ensemble whose time and events are w's: servers
+// zk1…zkN become hosts of w (Hosts), zkN leads first, as with New. w must
+// be in bubble mode (w.UseBubble()) and NewOnWorld must be called inside
+// the synctest bubble, before w.Run. Clients connect with Connect, the
+// host being a world host's name; they must only be used from goroutines
+// of the bubble (a process's Outside, or the client's own goroutines).
+// Methods that change the ensemble (Crash, Restart, Partition, Heal,
+// Pause, Resume, Drop, Delay, LoseNext, CrashLeaderOn) must be called
+// with the kernel held: from a w.At event or a process.
+func NewOnWorld(w *sim.World, cfg Config) *Ensemble {
+	if !w.Bubble() {
+		panic("ensemble.NewOnWorld: the world must run in a synctest bubble (call w.UseBubble first)")
+	}
+	e := newEnsemble(cfg, w.BubbleTime(0))
+	e.w = w
+	e.drv = worldDriver{e: e, w: w}
+	e.observed = map[*sim.Message]bool{}
+	for _, s := range e.servers {
+		e.hosts = append(e.hosts, w.NewHost(s.name, nil))
+	}
+	w.Net.OnCutChange(e.cutChanged)
+	w.OnHostChange(e.hostChanged)
+	w.OnRunEnd(e.Shutdown)
+	return e
+}
+
+// Hosts are the servers' hosts in world mode (nil standalone), in server
+// order: zk1, zk2, …
+func (e *Ensemble) Hosts() []*sim.Host { return append([]*sim.Host(nil), e.hosts...) }
+
+// worldDriver runs the ensemble's events as the world's.
+type worldDriver struct {
+	e *Ensemble
+	w *sim.World
+}
+
+func (d worldDriver) now() time.Time { return d.w.BubbleTime(d.w.Now()) }
+
+func (d worldDriver) at(t time.Time, kind int, host string, key int64, fn func()) {
+	k := ""
+	if kind != kindInternal {
+		// Internal events are only scheduled from kernel events, in a
+		// deterministic order; frames are named by their content.
+		k = fmt.Sprintf("zk%d %s %016x", kind, host, uint64(key))
+	}
+	e := d.e
+	d.w.AtKey(t.Sub(e.start), k, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.stopping {
+			return
+		}
+		e.stats.Events++
+		fn()
+	})
+}
+
+// tracef writes a line to the world's trace (world mode only; e.mu and
+// the kernel held).
+func (e *Ensemble) tracef(actor, format string, args ...any) {
+	if e.w != nil && e.w.Tracing() {
+		e.w.Tracef(actor, format, args...)
+	}
+}
+
+// stream names a connection: client host, its dial number, server.
+func (c *Conn) stream() string { return fmt.Sprintf("%s#%d>%s", c.host, c.id, c.server.name) }
+
+// departUp is a frame leaving its client host (world mode): the world's
+// filters judge it; a dropped frame resets the connection when it would
+// have arrived (TCP gives up on a segment that never gets through and the
+// client sees the connection break; the request never took effect).
+func (c *Conn) departUp(msg []byte, fin bool, seq int64) {
+	e := c.e
+	var m *sim.Message
+	var extra time.Duration
+	if !fin && !c.closedByReset() {
+		m = c.upMessage(msg)
+		drop, delay, why := e.w.Net.Judge(m)
+		if drop {
+			at := c.arrival(&c.lastUp, 0)
+			summary := m.Summary
+			e.at(at, kindUp, c.host, int64(c.id)<<32|seq, func() {
+				c.reset(fmt.Sprintf("request %s lost (%s)", summary, why))
+			})
+			return
+		}
+		extra = delay
+	}
+	at := c.arrival(&c.lastUp, extra)
+	e.at(at, kindUp, c.host, int64(c.id)<<32|seq, func() { c.deliverUp(msg, fin, m) })
+}
+
+func (c *Conn) closedByReset() bool { return c.rdErr == errReset }
+
+// judgeDown shows a server frame to the world's filters; on a drop the
+// connection is reset when the frame would have arrived (the request took
+// effect; the client never hears).
+func (c *Conn) judgeDown(frame []byte) (*sim.Message, bool, time.Duration) {
+	e := c.e
+	m := c.downMessage(frame)
+	drop, delay, why := e.w.Net.Judge(m)
+	if !drop {
+		return m, false, delay
+	}
+	c.downSeq++
+	at := c.arrival(&c.lastDown, 0)
+	summary := m.Summary
+	e.at(at, kindDown, c.host, int64(c.id)<<32|c.downSeq, func() {
+		c.reset(fmt.Sprintf("reply %s lost (%s)", summary, why))
+	})
+	return m, true, 0
+}
+
+// resend delivers a frame a partition held, once the link is back (TCP
+// retransmission): it was judged when it was first sent.
+func (c *Conn) resend(h stalledMsg) {
+	e := c.e
+	if h.up {
+		c.upSeq++
+		at := c.arrival(&c.lastUp, 0)
+		e.at(at, kindUp, c.host, int64(c.id)<<32|c.upSeq, func() { c.deliverUp(h.msg, h.fin, h.m) })
+		return
+	}
+	c.scheduleDown(h.msg, h.fin, h.m, 0)
+}
+
+// observe shows the world's observers a frame that arrives (world mode;
+// once per frame, even if a cut then holds it). They run with e.mu
+// released, the kernel still held: a fault trigger among them may pause
+// or crash a host, cut the network or crash a server, and each of those
+// takes e.mu. It reports whether observers ran (the caller then looks at
+// the connection again).
+func (e *Ensemble) observe(m *sim.Message) bool {
+	if e.w == nil || m == nil || e.observed[m] {
+		return false
+	}
+	e.observed[m] = true
+	e.mu.Unlock()
+	e.w.Net.Delivered(m)
+	e.mu.Lock()
+	return true
+}
+
+// delivered traces a frame's arrival.
+func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
+	if e.w == nil {
+		return
+	}
+	if fin {
+		if up {
+			e.tracef(c.server.name, "%s closed by the client", c.stream())
+		} else {
+			e.tracef(c.host, "%s closed by the server", c.stream())
+		}
+		return
+	}
+	if m == nil {
+		return
+	}
+	delete(e.observed, m)
+	if up {
+		e.tracef(c.server.name, "recv %s %s", c.stream(), m.Summary)
+	} else {
+		e.tracef(c.host, "recv %s %s", c.stream(), m.Summary)
+	}
+}
+
+// upMessage describes a client frame for the world: its op as
+// faults.ZooKeeperOps names it, and the path.
+func (c *Conn) upMessage(body []byte) *sim.Message {
+	m := &sim.Message{From: c.host, To: c.server.name, Client: c.host, Dir: sim.Request, Stream: "zk " + c.stream()}
+	if !c.sentConnect {
+		c.sentConnect = true
+		m.Op = "CONNECT"
+		if req, err := wire.DecodeConnect(body); err == nil && req.SessionID != 0 {
+			m.Summary = fmt.Sprintf("CONNECT session 0x%x", req.SessionID)
+		} else {
+			m.Summary = "CONNECT new session"
+		}
+		return m
+	}
+	if len(body) < 8 {
+		m.Op, m.Summary = "?", "short frame"
+		return m
+	}
+	xid, op := int32(binary.BigEndian.Uint32(body)), int32(binary.BigEndian.Uint32(body[4:]))
+	m.Op = opName(op)
+	m.Summary = m.Op
+	if req, err := wire.DecodeRequest(body); err == nil && req.Path != "" {
+		m.Summary += " " + redactGUID(req.Path)
+	}
+	if xid != wire.XidPing {
+		if c.xids == nil {
+			c.xids = map[int32]string{}
+		}
+		c.xids[xid] = m.Summary
+	}
+	return m
+}
+
+// downMessage describes a server frame: the reply to a request (same op,
+// with the error name), a watch notification (WATCH), a ping reply, or
+// the handshake's answer (CONNECT).
+func (c *Conn) downMessage(frame []byte) *sim.Message {
+	m := &sim.Message{From: c.server.name, To: c.host, Client: c.host, Dir: sim.Reply, Stream: "zk " + c.stream()}
+	body := frame
+	if len(body) >= 4 {
+		body = body[4:]
+	}
+	if !c.gotConnect {
+		c.gotConnect = true
+		m.Op = "CONNECT"
+		m.Summary = "CONNECT refused (session expired)"
+		if len(body) >= 16 {
+			if id := int64(binary.BigEndian.Uint64(body[8:])); id != 0 {
+				m.Summary = fmt.Sprintf("CONNECT → session 0x%x", id)
+			}
+		}
+		return m
+	}
+	if len(body) < 16 {
+		m.Op, m.Summary = "?", "short frame"
+		return m
+	}
+	xid := int32(binary.BigEndian.Uint32(body))
+	code := int32(binary.BigEndian.Uint32(body[12:]))
+	switch xid {
+	case wire.XidNotification:
+		m.Op = "WATCH"
+		d := wire.NewDecoder(body[16:])
+		typ, _, path := d.Int(), d.Int(), d.String()
+		m.Summary = fmt.Sprintf("WATCH %s %s", eventName(typ), redactGUID(path))
+	case wire.XidPing:
+		m.Op, m.Summary = "PING", "PING → ok"
+	default:
+		req, ok := c.xids[xid]
+		delete(c.xids, xid)
+		if !ok {
+			req = fmt.Sprintf("xid %d", xid)
+		}
+		m.Op = req
+		for i := 0; i < len(req); i++ {
+			if req[i] == ' ' {
+				m.Op = req[:i]
+				break
+			}
+		}
+		m.Summary = req + " → " + errName(code)
+	}
+	return m
+}
+
+// protectedGUID is the GUID of a protected name (Curator's and
+// go-zookeeper's "_c_<32 hex digits>-" prefix). go-zookeeper draws it from
+// crypto/rand; even with a seeded global source (cryptotest), clients that
+// draw at one instant race for it. The run does not depend on its value
+// (children are ordered by sequence number), so the world's trace and the
+// content keys of frames leave it out, and one seed keeps one trace.
+var protectedGUID = regexp.MustCompile(`_c_[0-9a-f]{32}-`)
+
+func redactGUID(path string) string {
+	if len(path) < 36 {
+		return path
+	}
+	return protectedGUID.ReplaceAllLiteralString(path, "_c_…-")
+}
+
+func opName(op int32) string {
+	switch op {
+	case wire.OpCreate:
+		return "CREATE"
+	case wire.OpDelete:
+		return "DELETE"
+	case wire.OpExists:
+		return "EXISTS"
+	case wire.OpGetData:
+		return "GETDATA"
+	case wire.OpSetData:
+		return "SETDATA"
+	case wire.OpGetACL:
+		return "GETACL"
+	case wire.OpSetACL:
+		return "SETACL"
+	case wire.OpGetChildren:
+		return "GETCHILDREN"
+	case wire.OpSync:
+		return "SYNC"
+	case wire.OpPing:
+		return "PING"
+	case wire.OpGetChildren2:
+		return "GETCHILDREN2"
+	case wire.OpCheck:
+		return "CHECK"
+	case wire.OpMulti:
+		return "MULTI"
+	case wire.OpClose:
+		return "CLOSE"
+	case wire.OpSetAuth:
+		return "AUTH"
+	case wire.OpSetWatches:
+		return "SETWATCHES"
+	case 15:
+		return "CREATE2"
+	case 19:
+		return "CREATECONTAINER"
+	case 21:
+		return "CREATETTL"
+	case 105:
+		return "SETWATCHES2"
+	case 106:
+		return "ADDWATCH"
+	case 18:
+		return "REMOVEWATCHES"
+	}
+	return fmt.Sprintf("OP%d", op)
+}
+
+func errName(code int32) string {
+	switch code {
+	case wire.ErrOK:
+		return "ok"
+	case wire.ErrSystemError:
+		return "SYSTEMERROR"
+	case wire.ErrRuntimeInconsistency:
+		return "RUNTIMEINCONSISTENCY"
+	case wire.ErrConnectionLoss:
+		return "CONNECTIONLOSS"
+	case wire.ErrMarshallingError:
+		return "MARSHALLINGERROR"
+	case wire.ErrUnimplemented:
+		return "UNIMPLEMENTED"
+	case wire.ErrBadArguments:
+		return "BADARGUMENTS"
+	case wire.ErrNoNode:
+		return "NONODE"
+	case wire.ErrBadVersion:
+		return "BADVERSION"
+	case wire.ErrNoChildrenForEphemerals:
+		return "NOCHILDRENFOREPHEMERALS"
+	case wire.ErrNodeExists:
+		return "NODEEXISTS"
+	case wire.ErrNotEmpty:
+		return "NOTEMPTY"
+	case wire.ErrSessionExpired:
+		return "SESSIONEXPIRED"
+	case wire.ErrInvalidACL:
+		return "INVALIDACL"
+	case wire.ErrSessionMoved:
+		return "SESSIONMOVED"
+	}
+	return fmt.Sprintf("error %d", code)
+}
+
+func eventName(typ int32) string {
+	switch typ {
+	case wire.EventNodeCreated:
+		return "NodeCreated"
+	case wire.EventNodeDeleted:
+		return "NodeDeleted"
+	case wire.EventNodeDataChanged:
+		return "NodeDataChanged"
+	case wire.EventNodeChildrenChanged:
+		return "NodeChildrenChanged"
+	}
+	return fmt.Sprintf("event %d", typ)
+}
+
+// cutChanged follows the world's network: a link between two names is cut
+// for the ensemble while either direction is cut (a TCP connection needs
+// both ways), and the ensemble partitions or heals when that changes.
+func (e *Ensemble) cutChanged(from, to string, _ bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return
+	}
+	a, b := from, to
+	if a > b {
+		a, b = b, a
+	}
+	now := e.w.Net.IsCut(a, b) || e.w.Net.IsCut(b, a)
+	if now == e.cuts[[2]string{a, b}] {
+		return
+	}
+	if now {
+		e.tracef(a, "link %s–%s cut", a, b)
+		e.partition(a, b)
+	} else {
+		e.tracef(a, "link %s–%s healed", a, b)
+		e.heal(a, b)
+	}
+}
+
+// hostChanged follows the world's hosts. A paused host, client or server,
+// holds what it sends and what is sent to it until it resumes (its
+// kernel's socket buffers keep the bytes); a paused server is, for its
+// peers, a server they cannot reach (noticed after syncLimit, as a
+// partition is). A crashed client host's connections reset and it dials
+// nobody again; a crashed server host is Crash.
+func (e *Ensemble) hostChanged(h *sim.Host, ch sim.HostChange) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return
+	}
+	name := h.Name
+	_, isServer := e.byName[name]
+	switch ch {
+	case sim.HostPaused:
+		e.paused[name] = true
+		if isServer {
+			e.after(time.Duration(e.cfg.SyncLimit)*e.cfg.TickTime, e.checkQuorum)
+		}
+	case sim.HostResumed:
+		e.resume(name)
+		if isServer {
+			for _, c := range e.conns {
+				if c.server.name == name && !e.cut(c.host, name) && len(c.stalled) > 0 {
+					c.release()
+				}
+			}
+			e.peersHealed()
+		}
+	case sim.HostCrashed:
+		if isServer {
+			e.crash(name)
+			return
+		}
+		e.crashedHosts[name] = true
+		for _, c := range e.conns {
+			if c.host == name && !c.closed && c.rdErr == nil {
+				c.reset("client host crashed")
+			}
+		}
+	}
+}
