@@ -78,6 +78,8 @@ func (e *PanicError) Error() string {
 // DeadlockError is synctest's deadlock: every goroutine of the bubble was
 // durably blocked with no timer left to fire, or fn returned while some of
 // its goroutines stayed blocked (synctest.Test waits for all of them).
+// Those goroutines stay blocked for the life of the process; the next Run
+// starts a fresh bubble.
 type DeadlockError struct {
 	Reason  string   // the runtime's words, e.g. "deadlock: all goroutines in bubble are blocked"
 	Blocked []string // one line per blocked goroutine of the bubble: its state and where it waits
@@ -142,7 +144,7 @@ func run(fn func(), setup func() (undo func())) error {
 					done <- &PanicError{Value: r, Stack: debug.Stack()}
 					return
 				}
-				done <- errors.New("runtime.Goexit called inside the synctest bubble")
+				done <- errors.New("synctest bubble: fn ended by runtime.Goexit (a t.Fatal or t.FailNow called inside the bubble?)")
 			}()
 			fn()
 			returned = true
