@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/cryptotest"
@@ -57,6 +58,10 @@ func TestBindRunsBubblesWithVirtualTime(t *testing.T) {
 			!strings.HasPrefix(de.Blocked[0], "chan receive (durable): github.com/locklab/locklab/sim/bubblehost_test.TestBindRunsBubblesWithVirtualTime.func1.") ||
 			!strings.Contains(de.Blocked[0], "/sim/bubblehost/bubblehost_test.go:") {
 			t.Fatalf("deadlock: %#v", err)
+		}
+		err = bubblehost.Run(runtime.Goexit)
+		if err == nil || err.Error() != "synctest bubble: fn ended by runtime.Goexit (a t.Fatal or t.FailNow called inside the bubble?)" {
+			t.Fatalf("Goexit: %v", err)
 		}
 		if err := bubblehost.Run(func() { time.Sleep(time.Second) }); err != nil {
 			t.Fatalf("after failures: %v", err)
