@@ -16,14 +16,13 @@ import (
 // one (bubblehost.Main), a test binds its *testing.T (bubblehost.Bind).
 func runInBubble(sc *Scenario, seed uint64, opt Options, info algorithms.Info) (*Result, error) {
 	// The library draws from crypto/rand (go-zookeeper's protected node
-	// names); seeded by the run's seed, those names replay too.
-	if err := bubblehost.SeedCryptoRandom(seed); err != nil && !errors.Is(err, bubblehost.ErrNoHost) {
-		return nil, err
-	}
+	// names); seeded by the run's seed, those names replay too. RunSeeded
+	// seeds and runs under one lock: explore's parallel workers cannot
+	// draw from each other's stream.
 	opt.Bubble = true
 	var res *Result
 	var runErr error
-	err := bubblehost.Run(func() { res, runErr = Run(sc, seed, opt) })
+	err := bubblehost.RunSeeded(seed, func() { res, runErr = Run(sc, seed, opt) })
 	switch {
 	case errors.Is(err, bubblehost.ErrNoHost):
 		return nil, fmt.Errorf("scenario %s: algorithm %s runs real client code (%s backend) that needs a testing/synctest bubble, and nothing hosts one here: the locklab command does it by itself; a Go test must call bubblehost.Bind(t) (package github.com/locklab/locklab/sim/bubblehost) before running the scenario", sc.ID, info.Name, info.Backend)

@@ -9,9 +9,13 @@ import (
 
 	"github.com/locklab/locklab/reports"
 	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
-func courseCLI(args ...string) (int, string, string) {
+// courseCLI runs 'locklab course' in process, t hosting the bubbles of
+// the lessons on the real go-zookeeper client.
+func courseCLI(t *testing.T, args ...string) (int, string, string) {
+	bubblehost.Bind(t)
 	var out, errb bytes.Buffer
 	code := run(append([]string{"course"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
@@ -20,7 +24,7 @@ func courseCLI(args ...string) (int, string, string) {
 func TestCourseWritesEveryLessonAndAnIndex(t *testing.T) {
 	t.Setenv(reports.EChartsEnv, "off")
 	dir := filepath.Join(t.TempDir(), "course")
-	code, stdout, stderr := courseCLI("--out", dir)
+	code, stdout, stderr := courseCLI(t, "--out", dir)
 	if code == 2 || strings.Contains(stderr, "FAILED") {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
@@ -114,7 +118,7 @@ func TestCourseWritesEveryLessonAndAnIndex(t *testing.T) {
 }
 
 func TestCourseFlags(t *testing.T) {
-	code, stdout, _ := courseCLI("--help")
+	code, stdout, _ := courseCLI(t, "--help")
 	if code != 0 || !strings.Contains(stdout, "Usage: locklab course --out DIR") {
 		t.Errorf("--help: exit %d, stdout %q", code, stdout)
 	}
@@ -131,7 +135,7 @@ func TestCourseFlags(t *testing.T) {
 		{[]string{"--outdir", "x"}, "flag provided but not defined"},
 		{[]string{"--out", t.TempDir(), "extra"}, `course takes no arguments, got "extra"`},
 	} {
-		code, _, stderr := courseCLI(c.args...)
+		code, _, stderr := courseCLI(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
 		}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // usageError is bad input: the message says what was expected; exit 2.
@@ -48,7 +50,9 @@ const mainUsage = `locklab — a deterministic fault-injection lab for distribut
 Lock algorithms run against simulated Redis nodes and a simulated ZooKeeper
 whose clocks jump, whose replies are lost and whose clients pause; a checker
 flags mutual-exclusion violations, lost updates and lost liveness and names
-the witness. The same seed gives the same run, byte for byte.
+the witness. The same seed gives the same run, byte for byte. Real client
+libraries (the go-zookeeper client) run unmodified, inside a testing/synctest
+bubble that this program hosts itself, so their timers follow virtual time.
 
 Usage:
   locklab <command> [arguments]
@@ -63,8 +67,12 @@ violation found), 1 when it does not (explore: a violation found), 2 on bad
 input, 130 (SIGINT) or 143 (SIGTERM) when interrupted.
 `
 
+// main goes through bubblehost.Main: scenarios that run a real client
+// library (the go-zookeeper client) need testing/synctest bubbles, and a
+// bubble needs a *testing.T that only a hosted test can provide
+// (sim/bubblehost). The built-in algorithms run as before.
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	bubblehost.Main(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -7,10 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
+// runCLI runs the command in process. The binary hosts synctest bubbles
+// through bubblehost.Main; here the test's own *testing.T hosts them.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	bubblehost.Bind(t)
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
 	return code, out.String(), errb.String()

@@ -86,6 +86,13 @@ block (format, seed, expectation, trace digest, scenario digest): a file
 that disagrees with its block is refused (exit 2), and a run whose trace
 digest differs from the recorded one does not match (exit 1).
 
+Scenarios on the real go-zookeeper client (algorithms gozk-*) run the
+unmodified library inside a testing/synctest bubble that locklab hosts
+itself (package sim/bubblehost): the library's goroutines, timers and
+time.Now follow virtual time, so the same seed still gives the same bytes.
+Bubbles run one at a time. A panic or a deadlock inside a bubble is an
+error on stderr (exit 2); stdout stays clean.
+
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
 2 on bad input (unknown scenario, invalid file, bad flag, a limit exceeded).
 Faults that can never fire, or fired and changed nothing, are warned about

@@ -78,6 +78,8 @@ func (e *PanicError) Error() string {
 // DeadlockError is synctest's deadlock: every goroutine of the bubble was
 // durably blocked with no timer left to fire, or fn returned while some of
 // its goroutines stayed blocked (synctest.Test waits for all of them).
+// Those goroutines stay blocked for the life of the process; the next Run
+// starts a fresh bubble.
 type DeadlockError struct {
 	Reason  string   // the runtime's words, e.g. "deadlock: all goroutines in bubble are blocked"
 	Blocked []string // one line per blocked goroutine of the bubble: its state and where it waits
@@ -106,7 +108,11 @@ var (
 // when fn panics, a *DeadlockError when the bubble deadlocks. fn must not
 // call Run itself (a bubble cannot nest, and the second Run would wait for
 // the first for ever).
-func Run(fn func()) error {
+func Run(fn func()) error { return run(fn, nil) }
+
+// run is Run; setup, when set, runs under the lock before the bubble
+// starts, and what it returns after the bubble has ended.
+func run(fn func(), setup func() (undo func())) error {
 	if bubbleOf() != "" {
 		return errors.New("bubblehost: Run called inside a synctest bubble; bubbles do not nest")
 	}
@@ -116,6 +122,9 @@ func Run(fn func()) error {
 		return ErrNoHost
 	}
 	t := hosts[len(hosts)-1]
+	if setup != nil {
+		defer setup()()
+	}
 
 	var fnErr error
 	var bubble string // "synctest bubble N", to pick its goroutines out of a dump
@@ -135,7 +144,7 @@ func Run(fn func()) error {
 					done <- &PanicError{Value: r, Stack: debug.Stack()}
 					return
 				}
-				done <- errors.New("runtime.Goexit called inside the synctest bubble")
+				done <- errors.New("synctest bubble: fn ended by runtime.Goexit (a t.Fatal or t.FailNow called inside the bubble?)")
 			}()
 			fn()
 			returned = true
@@ -211,6 +220,9 @@ func blockedIn(bubble string) []string {
 		where := ""
 		for i := 1; i+1 < len(lines); i += 2 {
 			fn := strings.TrimSpace(lines[i])
+			if strings.HasPrefix(fn, "created by ") {
+				break // the stack ended inside the machinery
+			}
 			if strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/") || strings.HasPrefix(fn, "testing") || strings.Contains(fn, "/sim/bubblehost.") {
 				continue // the hosting machinery, not the code under test
 			}

@@ -1,22 +1,73 @@
 package bubblehost
 
-import "testing/cryptotest"
+import (
+	cryptorand "crypto/rand"
+	"encoding/binary"
+	mathrand "math/rand/v2"
+	"sync"
+)
 
-// SeedCryptoRandom makes crypto/rand, for the whole process, a
-// deterministic stream drawn from seed, until the host ends (the
-// program, or the test that called Bind). Libraries under test draw from
-// crypto/rand (go-zookeeper names its protected znodes with 16 random
-// bytes); with a seeded stream, and draws made in the order the
-// simulation fixes, those names — and so the run's trace — replay byte
-// for byte. Call it outside a bubble, before Run; it returns ErrNoHost
-// without a host. Bubbles run one at a time, so runs do not share the
-// stream.
+// Libraries under test draw from crypto/rand: go-zookeeper names its
+// protected znodes with 16 bytes of io.ReadFull(rand.Reader, …), redsync
+// draws its lock values with rand.Read (which reads Reader once Reader is
+// not the default). Replaced by a stream drawn from the run's seed, and
+// read in the order the simulation fixes, those bytes — and so the run's
+// trace — replay byte for byte.
+//
+// testing/cryptotest.SetGlobalRandom does this in tests, but it panics in a
+// program built with `go build` ("used in a non-test binary"): it checks
+// testing.Testing, which only `go test`'s linker flag makes true. So the
+// stream is made here, the way cryptotest makes it (ChaCha8 keyed with
+// the seed's 8 little-endian bytes, then zeros), so that a run in the
+// locklab command and the same run in a test draw the same bytes
+// (TestSeededStreamIsCryptotests).
+
+// seededReader is a deterministic stream, safe for the bubble's
+// goroutines to share.
+type seededReader struct {
+	mu sync.Mutex
+	r  *mathrand.ChaCha8
+}
+
+func newSeededReader(seed uint64) *seededReader {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:8], seed)
+	return &seededReader{r: mathrand.NewChaCha8(key)}
+}
+
+func (s *seededReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Read(p)
+}
+
+// RunSeeded is Run with crypto/rand.Reader replaced, while the bubble
+// runs, by a deterministic stream drawn from seed; the previous Reader
+// is back when it returns. Seeding and running happen under the one lock
+// that makes bubbles take turns, so callers running scenarios in parallel
+// (explore's workers) cannot draw from each other's stream. Code outside
+// the bubble must not read crypto/rand meanwhile.
+func RunSeeded(seed uint64, fn func()) error {
+	return run(fn, func() func() {
+		previous := cryptorand.Reader
+		cryptorand.Reader = newSeededReader(seed)
+		return func() { cryptorand.Reader = previous }
+	})
+}
+
+// SeedCryptoRandom makes crypto/rand.Reader, for the whole process, a
+// deterministic stream drawn from seed, until the host ends (never, in a
+// program; the end of the test that called Bind). It returns ErrNoHost
+// without a host. Prefer RunSeeded: between this call and Run, another
+// goroutine's run may seed the stream again or draw from it.
 func SeedCryptoRandom(seed uint64) error {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(hosts) == 0 {
 		return ErrNoHost
 	}
-	cryptotest.SetGlobalRandom(hosts[len(hosts)-1], seed)
+	previous := cryptorand.Reader
+	cryptorand.Reader = newSeededReader(seed)
+	hosts[len(hosts)-1].Cleanup(func() { cryptorand.Reader = previous })
 	return nil
 }
