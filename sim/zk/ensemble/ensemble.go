@@ -206,6 +206,8 @@ type server struct {
 	tree    *tree // its applied copy
 	conns   []*Conn
 
+	heldFwd []*proposal // writes forwarded to a leader it cannot reach now
+
 	dataW  map[string]map[*Conn]bool // set by exists and getData
 	childW map[string]map[*Conn]bool // set by getChildren
 }
@@ -700,23 +702,25 @@ func (e *Ensemble) heal(a, b string) {
 
 // peersHealed follows a link between servers coming back.
 func (e *Ensemble) peersHealed() {
-	{
-		// A follower healed before anyone noticed the cut still has its
-		// connection to the leader: the proposals it missed arrive now
-		// (TCP retransmits them), and it applies them.
-		if e.leader >= 0 {
-			l := e.servers[e.leader]
-			for _, s := range e.servers {
-				if s.serving && s != l && e.reachable(l, s) && s.logged < len(e.log) {
-					s.logged = len(e.log)
-					idx, s := len(e.log), s
-					e.after(2*e.cfg.PeerLatency+e.cfg.ApplyLag[s.id], func() { s.applyUpTo(idx) })
-				}
+	// A follower healed before anyone noticed the cut still has its
+	// connection to the leader: the proposals it missed arrive now (TCP
+	// retransmits them), and it applies them; the writes it forwarded
+	// meanwhile reach the leader.
+	if e.leader >= 0 {
+		l := e.servers[e.leader]
+		for _, s := range e.servers {
+			if s.serving && s != l && e.reachable(l, s) && s.logged < len(e.log) {
+				s.logged = len(e.log)
+				idx, s := len(e.log), s
+				e.after(2*e.cfg.PeerLatency+e.cfg.ApplyLag[s.id], func() { s.applyUpTo(idx) })
 			}
 		}
-		e.scheduleElection()
-		e.flushStalled()
+		for _, s := range e.servers {
+			s.releaseForwards()
+		}
 	}
+	e.scheduleElection()
+	e.flushStalled()
 }
 
 // Pause freezes a client host as a long GC pause or a stopped VM does:
@@ -765,6 +769,7 @@ func (s *server) stopServing() {
 		s.e.tracef(s.name, "stops serving")
 	}
 	s.serving = false
+	s.heldFwd = nil
 	for _, c := range append([]*Conn{}, s.conns...) {
 		if s.up {
 			c.serverClose()

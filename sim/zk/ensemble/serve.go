@@ -142,8 +142,30 @@ func (s *server) forward(p *proposal) {
 		if !s.serving || (p.origin != nil && p.origin.srvGone) {
 			return
 		}
+		if e.leader < 0 || !e.reachable(s, e.servers[e.leader]) {
+			// The link to the leader is cut: the request waits in the
+			// follower's connection to it (TCP holds it) and goes on
+			// if the link heals before syncLimit; if the follower gives
+			// up first it stops serving and the request is gone.
+			s.heldFwd = append(s.heldFwd, p)
+			return
+		}
 		e.propose(p)
 	})
+}
+
+// releaseForwards sends on the writes a cut held, once the follower can
+// reach its leader again.
+func (s *server) releaseForwards() {
+	e := s.e
+	if len(s.heldFwd) == 0 || !s.serving || e.leader < 0 || !e.reachable(s, e.servers[e.leader]) {
+		return
+	}
+	held := s.heldFwd
+	s.heldFwd = nil
+	for _, p := range held {
+		s.forward(p)
+	}
 }
 
 // pump answers the connection's requests in order; a write blocks the ones

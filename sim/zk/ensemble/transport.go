@@ -539,6 +539,9 @@ func (c *Conn) reset(why string) {
 	if c.rdErr == nil {
 		c.rdErr = errReset
 	}
+	for _, h := range c.stalled {
+		delete(c.e.observed, h.m)
+	}
 	c.stalled = nil
 	c.signal()
 	if !c.srvGone {

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/sim"
 )
@@ -164,4 +165,60 @@ func TestWorldClientCrashWhileWaiting(t *testing.T) {
 		}
 		mustContain(t, r, crashed+"         crash", "reset: client host crashed", "expired (no contact for")
 	})
+}
+
+// TestWorldMinorityWriteWaitsForItsLeader: a write sent to a follower cut
+// off from its leader does not commit while the cut lasts (the forward
+// waits in the follower's link to the leader); if the link heals before
+// syncLimit the write goes through, and if the follower gives up first
+// the client's connection closes and the write never happens.
+func TestWorldMinorityWriteWaitsForItsLeader(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		heal     time.Duration
+		wantErr  bool
+		wantNode bool
+	}{
+		{"healed before syncLimit", 2 * time.Second, false, true},
+		{"follower gives up", 20 * time.Second, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := sim.New(21)
+				w.UseBubble()
+				e := NewOnWorld(w, Config{TickTime: time.Second, SyncLimit: 5})
+				var during []string
+				var createErr error
+				var returned time.Duration
+				w.NewHost("c1", nil).Spawn("c1", 0, func(p *sim.Process) {
+					var c *zk.Conn
+					p.Outside(func() {
+						c, _, _ = e.Connect("c1", 0, 10*time.Second, nil)
+						_, _, createErr = c.Exists("/") // the session is up
+					})
+					p.Sleep(500*time.Millisecond - p.TrueNow())
+					p.Outside(func() { _, createErr = c.Create("/x", nil, 0, acl) })
+					returned = p.TrueNow()
+				})
+				w.At(200*time.Millisecond, func() { e.Partition("zk1", "zk2"); e.Partition("zk1", "zk3") })
+				w.At(time.Second, func() { during = e.Committed("/x") })
+				w.At(tc.heal, func() { e.Heal("zk1", "zk2"); e.Heal("zk1", "zk3") })
+				if err := w.Run(time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				if len(during) != 0 {
+					t.Fatalf("the minority's write committed during the cut: %v", during)
+				}
+				if (createErr != nil) != tc.wantErr {
+					t.Fatalf("create returned %v at %v (want error: %v)", createErr, returned, tc.wantErr)
+				}
+				if got := len(e.Committed("/x")) == 1; got != tc.wantNode {
+					t.Fatalf("/x committed at the end: %v, want %v", got, tc.wantNode)
+				}
+				if !tc.wantErr && returned < tc.heal {
+					t.Fatalf("create returned at %v, before the heal at %v", returned, tc.heal)
+				}
+			})
+		})
+	}
 }
