@@ -74,7 +74,7 @@ func init() {
 			bad("params.apply_lag", "%v (params.zk_servers is %d)", err, zkServers(s))
 		}
 	}
-	backendMetrics[gozk.Backend] = []string{"watch_notifications", "sessions_expired", "elections", "messages"}
+	backendMetrics[gozk.Backend] = []string{"watch_notifications", "sessions_expired", "elections", "zk_client_messages"}
 }
 
 // defaultSessionTimeout is what clients ask for when the scenario does
@@ -323,7 +323,7 @@ func (b *zkEnsemble) Metrics() []Metric {
 		{Name: "watch_notifications", Value: st.Notifications},
 		{Name: "sessions_expired", Value: st.SessionsExpired},
 		{Name: "elections", Value: st.Elections},
-		{Name: "messages", Value: st.Messages},
+		{Name: "zk_client_messages", Value: st.Messages}, // frames between clients and servers, both ways
 	}
 }
 

@@ -67,7 +67,7 @@ func TestEnsembleScenarioErrors(t *testing.T) {
 		{"stop_on_disconnect not a bool", "session_timeout: 4s", "session_timeout: 4s\n  stop_on_disconnect: sometimes",
 			`params.stop_on_disconnect: expected true or false`},
 		{"unknown metric", "expect: {mutual_exclusion: ok}", "expect: {mutual_exclusion: ok}\nat_most: {watch_notification: 5}",
-			`at_most.watch_notification: unknown metric "watch_notification"; expected one of watch_notifications, sessions_expired, elections, messages (did you mean watch_notifications?)`},
+			`at_most.watch_notification: unknown metric "watch_notification"; expected one of watch_notifications, sessions_expired, elections, zk_client_messages (did you mean watch_notifications?)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !strings.Contains(ensembleBase, c.from) {
