@@ -25,6 +25,14 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     guid_protection: "true"       #   zk-queue: find its own node after a lost reply
     stop_on_suspended: "false"    #   zk-queue: stop holding on SUSPENDED, not LOST
     # fencing for zk-queue is "sequence" or "zxid" (the znode's numbers)
+    # gozk-* algorithms (the real go-zookeeper client, backend
+    # zookeeper-ensemble; servers zk1..zkN, client ci dials zk((i-1) mod N + 1)):
+    zk_servers: "3"               #   1, 3 or 5 servers; zkN leads first
+    election_time: 400ms          #   an election, once the leader is lost
+    tick_time: 2s                 #   ZooKeeper's tickTime
+    sync_limit: "5"               #   ticks before a cut-off server gives up
+    apply_lag: zk2=1500ms         #   a server applies commits late (CURATOR-604)
+    stop_on_disconnect: "true"    #   stop holding on Disconnected/Expired
   nodes:                          # Redis nodes, by name or in full:
     - A
     - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica
@@ -57,7 +65,10 @@ ranges are "min..max" (50ms..150ms) or a single duration.
   expect: {mutual_exclusion: violated, resource: violated, liveness: ok}
   at_most: {watch_notifications: 100}   # bounds on backend metrics (ZooKeeper:
                                   #   watch_notifications, sessions_expired,
-                                  #   znodes_created, orphaned_znodes)
+                                  #   znodes_created, orphaned_znodes; the
+                                  #   ensemble: watch_notifications,
+                                  #   sessions_expired, elections,
+                                  #   zk_client_messages)
   narrative: {what: ..., why: ..., fix: ..., sources: [...]}
   twin: other-scenario-id
   seed: 1                         # default seed
@@ -71,7 +82,8 @@ Fault kinds and their fields:
   delay       the same pattern fields, and duration (the delay added)
   clock-jump  target (client or node), jump (negative jumps backward)
   drift       target (client or node), ppm (rate offset, parts per million)
-  node-crash  target (node), restart_after, persistence (none|everysec|always)
+  node-crash  target (node, or a ZooKeeper server zk1..zkN), restart_after,
+              persistence (none|everysec|always; Redis nodes only)
   failover    target (a replica): promoted to master (Sentinel); the other
               replicas follow it, clients that can reach it follow it, the
               old master serves whoever still reaches it and rejoins as a
