@@ -254,7 +254,7 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 	for _, sec := range secs {
 		flat = append(flat, sec.Lessons...)
 	}
-	idx := &indexView{Title: syl.Title, Intro: syl.Intro, EChartsNote: ec.note}
+	idx := &indexView{Title: syl.Title, Intro: syl.Intro, EChartsNote: ec.note, Outside: syl.leftOut(all)}
 	var failed []string
 	wroteViewer := false
 	for i, cl := range flat {
@@ -499,6 +499,9 @@ type indexView struct {
 	Title, Intro string
 	Sections     []indexSection
 	EChartsNote  string
+	// Outside are the lessons the course leaves out, named with the
+	// command that runs them.
+	Outside []outsideEntry
 }
 
 type indexSection struct {

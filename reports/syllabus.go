@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -89,6 +90,48 @@ func ParseSyllabus(name string, data []byte) (*Syllabus, error) {
 		}
 	}
 	return &s, nil
+}
+
+// LeftOut maps the scenario of each lesson the built course leaves out
+// (SyllabusLesson.Outside) to the reason.
+func (s *Syllabus) LeftOut() map[string]string {
+	out := map[string]string{}
+	for _, sec := range s.Sections {
+		for _, l := range sec.Lessons {
+			if l.Outside != "" {
+				out[l.Scenario] = l.Outside
+			}
+		}
+	}
+	return out
+}
+
+// leftOut resolves the lessons the course leaves out against the
+// catalogue, in syllabus order, for the index to list.
+func (s *Syllabus) leftOut(all []*scenarios.Scenario) []outsideEntry {
+	lessons := Lessons(all)
+	var out []outsideEntry
+	for _, sec := range s.Sections {
+		for _, meta := range sec.Lessons {
+			if meta.Outside == "" {
+				continue
+			}
+			for _, l := range lessons {
+				if slices.Contains(l.IDs(), meta.Scenario) {
+					out = append(out, outsideEntry{IDs: l.IDs(), Title: l.First.Title, Why: meta.Outside})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// outsideEntry is a lesson the index names without a page.
+type outsideEntry struct {
+	IDs   []string
+	Title string
+	Why   string
 }
 
 // courseSection is a section with its lessons resolved against the

@@ -32,7 +32,23 @@ func TestCourseWritesEveryLessonAndAnIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lessons := reports.Lessons(all)
+	syl, err := reports.DefaultSyllabus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lessons the syllabus leaves out of the built course (to keep it
+	// under 5 MB) have no page; the index names each of their runs.
+	leftOut := syl.LeftOut()
+	var lessons []reports.Lesson
+	for _, l := range reports.Lessons(all) {
+		out := false
+		for _, id := range l.IDs() {
+			out = out || leftOut[id] != ""
+		}
+		if !out {
+			lessons = append(lessons, l)
+		}
+	}
 
 	// One progress line per lesson on stderr, the index named last on stdout.
 	if n := strings.Count(stderr, "course: ["); n != len(lessons) {
@@ -80,7 +96,7 @@ func TestCourseWritesEveryLessonAndAnIndex(t *testing.T) {
 		}
 	}
 	for _, s := range all {
-		if !covered[s.ID] {
+		if !covered[s.ID] && !bytes.Contains(index, []byte("<code>locklab run "+s.ID+"</code>")) {
 			t.Errorf("scenario %s is in no lesson", s.ID)
 		}
 		if s.Twin != "" {
