@@ -299,22 +299,21 @@ func (b *zkEnsemble) Hosts() []*sim.Host { return b.ens.Hosts() }
 func (b *zkEnsemble) Servers() map[string]faults.Server {
 	out := map[string]faults.Server{}
 	for _, h := range b.ens.Hosts() {
-		out[h.Name] = zkServer{b.w, b.ens, h.Name}
+		out[h.Name] = zkServer{b.ens, h.Name}
 	}
 	return out
 }
 
-// zkServer is one server as a node-crash sees it. The crash takes effect
-// in an event of its own at the same instant: a fault triggered by a
-// message (after: {op: CREATE}) fires while the ensemble is still
-// delivering that message, and the crash must not run inside it.
+// zkServer is one server as a node-crash sees it. A crash triggered by
+// a message (after: {op: CREATE}) runs while the ensemble delivers that
+// message: the ensemble shows its observers each frame with its own lock
+// released, so Crash may take it.
 type zkServer struct {
-	w    *sim.World
 	e    worldEnsemble
 	name string
 }
 
-func (s zkServer) Crash()   { s.w.After(0, func() { s.e.Crash(s.name) }) }
+func (s zkServer) Crash()   { s.e.Crash(s.name) }
 func (s zkServer) Restart() { s.e.Restart(s.name) }
 
 func (b *zkEnsemble) Metrics() []Metric {
