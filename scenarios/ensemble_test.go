@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -158,12 +159,12 @@ func TestEnsembleScenariosInTheCatalogue(t *testing.T) {
 			// first broken run as its twin (a lesson page shows a
 			// scenario with its twins, and the course has no room for a
 			// third run on that page).
-			if s.ID != "zk-ensemble-leader-crash" && s.ID != "zk-ensemble-minority-partition-stop" {
+			if s.ID != "zk-ensemble-leader-crash" && s.ID != "zk-ensemble-minority-partition-stop" && s.ID != "zk-ensemble-minority-partition-fenced" {
 				t.Errorf("%s: no twin", s.ID)
 			}
 		}
 	}
-	want := "zk-ensemble-curator-604 zk-ensemble-curator-604-fixed zk-ensemble-herd zk-ensemble-leader-crash zk-ensemble-lost-delete zk-ensemble-lost-delete-fixed zk-ensemble-minority-partition zk-ensemble-minority-partition-fixed zk-ensemble-minority-partition-stop zk-ensemble-queue-no-herd"
+	want := "zk-ensemble-curator-604 zk-ensemble-curator-604-fixed zk-ensemble-herd zk-ensemble-leader-crash zk-ensemble-lost-delete zk-ensemble-lost-delete-fixed zk-ensemble-minority-partition zk-ensemble-minority-partition-fenced zk-ensemble-minority-partition-fixed zk-ensemble-minority-partition-stop zk-ensemble-queue-no-herd"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("ensemble scenarios %v\nwant %s", got, want)
 	}
@@ -247,6 +248,24 @@ func TestEnsembleMinorityPartition(t *testing.T) {
 				t.Fatalf("resource %s", r.Report.Verdict.Resource)
 			}
 		})
+	}
+}
+
+// With the znode sequence as a fencing token, c1's late write (token 1)
+// is refused after c2's (token 2): two holders, a consistent resource.
+func TestEnsembleMinorityPartitionFenced(t *testing.T) {
+	r := ensembleRun(t, "zk-ensemble-minority-partition-fenced", 1)
+	if !r.Matches() || r.Report.Witness.MutualExclusion == nil {
+		t.Fatalf("verdict %+v", r.Report.Verdict)
+	}
+	var refused []string
+	for _, a := range r.History.Accesses {
+		if !a.Accepted {
+			refused = append(refused, fmt.Sprintf("%s %s token %d: %s", a.Client, a.Kind, a.Fence, a.Reason))
+		}
+	}
+	if got := strings.Join(refused, "; "); got != "c1 write token 1: token 1 is lower than 2" {
+		t.Fatalf("refused: %q", got)
 	}
 }
 
