@@ -34,7 +34,7 @@ import (
 // own Lock, each waiter watches its predecessor).
 const herdChildEnv = "LOCKLAB_GOZK_HERD_CHILD"
 
-var herdChildProfile = flag.String("gozk.herd-cpuprofile", "", "BenchmarkHerdRealClient: write the child's CPU profile of its last iteration to this file (profile of the herd run alone)")
+var herdChildProfile = flag.String("gozk.herd-cpuprofile", "", "BenchmarkHerdRealClient: write the CPU profile of the last iteration's child to this file; each sub-benchmark overwrites it, so pick one (-bench HerdRealClient/simple)")
 
 // TestHerdRealClientOnce runs the 100-waiter herd once and prints what the
 // benchmark reads. It is skipped unless BenchmarkHerdRealClient started
