@@ -37,10 +37,11 @@ func cpuTime() time.Duration {
 // simple lock's every release wakes every waiter; go-zookeeper's queue
 // Lock wakes one. Both are safe and finish.
 func TestHerdEffect(t *testing.T) {
-	// Wall time is logged for BENCHMARKS.md, never asserted. (A Benchmark
-	// cannot host a synctest bubble: synctest.Test takes a *testing.T.)
-	// CPU time (user+system) is logged beside wall time: on a shared
-	// machine it says more.
+	// Wall time is logged, never asserted; BENCHMARKS.md's figures come
+	// from BenchmarkHerdRealClient, which runs these two herds in a child
+	// process (a Benchmark cannot host a synctest bubble). CPU time
+	// (user+system) is logged beside wall time: on a shared machine it
+	// says more.
 	t0, c0 := time.Now(), cpuTime()
 	simple := play(t, herdWorkload(101, true), 1)
 	t1, c1 := time.Now(), cpuTime()
