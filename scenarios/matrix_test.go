@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 )
@@ -20,6 +21,15 @@ func TestMatrixScenarioSetup(t *testing.T) {
 		}
 		info, _ := algorithms.Lookup(name)
 		want := 1
+		if info.Backend == gozk.Backend {
+			// The ensemble's servers are zk1…zkN, not Redis nodes; its
+			// session is the TTL, on a tick short enough to expire it in
+			// time (see newMatrixScenario).
+			want = 0
+			if sc.Params["session_timeout"] != MatrixTTL.String() || sc.Params["tick_time"] != (MatrixTTL/4).String() {
+				t.Errorf("%s: params %v, want session_timeout %v and tick_time %v", name, sc.Params, MatrixTTL, MatrixTTL/4)
+			}
+		}
 		if info.Backend == "redis" {
 			want = max(info.MinNodes, 1)
 			if info.MinNodes >= 3 {
