@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // fuzzLimits keep each fuzzed run small: a few clients, cycles and faults,
@@ -36,6 +38,9 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"))
 	f.Add([]byte("counterexample: {format: 1, seed: 3, trace_sha256: x}\n" + base))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Files naming a real-client algorithm (gozk-*) run in a bubble
+		// hosted by this test, as the CLI hosts one: they are fuzzed too.
+		bubblehost.Bind(t)
 		s, err := ParseWith("fuzz.yaml", data, fuzzLimits)
 		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
