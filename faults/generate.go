@@ -60,7 +60,7 @@ func ClassSummary(c Class) string {
 	case ClassCrash:
 		return "a client dies, at a time or right after a reply"
 	case ClassRestart:
-		return "a Redis node restarts after 0.1..2×TTL (none/everysec/always)"
+		return "a Redis node (none/everysec/always) or a ZooKeeper server restarts after 0.1..2×TTL"
 	case ClassPartition:
 		return "hosts are cut off, one way or both, for 0.25..3×TTL"
 	}
@@ -142,13 +142,14 @@ func (s Schedule) Classes() []Class {
 }
 
 // Applicable reports whether class c can draw a fault against n: pauses and
-// crashes need a client, restarts a Redis node, partitions two hosts.
+// crashes need a client, restarts a Redis node or a server, partitions two
+// hosts.
 func Applicable(c Class, n Names) bool {
 	switch c {
 	case ClassPause, ClassCrash:
 		return len(n.Clients) > 0
 	case ClassRestart:
-		return len(n.Nodes) > 0
+		return len(n.Nodes)+len(n.Servers) > 0
 	case ClassPartition:
 		return len(n.hosts()) >= 2
 	case ClassClock, ClassDrift:
@@ -327,13 +328,20 @@ func (g *gen) fault(c Class) Fault {
 		g.when(&f, f.Target)
 		return f
 	case ClassRestart:
-		return Fault{
+		f := Fault{
 			Kind:         NodeCrash,
-			Target:       g.pick(g.n.Nodes),
+			Target:       g.pick(append(slices.Clone(g.n.Nodes), g.n.Servers...)),
 			At:           g.at(),
 			RestartAfter: g.scaled(0.1, 2),
 			Persistence:  []string{"none", "everysec", "always"}[g.rng.IntN(3)],
 		}
+		if !slices.Contains(g.n.Nodes, f.Target) {
+			// A ZooKeeper server logs every write before it acknowledges
+			// it: there is no persistence setting to draw (the draw above
+			// still happens, so Redis schedules stay what they were).
+			f.Persistence = ""
+		}
+		return f
 	case ClassPartition:
 		hosts := g.n.hosts()
 		perm := g.rng.Perm(len(hosts))

@@ -139,7 +139,8 @@ func TestGenerateCoversEveryClassAndShape(t *testing.T) {
 }
 
 func TestGenerateSkipsClassesWithNothingToActOn(t *testing.T) {
-	// A ZooKeeper scenario: no Redis node to restart.
+	// The single-server ZooKeeper model (sim/zk): no Redis node, and no
+	// server a restart may crash (Names.Servers is empty).
 	n := Names{Clients: []string{"c1"}, Others: []string{"zk1", "zk2", "zk3"}}
 	if Applicable(ClassRestart, n) {
 		t.Fatal("restart applies without a Redis node")
@@ -278,5 +279,33 @@ func TestScheduleClasses(t *testing.T) {
 	}
 	if got := s.Classes(); !reflect.DeepEqual(got, []Class{ClassPause, ClassPartition}) {
 		t.Fatalf("classes %v", got)
+	}
+}
+
+// A restart can crash a ZooKeeper server as well as a Redis node; a server
+// gets no persistence setting (it logs every write before acknowledging
+// it), and a schedule with no Redis node and no server has none to draw.
+func TestRestartDrawsServers(t *testing.T) {
+	zk := Names{Clients: []string{"c1", "c2"}, Others: []string{"zk1", "zk2", "zk3"}, Servers: []string{"zk1", "zk2", "zk3"}}
+	if !Applicable(ClassRestart, zk) {
+		t.Fatal("restart does not apply to an ensemble's servers")
+	}
+	if Applicable(ClassRestart, Names{Clients: []string{"c1"}, Others: []string{"store"}}) {
+		t.Fatal("restart applies with nothing to restart")
+	}
+	seen := map[string]bool{}
+	for i := range 200 {
+		for _, f := range Generate(rand.New(rand.NewPCG(uint64(i), 9)), []Class{ClassRestart}, zk, 10*time.Second, 2*time.Second) {
+			if f.Kind != NodeCrash || f.Persistence != "" || !slices.Contains(zk.Servers, f.Target) {
+				t.Fatalf("drew %+v", f)
+			}
+			if err := f.Validate(zk); err != nil {
+				t.Fatalf("drew an invalid fault %s: %v", f, err)
+			}
+			seen[f.Target] = true
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("restarts hit %v, want every server", seen)
 	}
 }

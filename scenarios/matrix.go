@@ -368,6 +368,7 @@ func generatorNames(sc *Scenario) faults.Names {
 				n.Others = append(n.Others, h)
 			}
 		}
+		n.Servers = all.Servers // a backend's servers a restart may crash (zk1…zkN)
 		return n
 	}
 	for _, node := range sc.Nodes {
