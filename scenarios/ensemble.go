@@ -37,6 +37,11 @@ import (
 //	sync_limit: 5          ticks before a server cut off from its leader notices
 //	apply_lag: zk2=1500ms  how late a server applies committed transactions
 //	                       (comma-separated; the CURATOR-604 window)
+//
+// The queue recipes' replace_handle_on_lost has the backend open a new
+// handle for a client (Session.Replace): the old one is closed through
+// the ensemble, which so does not close it again when the run ends, and
+// the new one dials the next server (c1 then starts on zk2).
 func init() {
 	RegisterBackend(gozk.Backend, ensembleHostNames, newEnsembleBackend)
 	crashableBackends[gozk.Backend] = true

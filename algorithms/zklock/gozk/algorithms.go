@@ -18,6 +18,12 @@ package gozk
 // session may expire any moment — which go-zookeeper reports as
 // StateDisconnected; stop_on_disconnect: true marks the lease lost on
 // Disconnected or Expired.
+//
+// go-zookeeper keeps one session per handle until a server says it
+// expired; Curator also gives a session up on its own clock (LOST) and
+// replaces its handle. replace_handle_on_lost: true (gozk-queue,
+// gozk-queue-naive) does that, through Session.Replace, and a lock call
+// under way goes on in the new session: the ground CURATOR-604 needs.
 
 import (
 	"errors"
