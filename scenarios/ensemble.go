@@ -250,8 +250,9 @@ func (s *clientSession) event(ev zk.Event) {
 }
 
 // stop ends the recipe's background work (guaranteed deletes) at the
-// end of the run. The ensemble itself closes the connection (Shutdown):
-// go-zookeeper's Close may be called only once.
+// end of the run. The ensemble itself closes the connections it still
+// has (Shutdown); handles the recipe replaced it has closed already
+// (replace).
 func (s *clientSession) stop() {
 	s.mu.Lock()
 	if s.closed {
@@ -339,7 +340,7 @@ func (b *zkEnsemble) Connect(h *sim.Host) any {
 
 // replace is Session.Replace (kernel held): the current handle is closed
 // through the ensemble, which then no longer closes it at the run's end
-// (go-zookeeper panics on a second Close), and a new one dials the next
+// (Ensemble.Close: each handle is closed once), and a new one dials the next
 // server of the connect string, as a new Curator handle picks another
 // server. The work runs on a goroutine of its own, after any earlier
 // replacement of this client, and the run's end waits for it.

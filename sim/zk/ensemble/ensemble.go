@@ -326,8 +326,11 @@ func (e *Ensemble) Shutdown() {
 }
 
 // Close closes a client Connect made, once: the ensemble forgets it, so
-// Shutdown will not close it again (go-zookeeper's Close closes a channel
-// and panics when called twice). A client that replaces its handle itself,
+// Shutdown will not close it again. (go-zookeeper v1.0.4 guards Close
+// with a sync.Once, so a second Close would not panic; but Shutdown would
+// still start a goroutine for it and make the run's end wait for it, and
+// a closed handle has no place among the clients the end winds down.)
+// A client that replaces its handle itself,
 // as Curator does when it declares its session LOST, closes the old one
 // here. If Shutdown already took the client, Shutdown closes it and Close
 // does nothing. Call it outside the world's kernel: go-zookeeper's Close
