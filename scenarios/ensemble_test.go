@@ -331,6 +331,48 @@ func TestEnsembleCurator604(t *testing.T) {
 	}
 }
 
+// A holder cut off from the ensemble with replace_handle_on_lost stops
+// holding when it declares LOST (1.333 s after go-zookeeper's
+// Disconnected at 2.7 s: a session timeout after its last contact), before
+// its new session exists, and does not write; c2 takes the lock after
+// c1's release at 8 s deletes the old session's node through the new
+// handle.
+func TestEnsembleReplaceHandleEndsTheHold(t *testing.T) {
+	bubblehost.Bind(t)
+	sc, err := Parse("held.yaml", []byte(`id: held-lost
+algorithm: gozk-queue
+ttl: 6s
+params:
+  session_timeout: 4s
+  replace_handle_on_lost: "true"
+clients:
+  count: 2
+  cycles: 1
+  work: 100ms
+  each:
+    c1: {start: 0s, work: 8s}
+    c2: {start: 500ms}
+duration: 60s
+faults:
+  - kind: partition
+    groups: [[c1], [zk1, zk2, zk3]]
+    at: 1s
+    duration: 3s
+expect: {mutual_exclusion: ok, resource: ok, liveness: ok}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, sc, 1, Options{KeepTrace: true})
+	c1, c2 := holdsOf(r, "c1"), holdsOf(r, "c2")
+	if !r.Matches() || len(c1) != 1 || len(c2) != 1 || c1[0].EndReason != "lost" || (c1[0].End-4034*time.Millisecond).Abs() > time.Microsecond || c2[0].Start < 8*time.Second {
+		t.Fatalf("verdict %+v; c1 %+v, c2 %+v; want c1 to stop at LOST (4.034s), c2 to hold after 8s", r.Report.Verdict, c1, c2)
+	}
+	if !ensembleTraceHas(r, "c1", "no session for 1.333s since the connection was lost: LOST") || !ensembleTraceHas(r, "zk2", "created for c1#2>zk2") {
+		t.Fatal("the trace does not show c1's LOST and its new session on zk2")
+	}
+}
+
 // c1's DELETE is lost: without guaranteed delete its node blocks c2 and
 // c3 until the end of the run; with it, everyone holds in turn.
 func TestEnsembleLostDelete(t *testing.T) {
