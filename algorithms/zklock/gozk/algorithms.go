@@ -86,10 +86,9 @@ var stopOnDisconnectParam = algorithms.Param{Name: "stop_on_disconnect", Expect:
 // Curator's connection handling, which go-zookeeper does not have: after
 // a connection loss (SUSPENDED) with no session back for lost_after,
 // Curator's ConnectionStateManager declares the session LOST on its own
-// clock, and Curator closes the ZooKeeper
-// handle and makes a new one (a new session) instead of waiting for a
-// server to say the old session expired — which a client cut off from
-// the ensemble may never hear. The ensemble decides expiry on its own
+// clock, and Curator closes the ZooKeeper handle and makes a new one (a
+// new session) instead of waiting for a server to say the old session
+// expired — which a client cut off from the ensemble may never hear. The ensemble decides expiry on its own
 // clock, rounded up to its next tick, so the client can be in a new
 // session while the old one, and its ephemeral nodes, still exist: the
 // window of CURATOR-604 (https://issues.apache.org/jira/browse/CURATOR-604).
