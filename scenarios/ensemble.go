@@ -37,6 +37,11 @@ import (
 //	sync_limit: 5          ticks before a server cut off from its leader notices
 //	apply_lag: zk2=1500ms  how late a server applies committed transactions
 //	                       (comma-separated; the CURATOR-604 window)
+//
+// The queue recipes' replace_handle_on_lost has the backend open a new
+// handle for a client (Session.Replace): the old one is closed through
+// the ensemble, which so does not close it again when the run ends, and
+// the new one dials the next server (c1 then starts on zk2).
 func init() {
 	RegisterBackend(gozk.Backend, ensembleHostNames, newEnsembleBackend)
 	crashableBackends[gozk.Backend] = true
@@ -63,6 +68,13 @@ func init() {
 		}},
 	}
 	backendChecks[gozk.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+		// lost_after is the delay of replace_handle_on_lost (the queue
+		// recipes check it too, but by then the clients have dialled).
+		if _, ok := s.Params["lost_after"]; ok {
+			if on, err := strconv.ParseBool(s.Params["replace_handle_on_lost"]); err != nil || !on {
+				bad("params.lost_after", "the delay before a client replaces its handle; it needs params.replace_handle_on_lost: true")
+			}
+		}
 		v, ok := s.Params["apply_lag"]
 		if !ok {
 			return
@@ -178,6 +190,7 @@ type worldEnsemble interface {
 	Crash(name string)
 	Restart(name string)
 	Stats() ensemble.Stats
+	Close(c *zk.Conn)
 }
 
 // newOnWorld builds the ensemble on the world (ensemble_world.go); atEnd
@@ -203,6 +216,28 @@ type clientSession struct {
 	subs   []func(zk.Event)
 	atEnd  []func()
 	closed bool
+	// The handle in use and what Replace needs: the handle's number
+	// (events of older handles are not reported), the server it started
+	// at, and the end of the last replacement (they run one after the
+	// other).
+	cur       *zk.Conn
+	gen       int
+	start     int
+	replacing chan struct{}
+}
+
+// callback is the event callback of handle number gen: it reports the
+// events of the current handle only, so a replaced handle, which
+// go-zookeeper tells of its own closing, does not start another LOST.
+func (s *clientSession) callback(gen int) zk.EventCallback {
+	return func(ev zk.Event) {
+		s.mu.Lock()
+		current := s.gen == gen
+		s.mu.Unlock()
+		if current {
+			s.event(ev)
+		}
+	}
 }
 
 func (s *clientSession) event(ev zk.Event) {
@@ -215,8 +250,9 @@ func (s *clientSession) event(ev zk.Event) {
 }
 
 // stop ends the recipe's background work (guaranteed deletes) at the
-// end of the run. The ensemble itself closes the connection (Shutdown):
-// go-zookeeper's Close may be called only once.
+// end of the run. The ensemble itself closes the connections it still
+// has (Shutdown); handles the recipe replaced it has closed already
+// (replace).
 func (s *clientSession) stop() {
 	s.mu.Lock()
 	if s.closed {
@@ -267,7 +303,8 @@ func (b *zkEnsemble) Connect(h *sim.Host) any {
 	s := &clientSession{}
 	start := b.clients % b.servers
 	b.clients++
-	conn, _, err := b.ens.Connect(h.Name, start, b.timeout, s.event)
+	s.start = start
+	conn, _, err := b.ens.Connect(h.Name, start, b.timeout, s.callback(0))
 	if err != nil {
 		// Connect only builds the client; dialling happens later, so this
 		// is a programming error in the backend, not a run's outcome.
@@ -287,10 +324,62 @@ func (b *zkEnsemble) Connect(h *sim.Host) any {
 			s.atEnd = append(s.atEnd, fn)
 			s.mu.Unlock()
 		},
-		Rand: seededReader{rand.New(rand.NewPCG(b.w.Seed, hash.Sum64()))},
+		Rand:           seededReader{rand.New(rand.NewPCG(b.w.Seed, hash.Sum64()))},
+		SessionTimeout: b.timeout,
+		Notify:         func(fn func()) { b.w.Notify("gozk "+h.Name, fn) },
+		After: func(d time.Duration, fn func()) func() {
+			ev := b.w.AtKey(b.w.Now()+d, "gozk lost "+h.Name, fn)
+			return ev.Cancel
+		},
+		Replace: func(why string) <-chan *zk.Conn { return b.replace(h, s, why) },
 	}
+	s.cur = conn
 	b.sessions = append(b.sessions, s)
 	return &s.Session
+}
+
+// replace is Session.Replace (kernel held): the current handle is closed
+// through the ensemble, which then no longer closes it at the run's end
+// (Ensemble.Close: each handle is closed once), and a new one dials the next
+// server of the connect string, as a new Curator handle picks another
+// server. The work runs on a goroutine of its own, after any earlier
+// replacement of this client, and the run's end waits for it.
+func (b *zkEnsemble) replace(h *sim.Host, s *clientSession, why string) <-chan *zk.Conn {
+	out := make(chan *zk.Conn, 1)
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.start = (s.start + 1) % b.servers
+	start := s.start
+	prev := s.replacing
+	s.replacing = done
+	s.mu.Unlock()
+	if b.w.Tracing() {
+		b.w.Tracef(h.Name, "%s; closes its ZooKeeper handle and opens a new one (new session) starting at zk%d", why, start+1)
+	}
+	b.w.WaitAtEnd(done)
+	go func() {
+		defer close(done)
+		defer close(out)
+		if prev != nil {
+			<-prev
+		}
+		s.mu.Lock()
+		old := s.cur
+		s.mu.Unlock()
+		b.ens.Close(old)
+		conn, _, err := b.ens.Connect(h.Name, start, b.timeout, s.callback(gen))
+		if err != nil {
+			out <- nil
+			return
+		}
+		s.mu.Lock()
+		s.cur = conn
+		s.mu.Unlock()
+		out <- conn
+	}()
+	return out
 }
 
 func (b *zkEnsemble) Hosts() []*sim.Host { return b.ens.Hosts() }

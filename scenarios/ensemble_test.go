@@ -68,6 +68,14 @@ func TestEnsembleScenarioErrors(t *testing.T) {
 			`x.yaml:7:14: params.apply_lag: expected server=duration pairs, comma-separated, such as zk2=1500ms, found "zk2"`},
 		{"stop_on_disconnect not a bool", "session_timeout: 4s", "session_timeout: 4s\n  stop_on_disconnect: sometimes",
 			`params.stop_on_disconnect: expected true or false`},
+		{"replace_handle_on_lost on gozk-lock", "session_timeout: 4s", "session_timeout: 4s\n  replace_handle_on_lost: \"true\"",
+			`x.yaml:7:27: params.replace_handle_on_lost: gozk-lock does not read "replace_handle_on_lost"; expected one of fence_start, stop_on_disconnect, zk_servers`},
+		{"replace_handle_on_lost typo", "algorithm: gozk-lock\nttl: 6s\nparams:", "algorithm: gozk-queue-naive\nttl: 6s\nparams:\n  replace_handle_on_loss: \"true\"",
+			`params.replace_handle_on_loss: gozk-queue-naive does not read "replace_handle_on_loss"; expected one of fence_start, stop_on_disconnect, replace_handle_on_lost, lost_after, zk_servers, session_timeout, election_time, tick_time, sync_limit, apply_lag (did you mean replace_handle_on_lost?)`},
+		{"replace_handle_on_lost not a bool", "algorithm: gozk-lock\nttl: 6s\nparams:", "algorithm: gozk-queue\nttl: 6s\nparams:\n  replace_handle_on_lost: often",
+			`params.replace_handle_on_lost: expected true or false, found "often"`},
+		{"lost_after alone", "session_timeout: 4s", "session_timeout: 4s\n  lost_after: 2s",
+			`x.yaml:7:15: params.lost_after: the delay before a client replaces its handle; it needs params.replace_handle_on_lost: true`},
 		{"unknown metric", "expect: {mutual_exclusion: ok}", "expect: {mutual_exclusion: ok}\nat_most: {watch_notification: 5}",
 			`at_most.watch_notification: unknown metric "watch_notification"; expected one of watch_notifications, sessions_expired, elections, zk_client_messages (did you mean watch_notifications?)`},
 	} {
@@ -270,26 +278,99 @@ func TestEnsembleMinorityPartitionFenced(t *testing.T) {
 	}
 }
 
-// c1's create happens, c1 is cut off before the reply, its session expires
-// and the ensemble deletes the node; c1's next session lands on zk2, which
-// applies commits 1.5 s late. Neither recipe finds the old node: c1 holds
-// once, with a new node (sequence 2, fence 3), after c3.
+// CURATOR-604: c1's create happens, c1 is cut off before the reply and,
+// with replace_handle_on_lost, declares its session LOST a session timeout
+// after its last contact, closes its handle and opens a new session on
+// zk2 (1.5 s apply lag) while the leader still has the old one. The naive
+// lookup adopts the old session's node (sequence 1); the leader expires
+// the old session at 10 s and c2, queued behind that node, takes the lock
+// while c1 still holds: the witness is c1 on the adopted node and c2. The
+// fixed lookup sees the node's ephemeral owner is the old session, deletes
+// it, and c1 queues again behind c2 with a new node (sequence 3).
 func TestEnsembleCurator604(t *testing.T) {
-	for _, id := range []string{"zk-ensemble-curator-604", "zk-ensemble-curator-604-fixed"} {
-		r := ensembleRun(t, id, 1)
-		if !r.Matches() || r.Report.Witness.MutualExclusion != nil {
-			t.Fatalf("%s: verdict %+v, witness %v", id, r.Report.Verdict, r.Report.Witness.MutualExclusion)
+	r := ensembleRun(t, "zk-ensemble-curator-604", 1)
+	me := r.Report.Witness.MutualExclusion
+	if !r.Matches() || me == nil {
+		t.Fatalf("naive: verdict %+v, witness %v", r.Report.Verdict, me)
+	}
+	const want = "c1 held [6.183s, 12.186s) (release) and c2 held [11.506s, 11.609s) (release): both held during [11.506s, 11.609s)"
+	if me.String() != want {
+		t.Fatalf("naive: witness %q\nwant %q", me.String(), want)
+	}
+	if !strings.HasSuffix(me.First.Token, "-lock-0000000001") || me.First.Fence != 2 || !strings.HasSuffix(me.Second.Token, "-lock-0000000002") {
+		t.Fatalf("naive: c1 holds %q (fence %d), c2 %q; want c1 on its old session's node 1, c2 on node 2", me.First.Token, me.First.Fence, me.Second.Token)
+	}
+	for _, line := range [][2]string{
+		{"zk1", "recv c1#1>zk1 CREATE /locks/lock/_c_"},
+		{"c1", "LOST, as Curator declares it; closes its ZooKeeper handle and opens a new one (new session) starting at zk2"},
+		{"zk2", "created for c1#2>zk2"},
+		{"zk3", "session 0x100000000000001 expired"},
+	} {
+		if !ensembleTraceHas(r, line[0], line[1]) {
+			t.Fatalf("naive: no trace line %s %q", line[0], line[1])
 		}
-		c1, c3 := holdsOf(r, "c1"), holdsOf(r, "c3")
-		if len(c1) != 1 || len(c3) != 1 || c1[0].Fence != 3 || !strings.HasSuffix(c1[0].Token, "-lock-0000000002") || c1[0].Start < c3[0].End {
-			t.Fatalf("%s: c1 %+v c3 %+v; want c1 after c3 on a new node", id, c1, c3)
+	}
+	// The node c1 holds is the one its first session created: the old
+	// session expires only after c1 took it.
+	for _, e := range r.Trace {
+		if e.Actor == "zk3" && strings.Contains(e.Text, "session 0x100000000000001 expired") && e.At <= me.First.Start {
+			t.Fatalf("naive: the old session expired at %v, before c1 adopted its node at %v", e.At, me.First.Start)
 		}
-		if v, _ := r.Metric("sessions_expired"); v != 1 {
-			t.Fatalf("%s: %d sessions expired, want c1's first", id, v)
-		}
-		if !ensembleTraceHas(r, "c1", "CONNECT refused (session expired)") || !ensembleTraceHas(r, "zk2", "created for c1#") {
-			t.Fatalf("%s: the trace does not show c1's session expiring and a new one on zk2", id)
-		}
+	}
+
+	fixed := ensembleRun(t, "zk-ensemble-curator-604-fixed", 1)
+	if !fixed.Matches() || fixed.Report.Witness.MutualExclusion != nil {
+		t.Fatalf("fixed: verdict %+v, witness %v", fixed.Report.Verdict, fixed.Report.Witness.MutualExclusion)
+	}
+	c1, c2 := holdsOf(fixed, "c1"), holdsOf(fixed, "c2")
+	if len(c1) != 1 || len(c2) != 1 || !strings.HasSuffix(c1[0].Token, "-lock-0000000003") || c1[0].Start < c2[0].End {
+		t.Fatalf("fixed: c1 %+v c2 %+v; want c1 after c2 on a new node", c1, c2)
+	}
+	if !ensembleTraceHas(fixed, "c1", "recv c1#2>zk2 EXISTS /locks/lock/_c_…-lock-0000000001 → ok") ||
+		!ensembleTraceHas(fixed, "c1", "recv c1#2>zk2 DELETE /locks/lock/_c_…-lock-0000000001 → ok") {
+		t.Fatal("fixed: the trace does not show c1 checking the old node's owner and deleting it")
+	}
+}
+
+// A holder cut off from the ensemble with replace_handle_on_lost stops
+// holding when it declares LOST (1.333 s after go-zookeeper's
+// Disconnected at 2.7 s: a session timeout after its last contact), before
+// its new session exists, and does not write; c2 takes the lock after
+// c1's release at 8 s deletes the old session's node through the new
+// handle.
+func TestEnsembleReplaceHandleEndsTheHold(t *testing.T) {
+	bubblehost.Bind(t)
+	sc, err := Parse("held.yaml", []byte(`id: held-lost
+algorithm: gozk-queue
+ttl: 6s
+params:
+  session_timeout: 4s
+  replace_handle_on_lost: "true"
+clients:
+  count: 2
+  cycles: 1
+  work: 100ms
+  each:
+    c1: {start: 0s, work: 8s}
+    c2: {start: 500ms}
+duration: 60s
+faults:
+  - kind: partition
+    groups: [[c1], [zk1, zk2, zk3]]
+    at: 1s
+    duration: 3s
+expect: {mutual_exclusion: ok, resource: ok, liveness: ok}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, sc, 1, Options{KeepTrace: true})
+	c1, c2 := holdsOf(r, "c1"), holdsOf(r, "c2")
+	if !r.Matches() || len(c1) != 1 || len(c2) != 1 || c1[0].EndReason != "lost" || (c1[0].End-4034*time.Millisecond).Abs() > time.Microsecond || c2[0].Start < 8*time.Second {
+		t.Fatalf("verdict %+v; c1 %+v, c2 %+v; want c1 to stop at LOST (4.034s), c2 to hold after 8s", r.Report.Verdict, c1, c2)
+	}
+	if !ensembleTraceHas(r, "c1", "no session for 1.333s since the connection was lost: LOST") || !ensembleTraceHas(r, "zk2", "created for c1#2>zk2") {
+		t.Fatal("the trace does not show c1's LOST and its new session on zk2")
 	}
 }
 

@@ -33,6 +33,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     sync_limit: "5"               #   ticks before a cut-off server gives up
     apply_lag: zk2=1500ms         #   a server applies commits late (CURATOR-604)
     stop_on_disconnect: "true"    #   stop holding on Disconnected/Expired
+    replace_handle_on_lost: "true" #  gozk-queue(-naive), as Curator: LOST after
+                                  #   lost_after (default session/3) past
+                                  #   Disconnected, then a new handle (CURATOR-604)
   nodes:                          # Redis nodes, by name or in full:
     - A
     - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica

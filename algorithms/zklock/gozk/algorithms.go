@@ -18,6 +18,12 @@ package gozk
 // session may expire any moment — which go-zookeeper reports as
 // StateDisconnected; stop_on_disconnect: true marks the lease lost on
 // Disconnected or Expired.
+//
+// go-zookeeper keeps one session per handle until a server says it
+// expired; Curator also gives a session up on its own clock (LOST) and
+// replaces its handle. replace_handle_on_lost: true (gozk-queue,
+// gozk-queue-naive) does that, through Session.Replace, and a lock call
+// under way goes on in the new session: the ground CURATOR-604 needs.
 
 import (
 	"errors"
@@ -50,6 +56,25 @@ type Session struct {
 	// Rand is the seeded source of the recipes' GUIDs, so node names, and
 	// so traces, replay byte for byte.
 	Rand io.Reader
+	// SessionTimeout is the session timeout the client asked for.
+	SessionTimeout time.Duration
+	// Notify runs fn in the kernel from a library goroutine (an event
+	// callback), so what the recipe decides there is ordered with the
+	// rest of the run.
+	Notify func(fn func())
+	// After runs fn in the kernel d from now on the world's clock, unless
+	// cancel is called first. Call it in the kernel.
+	After func(d time.Duration, fn func()) (cancel func())
+	// Replace closes the client's current handle and opens a new one — a
+	// new session — starting at the next server of the connect string:
+	// what Curator does when it declares a session LOST on its own. why
+	// goes to the trace. Call it in the kernel; it returns at once (the
+	// old handle's Close waits up to a second for its close request) with
+	// a channel that yields the new handle, or nil if the run ended first,
+	// and is then closed. Session events of a replaced handle are no longer
+	// reported (OnEvent hears the current handle only). The backend closes
+	// each handle once, at the latest when the run ends.
+	Replace func(why string) <-chan *zk.Conn
 }
 
 // forever is the Validity of a ZooKeeper lease: the lock has no deadline
@@ -57,6 +82,30 @@ type Session struct {
 const forever = 100 * 365 * 24 * time.Hour
 
 var stopOnDisconnectParam = algorithms.Param{Name: "stop_on_disconnect", Expect: "true or false", Check: algorithms.BoolParam}
+
+// Curator's connection handling, which go-zookeeper does not have: after
+// a connection loss (SUSPENDED) with no session back for lost_after,
+// Curator's ConnectionStateManager declares the session LOST on its own
+// clock, and Curator closes the ZooKeeper handle and makes a new one (a
+// new session) instead of waiting for a server to say the old session
+// expired — which a client cut off from the ensemble may never hear. The ensemble decides expiry on its own
+// clock, rounded up to its next tick, so the client can be in a new
+// session while the old one, and its ephemeral nodes, still exist: the
+// window of CURATOR-604 (https://issues.apache.org/jira/browse/CURATOR-604).
+//
+// lost_after counts from go-zookeeper's Disconnected event, which comes
+// when nothing was heard for 2/3 of the session timeout (its read
+// timeout); its default, a third of the session timeout, so declares LOST
+// a session timeout after the last contact.
+var (
+	replaceOnLostParam = algorithms.Param{Name: "replace_handle_on_lost", Expect: "true or false", Check: algorithms.BoolParam}
+	lostAfterParam     = algorithms.Param{Name: "lost_after", Expect: "a duration between 1ms and 1h, such as 4s", Check: func(v string) error {
+		if d, err := time.ParseDuration(v); err != nil || d < time.Millisecond || d > time.Hour {
+			return errors.New("expected a duration between 1ms and 1h, such as 4s")
+		}
+		return nil
+	}}
+)
 
 // ensembleLock is what the five algorithms share: the session, the key,
 // and the stop-on-disconnect policy. inner is the recipe, behind two
@@ -69,9 +118,23 @@ type ensembleLock struct {
 	lock             func() (path string, err error)
 	unlock           func() error
 
+	// replaceOnLost: declare the session LOST after lostAfter without a
+	// session and replace the handle (Curator); see replaceOnLostParam.
+	replaceOnLost bool
+	lostAfter     time.Duration
+	// resumable: the recipe takes a replaced handle up (queueRecipe).
+	resumable bool
+	// lostTimer cancels the pending LOST; only touched in the kernel.
+	lostTimer func()
+	// conn is the handle the recipe runs on; only touched by the
+	// process's calls (Acquire, Release), one at a time.
+	conn *zk.Conn
+
 	mu   sync.Mutex
 	held *algorithms.Lease
 	env  algorithms.Env
+	// replacing are the replacements asked for and not yet taken up.
+	replacing []<-chan *zk.Conn
 }
 
 // outside runs fn — library code — outside the kernel when the Env has
@@ -150,13 +213,70 @@ func (l *ensembleLock) sessionEvent(ev zk.Event) {
 	})
 }
 
+// connectionEvent is Curator's ConnectionStateManager on go-zookeeper's
+// session events: Disconnected (SUSPENDED) starts the LOST clock if it is
+// not running, a session back (HasSession, RECONNECTED) stops it. The
+// clock is a kernel event, so LOST is ordered with the run's other events
+// at the same instant.
+func (l *ensembleLock) connectionEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	switch ev.State {
+	case zk.StateDisconnected:
+		l.sess.Notify(func() {
+			if l.lostTimer == nil {
+				l.lostTimer = l.sess.After(l.lostAfter, l.lost)
+			}
+		})
+	case zk.StateHasSession:
+		l.sess.Notify(func() {
+			if l.lostTimer != nil {
+				l.lostTimer()
+				l.lostTimer = nil
+			}
+		})
+	}
+}
+
+// lost runs in the kernel when the LOST clock runs out: a holder's lease
+// ends (Curator: the lock is gone with the session) and the handle is
+// replaced. The recipe takes the new handle up at its next call (handle).
+func (l *ensembleLock) lost() {
+	l.lostTimer = nil
+	ch := l.sess.Replace(fmt.Sprintf("no session for %v since the connection was lost: LOST, as Curator declares it", l.lostAfter.Round(time.Millisecond)))
+	l.mu.Lock()
+	lease := l.held
+	l.replacing = append(l.replacing, ch)
+	l.mu.Unlock()
+	if lease != nil {
+		lease.MarkLost()
+	}
+}
+
+// handle is the handle the recipe must use now: the newest replacement,
+// once it is open (it waits for it), else the one it has. Call it outside
+// the kernel, from the process's calls only.
+func (l *ensembleLock) handle() *zk.Conn {
+	l.mu.Lock()
+	chs := l.replacing
+	l.replacing = nil
+	l.mu.Unlock()
+	for _, ch := range chs {
+		if c := <-ch; c != nil {
+			l.conn = c
+		}
+	}
+	return l.conn
+}
+
 // build wires a recipe into an ensembleLock.
 func build(name string, p algorithms.Params, c algorithms.Conns, recipe func(l *ensembleLock, s *Session, dir string)) (algorithms.Lock, error) {
 	s, ok := c.Backend.(*Session)
 	if !ok || s == nil || s.Conn == nil {
 		return nil, fmt.Errorf("%s needs a ZooKeeper session (backend %s), got %T", name, Backend, c.Backend)
 	}
-	l := &ensembleLock{name: name, sess: s, key: p.Key}
+	l := &ensembleLock{name: name, sess: s, key: p.Key, conn: s.Conn}
 	if v, ok := p.Extra["stop_on_disconnect"]; ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -164,10 +284,39 @@ func build(name string, p algorithms.Params, c algorithms.Conns, recipe func(l *
 		}
 		l.stopOnDisconnect = b
 	}
+	if v, ok := p.Extra[replaceOnLostParam.Name]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: params.%s: expected true or false, got %q", name, replaceOnLostParam.Name, v)
+		}
+		l.replaceOnLost = b
+	}
+	l.lostAfter = s.SessionTimeout / 3
+	if v, ok := p.Extra[lostAfterParam.Name]; ok {
+		if !l.replaceOnLost {
+			return nil, fmt.Errorf("%s: params.%s is the delay before the handle is replaced; it needs params.%s: true", name, lostAfterParam.Name, replaceOnLostParam.Name)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || lostAfterParam.Check(v) != nil {
+			return nil, fmt.Errorf("%s: params.%s: %s, got %q", name, lostAfterParam.Name, lostAfterParam.Expect, v)
+		}
+		l.lostAfter = d
+	}
+	if l.replaceOnLost {
+		if s.OnEvent == nil || s.Notify == nil || s.After == nil || s.Replace == nil || l.lostAfter <= 0 {
+			return nil, fmt.Errorf("%s: params.%s: the backend cannot replace a client's handle", name, replaceOnLostParam.Name)
+		}
+	}
+	recipe(l, s, "/locks/"+p.Key)
+	if l.replaceOnLost {
+		if !l.resumable {
+			return nil, fmt.Errorf("%s: params.%s: only the queue recipes (gozk-queue, gozk-queue-naive) go on in a new session", name, replaceOnLostParam.Name)
+		}
+		s.OnEvent(l.connectionEvent)
+	}
 	if l.stopOnDisconnect && s.OnEvent != nil {
 		s.OnEvent(l.sessionEvent)
 	}
-	recipe(l, s, "/locks/"+p.Key)
 	return l, nil
 }
 
@@ -176,8 +325,37 @@ func queueRecipe(naive bool) func(l *ensembleLock, s *Session, dir string) {
 	return func(l *ensembleLock, s *Session, dir string) {
 		q := NewQueue(s.Conn, dir)
 		q.Naive, q.Rand = naive, s.Rand
+		q.Replaced = func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return len(l.replacing) > 0
+		}
 		l.lock = q.Lock
 		l.unlock = q.Unlock
+		l.resumable = true
+		if l.replaceOnLost {
+			// A lock call that failed because LOST closed its handle goes
+			// on in the new session with the same GUID, as Curator's
+			// retry loop goes on with its protected create: the lookup may
+			// find the node the old session made.
+			l.lock = func() (string, error) {
+				for {
+					path, err := q.Lock()
+					if err == nil {
+						return path, nil
+					}
+					conn := l.handle()
+					if conn == q.Conn {
+						return "", err
+					}
+					q.Resume(conn)
+				}
+			}
+			l.unlock = func() error {
+				q.Conn = l.handle()
+				return q.Unlock()
+			}
+		}
 		if s.AtEnd != nil {
 			s.AtEnd(q.Stop)
 		}
@@ -186,6 +364,7 @@ func queueRecipe(naive bool) func(l *ensembleLock, s *Session, dir string) {
 
 func init() {
 	common := []algorithms.Param{stopOnDisconnectParam}
+	queue := []algorithms.Param{stopOnDisconnectParam, replaceOnLostParam, lostAfterParam}
 	algorithms.Register(algorithms.Info{
 		Name:    "gozk-lock",
 		Summary: "go-zookeeper/zk's own Lock, unmodified, on the real client against a simulated ensemble",
@@ -207,7 +386,7 @@ func init() {
 		Summary: "ZooKeeper queue on the real client, fixed as Curator's InterProcessMutex: protected create and lookup, guaranteed delete",
 		Backend: Backend,
 		Bubble:  true,
-		Params:  common,
+		Params:  queue,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			return build("gozk-queue", p, c, queueRecipe(false))
 		},
@@ -217,7 +396,7 @@ func init() {
 		Summary: "ZooKeeper queue on the real client as first written: an unanswered lookup makes a second node, a lost DELETE is not retried",
 		Backend: Backend,
 		Bubble:  true,
-		Params:  common,
+		Params:  queue,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			return build("gozk-queue-naive", p, c, queueRecipe(true))
 		},

@@ -71,8 +71,18 @@ type Queue struct {
 	// session owns it, and deletes it otherwise (the fix of CURATOR-604);
 	// the naive one adopts it whoever owns it.
 	GUID string
+	// Replaced, if set, reports that the owner has closed Conn to replace
+	// it (a session declared LOST): the retry loops then stop and Lock
+	// returns its error at once, so the caller can Resume on the new
+	// handle — Curator's retry loop takes the current handle at each
+	// attempt. Without it they would retry on the closed handle until
+	// they give up.
+	Replaced func() bool
 
 	path string
+	// tried is the GUID of the last create, kept after Lock returns so
+	// Resume can go on with it.
+	tried string
 
 	mu       sync.Mutex
 	stop     chan struct{}
@@ -92,6 +102,10 @@ func connectionLoss(err error) bool {
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
 }
 
+// retry says whether a request that got no answer is worth retrying on
+// this handle.
+func (q *Queue) retry() bool { return q.Replaced == nil || !q.Replaced() }
+
 // Lock joins the queue and waits for its turn. It returns the path of our
 // node.
 func (q *Queue) Lock() (string, error) {
@@ -104,13 +118,29 @@ func (q *Queue) Lock() (string, error) {
 		return "", err
 	}
 	if err := q.wait(path); err != nil {
-		if !errors.Is(err, ErrGone) {
+		// On a replaced handle the delete could only be retried on a
+		// closed connection; the node is the old session's, and the
+		// lookup in the new one finds it (and, fixed, deletes it).
+		if !errors.Is(err, ErrGone) && q.retry() {
 			q.delete(path)
 		}
 		return "", err
 	}
 	q.path = path
 	return path, nil
+}
+
+// Resume moves the queue onto conn, a replacement handle with a new
+// session, after Lock failed because its old handle was closed: the next
+// Lock goes on with the GUID of the failed attempt and first looks for a
+// node carrying it. That is what Curator's retry loop does when it has
+// declared the session LOST and replaced the ZooKeeper handle in the
+// middle of a protected create — and where CURATOR-604 bites: the old
+// session's node may still be there. Call it between Lock calls, never
+// during one.
+func (q *Queue) Resume(conn *zk.Conn) {
+	q.Conn = conn
+	q.GUID = q.tried
 }
 
 // Path is our node while we hold the lock.
@@ -139,14 +169,17 @@ func (q *Queue) Unlock() error {
 // answered, the node is gone, the session that owned it is gone (then so
 // is the node), or Stop is called.
 func (q *Queue) guaranteedDelete(path string) {
-	sid := q.Conn.SessionID()
+	// The handle of this delete: Resume may move the queue to another
+	// while the delete goes on.
+	conn := q.Conn
+	sid := conn.SessionID()
 	stop := q.stopCh()
 	q.deleting.Add(1)
 	go func() {
 		defer q.deleting.Done()
 		for {
-			err := q.Conn.Delete(path, -1)
-			if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) || q.Conn.SessionID() != sid {
+			err := conn.Delete(path, -1)
+			if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) || conn.SessionID() != sid {
 				q.mu.Lock()
 				q.GuaranteedDeletes++
 				q.mu.Unlock()
@@ -211,6 +244,7 @@ func (q *Queue) create() (string, error) {
 		}
 		q.GUID = fmt.Sprintf("%x", guid)
 	}
+	q.tried = q.GUID
 	prefix := fmt.Sprintf("_c_%s-lock-", q.GUID)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 || resume {
@@ -233,7 +267,7 @@ func (q *Queue) create() (string, error) {
 		case errors.Is(err, zk.ErrSessionExpired):
 			// The node cannot exist: its session is gone. Try again
 			// (go-zookeeper makes a new session by itself).
-		case connectionLoss(err):
+		case connectionLoss(err) && q.retry():
 			time.Sleep(q.Backoff)
 		default:
 			return "", err
@@ -273,6 +307,9 @@ func (q *Queue) findProtected(prefix string) (string, bool, error) {
 			}
 			return "", false, nil
 		}
+		if !q.retry() {
+			return "", false, err
+		}
 		if q.Naive || !connectionLoss(err) || i > 50 {
 			return "", false, nil
 		}
@@ -299,7 +336,7 @@ func (q *Queue) wait(path string) error {
 	ours := path[strings.LastIndexByte(path, '/')+1:]
 	for {
 		kids, _, err := q.Conn.Children(q.Dir)
-		if connectionLoss(err) && !q.Naive {
+		if connectionLoss(err) && !q.Naive && q.retry() {
 			time.Sleep(q.Backoff)
 			continue
 		}
@@ -318,7 +355,7 @@ func (q *Queue) wait(path string) error {
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
-		if connectionLoss(err) && !q.Naive {
+		if connectionLoss(err) && !q.Naive && q.retry() {
 			time.Sleep(q.Backoff)
 			continue
 		}

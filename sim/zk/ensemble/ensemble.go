@@ -325,6 +325,33 @@ func (e *Ensemble) Shutdown() {
 	e.clients = nil
 }
 
+// Close closes a client Connect made, once: the ensemble forgets it, so
+// Shutdown will not close it again. (go-zookeeper v1.0.4 guards Close
+// with a sync.Once, so a second Close would not panic; but Shutdown would
+// still start a goroutine for it and make the run's end wait for it, and
+// a closed handle has no place among the clients the end winds down.)
+// A client that replaces its handle itself,
+// as Curator does when it declares its session LOST, closes the old one
+// here. If Shutdown already took the client, Shutdown closes it and Close
+// does nothing. Call it outside the world's kernel: go-zookeeper's Close
+// waits up to a second for its close request, which the kernel delivers.
+func (e *Ensemble) Close(c *zk.Conn) {
+	e.mu.Lock()
+	mine := false
+	for i, k := range e.clients {
+		if k == c {
+			e.clients = append(e.clients[:i:i], e.clients[i+1:]...)
+			mine = true
+			break
+		}
+	}
+	standalone := e.w == nil
+	e.mu.Unlock()
+	if mine || standalone {
+		c.Close()
+	}
+}
+
 // Addrs are the servers' addresses for zk.Connect.
 func (e *Ensemble) Addrs() []string {
 	var out []string

@@ -401,3 +401,48 @@ func TestWorldClientServerPartition(t *testing.T) {
 		mustContain(t, r, "link c1–zk1 cut", "c1#1>zk1 held (link cut or host paused): PING", "connect c1#2>zk2", "link c1–zk1 healed")
 	})
 }
+
+// A client closed through Ensemble.Close leaves the ensemble's clients, so
+// the run's end (Shutdown) does not close it a second time; a client still
+// open at the end is closed there, and the bubble ends with no goroutine
+// of either left.
+func TestWorldCloseForgetsTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := sim.New(1)
+		w.UseBubble()
+		e := NewOnWorld(w, Config{})
+		var a, b *zk.Conn
+		var afterClose []*zk.Conn
+		var errA error
+		w.NewHost("c2", nil)
+		w.NewHost("c1", nil).Spawn("c1", 0, func(p *sim.Process) {
+			p.Outside(func() {
+				a, _, _ = e.Connect("c1", 0, 4*time.Second, nil)
+				b, _, _ = e.Connect("c2", 1, 4*time.Second, nil)
+				a.Exists("/")
+				b.Exists("/")
+				e.Close(a)
+				e.Close(a) // not the ensemble's any more: nothing happens
+				_, _, errA = a.Exists("/")
+			})
+			e.mu.Lock()
+			afterClose = append(afterClose, e.clients...)
+			e.mu.Unlock()
+		})
+		if err := w.Run(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if len(afterClose) != 1 || afterClose[0] != b {
+			t.Fatalf("clients after closing a: %v; want only b (%p)", afterClose, b)
+		}
+		if !errors.Is(errA, zk.ErrClosing) && !errors.Is(errA, zk.ErrConnectionClosed) {
+			t.Fatalf("a request on the closed client: %v", errA)
+		}
+		e.mu.Lock()
+		left := len(e.clients)
+		e.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d clients left after the run's end", left)
+		}
+	})
+}
