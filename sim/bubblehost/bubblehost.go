@@ -226,6 +226,11 @@ func blockedIn(bubble string) []string {
 			if strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/") || strings.HasPrefix(fn, "testing") || strings.Contains(fn, "/sim/bubblehost.") {
 				continue // the hosting machinery, not the code under test
 			}
+			if strings.HasPrefix(fn, "time.") || strings.HasPrefix(fn, "sync.") {
+				// time.Sleep, sync.(*Cond).Wait: say who called them,
+				// which is what one needs to find the goroutine.
+				continue
+			}
 			if j := strings.LastIndex(fn, "("); j > 0 {
 				fn = fn[:j]
 			}
