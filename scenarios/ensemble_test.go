@@ -461,3 +461,58 @@ func TestExploreEnsembleCrashesWithinTheBound(t *testing.T) {
 		}
 	}
 }
+
+// The fixed queue's protected lookup checks the owner of the node it finds
+// by GUID; when that check (an EXISTS) goes unanswered the whole lookup is
+// retried. It used to take the unanswered check for "not there" and create
+// a second node, which then waited behind the first: our own node, kept by
+// our own live session, so the lock was lost for good (found by 'locklab
+// explore gozk-queue --faults drop'). Here the reply to the protected
+// CREATE is lost (so a lookup follows) and then the reply to the owner
+// check.
+func TestEnsembleQueueLookupRetriesAnUnansweredOwnerCheck(t *testing.T) {
+	bubblehost.Bind(t)
+	src := `id: zk-lookup-owner-check
+algorithm: gozk-queue
+ttl: 6s
+params: {session_timeout: 4s}
+clients: {count: 1, cycles: 1, work: 100ms}
+duration: 20s
+faults:
+  - kind: drop
+    dir: reply
+    op: EXISTS
+    client: c1
+    count: 1
+  - kind: drop
+    after: {op: GETCHILDREN2, client: c1}
+    dir: reply
+    op: CREATE
+    client: c1
+    count: 1
+expect: {mutual_exclusion: ok, liveness: ok}
+`
+	sc, err := Parse("owner-check.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, sc, 1, Options{KeepTrace: true})
+	if len(r.Warnings) > 0 {
+		t.Fatalf("a fault changed nothing: %v", r.Warnings)
+	}
+	if !r.Matches() || len(r.History.Intervals) != 1 {
+		t.Fatalf("verdict %+v, holds %+v, witness %+v", r.Report.Verdict, r.History.Intervals, r.Report.Witness)
+	}
+	var dropped []string
+	for _, e := range r.Trace {
+		if strings.Contains(e.Text, "dropped reply") {
+			dropped = append(dropped, e.Text)
+		}
+		if strings.Contains(e.Text, "-lock-0000000001") {
+			t.Fatalf("a second node was made: %s", e.Text)
+		}
+	}
+	if len(dropped) != 2 || !strings.Contains(dropped[0], "CREATE /locks/lock/") || !strings.Contains(dropped[1], "EXISTS /locks/lock/") {
+		t.Fatalf("dropped %q; want the protected CREATE's reply, then the owner check's", dropped)
+	}
+}

@@ -283,29 +283,9 @@ func (q *Queue) create() (string, error) {
 // found" at the first error, and its caller makes a second node.
 func (q *Queue) findProtected(prefix string) (string, bool, error) {
 	for i := 0; ; i++ {
-		kids, _, err := q.Conn.Children(q.Dir)
+		path, found, err := q.lookup(prefix)
 		if err == nil {
-			for _, k := range kids {
-				if !strings.HasPrefix(k, prefix) {
-					continue
-				}
-				path := q.Dir + "/" + k
-				if q.Naive {
-					return path, true, nil
-				}
-				// CURATOR-604: a node of an earlier session of ours may
-				// still be there (the ensemble has not expired that session
-				// yet); it will vanish under us, so it is not ours to hold.
-				ok, st, err := q.Conn.Exists(path)
-				if err != nil || !ok {
-					continue
-				}
-				if st.EphemeralOwner == q.Conn.SessionID() {
-					return path, true, nil
-				}
-				q.Conn.Delete(path, -1)
-			}
-			return "", false, nil
+			return path, found, nil
 		}
 		if !q.retry() {
 			return "", false, err
@@ -315,6 +295,45 @@ func (q *Queue) findProtected(prefix string) (string, bool, error) {
 		}
 		time.Sleep(q.Backoff)
 	}
+}
+
+// lookup lists our directory once and returns the child named with our
+// GUID, if our session owns it. CURATOR-604: a node of an earlier session
+// of ours may still be there (the ensemble has not expired that session
+// yet); it will vanish under us, so it is not ours to hold, and we delete
+// it. The owner check is part of the lookup: when it goes unanswered the
+// whole lookup is, and it is retried. Taking an unanswered check for "not
+// there" made a second node queued behind our own first one, which our
+// live session keeps for good (found by 'locklab explore gozk-queue
+// --faults drop').
+func (q *Queue) lookup(prefix string) (string, bool, error) {
+	kids, _, err := q.Conn.Children(q.Dir)
+	if err != nil {
+		return "", false, err
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		path := q.Dir + "/" + k
+		if q.Naive {
+			return path, true, nil
+		}
+		ok, st, err := q.Conn.Exists(path)
+		if err != nil {
+			return "", false, err
+		}
+		if !ok {
+			continue
+		}
+		if st.EphemeralOwner == q.Conn.SessionID() {
+			return path, true, nil
+		}
+		if err := q.Conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return "", false, err
+		}
+	}
+	return "", false, nil
 }
 
 func (q *Queue) makeParents() error {
