@@ -26,6 +26,12 @@ func runInBubble(sc *Scenario, seed uint64, opt Options, info algorithms.Info) (
 	switch {
 	case errors.Is(err, bubblehost.ErrNoHost):
 		return nil, fmt.Errorf("scenario %s: algorithm %s runs real client code (%s backend) that needs a testing/synctest bubble, and nothing hosts one here: the locklab command does it by itself; a Go test must call bubblehost.Bind(t) (package github.com/locklab/locklab/sim/bubblehost) before running the scenario", sc.ID, info.Name, info.Backend)
+	case err != nil && runErr != nil:
+		// The run failed and left goroutines blocked — the end of the run
+		// gave up waiting for the lock's code, say — and synctest then
+		// reports those as a deadlock when the bubble's main returns: the
+		// run's own error names the cause.
+		return nil, fmt.Errorf("%w\n(then %v)", runErr, err)
 	case err != nil:
 		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
 	}

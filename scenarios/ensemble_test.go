@@ -516,3 +516,54 @@ expect: {mutual_exclusion: ok, liveness: ok}
 		t.Fatalf("dropped %q; want the protected CREATE's reply, then the owner check's", dropped)
 	}
 }
+
+// c2 crashes while its Lock is retrying a lookup whose replies are all
+// dropped: its goroutine, forgotten by the harness, goes on in the
+// recipe's retry loop. At the run's end the backend closes c2's handle, on
+// which go-zookeeper fails every request at once with
+// ErrConnectionClosed, a connection loss to the recipe; Queue.Stop must
+// end that loop, or the wind-down waits in vain and the bubble ends in a
+// deadlock (run 40 of 'locklab explore gozk-queue --faults
+// drop,delay,restart,partition,crash --seed 2').
+func TestEnsembleCrashedWaiterWindsDown(t *testing.T) {
+	bubblehost.Bind(t)
+	sc, err := Parse("crashed-waiter.yaml", []byte(`id: crashed-waiter
+algorithm: gozk-queue
+ttl: 2s
+params:
+  session_timeout: 2s
+  tick_time: 500ms
+clients:
+  count: 2
+  cycles: 1
+  each:
+    c1: {start: 0s, work: 1s}
+    c2: {start: 100ms, work: 100ms}
+duration: 20s
+faults:
+  - kind: drop
+    dir: reply
+    client: c2
+    at: 107ms
+    duration: 5s
+    probability: 1
+  - kind: crash
+    target: c2
+    at: 300ms
+expect: {mutual_exclusion: ok, resource: ok, liveness: ok}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(sc, 1, Options{KeepTrace: true})
+	if err != nil {
+		t.Fatalf("the run did not end cleanly: %v", err)
+	}
+	c1, c2 := holdsOf(r, "c1"), holdsOf(r, "c2")
+	if !r.Matches() || len(c1) != 1 || len(c2) != 0 {
+		t.Fatalf("verdict %+v; c1 %+v, c2 %+v; want c1 to hold once and c2 none", r.Report.Verdict, c1, c2)
+	}
+	if !ensembleTraceHas(r, "zk2", "dropped reply zk2→c2 GETCHILDREN2 /locks/lock") || !ensembleTraceHas(r, "c2", "crash") {
+		t.Fatal("the trace does not show c2's lost lookup in the queue and its crash")
+	}
+}

@@ -46,14 +46,18 @@ func BlockedGoroutines(durable bool) string {
 			where = fn + " at " + strings.TrimSpace(lines[i+1])
 			break
 		}
-		if where == "" || strings.HasPrefix(where, "testing") || strings.HasPrefix(where, "github.com/locklab/locklab/scenarios.") {
+		if where == "" || strings.HasPrefix(where, "testing") || strings.HasPrefix(where, "github.com/locklab/locklab/scenarios.") || strings.HasPrefix(where, "github.com/locklab/locklab/sim/bubblehost.") {
 			continue // the harness itself
 		}
 		if i := strings.LastIndex(where, " +0x"); i >= 0 {
 			where = where[:i]
 		}
-		if i, j := strings.Index(where, "("), strings.Index(where, " at "); i >= 0 && j > i {
-			where = where[:i] + where[j:]
+		// The arguments are the last parenthesis before " at ": a method's
+		// receiver, as in gozk.(*Queue).wait, has one too.
+		if j := strings.Index(where, " at "); j >= 0 {
+			if i := strings.LastIndex(where[:j], "("); i >= 0 {
+				where = where[:i] + where[j:]
+			}
 		}
 		state, _, _ = strings.Cut(state, ", synctest bubble")
 		out = append(out, "    "+state+": "+where)

@@ -103,8 +103,15 @@ func connectionLoss(err error) bool {
 }
 
 // retry says whether a request that got no answer is worth retrying on
-// this handle.
-func (q *Queue) retry() bool { return q.Replaced == nil || !q.Replaced() }
+// this handle: not once the owner has replaced it, nor once Stop was
+// called. After Stop the handle is being closed, and a closed go-zookeeper
+// handle (v1.0.4, queueRequest) fails every request at once with
+// ErrConnectionClosed, which looks like a connection loss: a Lock still
+// waiting — say in the process of a client that crashed while in it —
+// would retry on it for ever, and the run's end could not wind it down.
+func (q *Queue) retry() bool {
+	return !q.stopped() && (q.Replaced == nil || !q.Replaced())
+}
 
 // Lock joins the queue and waits for its turn. It returns the path of our
 // node.
@@ -173,8 +180,23 @@ func (q *Queue) guaranteedDelete(path string) {
 	// while the delete goes on.
 	conn := q.Conn
 	sid := conn.SessionID()
-	stop := q.stopCh()
+	// Add and Stop's check happen under q.mu, so every Add is ordered
+	// before Stop's Wait (sync.WaitGroup: an Add from zero must happen
+	// before the Wait), and none starts once Stop was called: the handle
+	// is being closed, and a delete on it could only fail.
+	q.mu.Lock()
+	if q.stop == nil {
+		q.stop = make(chan struct{})
+	}
+	stop := q.stop
+	select {
+	case <-stop:
+		q.mu.Unlock()
+		return
+	default:
+	}
 	q.deleting.Add(1)
+	q.mu.Unlock()
 	go func() {
 		defer q.deleting.Done()
 		for {
@@ -196,6 +218,21 @@ func (q *Queue) guaranteedDelete(path string) {
 	}()
 }
 
+// stopped reports whether Stop was called.
+func (q *Queue) stopped() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stop == nil {
+		return false
+	}
+	select {
+	case <-q.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 func (q *Queue) stopCh() chan struct{} {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -206,7 +243,8 @@ func (q *Queue) stopCh() chan struct{} {
 }
 
 // Stop ends the background deletes (call it before closing the
-// connection) and waits for them.
+// connection) and waits for them; a Lock under way stops retrying and
+// returns its connection error (see retry).
 func (q *Queue) Stop() {
 	ch := q.stopCh()
 	q.mu.Lock()
