@@ -207,6 +207,9 @@ type server struct {
 	conns   []*Conn
 
 	heldFwd []*proposal // writes forwarded to a leader it cannot reach now
+	// heldRevalidations are reconnecting clients' session checks waiting
+	// for the link to the leader (see server.connect).
+	heldRevalidations []func()
 
 	dataW  map[string]map[*Conn]bool // set by exists and getData
 	childW map[string]map[*Conn]bool // set by getChildren
@@ -797,6 +800,7 @@ func (s *server) stopServing() {
 	}
 	s.serving = false
 	s.heldFwd = nil
+	s.heldRevalidations = nil
 	for _, c := range append([]*Conn{}, s.conns...) {
 		if s.up {
 			c.serverClose()

@@ -240,3 +240,50 @@ func TestShortCutFollowerCatchesUp(t *testing.T) {
 		}
 	})
 }
+
+// TestReconnectToCutFollowerWaitsForTheLeader: a client whose server dies
+// reconnects with its session to a follower that is cut off from the
+// leader. The follower must not answer before the leader revalidated the
+// session (Learner.validateSession): the handshake waits until the link
+// heals, and the session, touched by the revalidation, goes on. A follower
+// that answered alone handed the client a session the leader expired a
+// moment later — and, in 'locklab explore gozk-queue', the lock to two
+// clients.
+func TestReconnectToCutFollowerWaitsForTheLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{Servers: 5})
+		defer e.Stop()
+		c, _, _ := e.Connect("c1", 0, 6*time.Second, nil)
+		defer c.Close()
+		must(c.Create("/eph", nil, zk.FlagEphemeral, acl))
+		sid := c.SessionID()
+		time.Sleep(100 * time.Millisecond) // every server has applied the create
+		// zk2 is cut from the leader zk5 (zk3, zk4 and zk5 keep a quorum
+		// after zk1's crash; syncLimit, 10 s, passes before zk2 notices),
+		// and the client from zk3, zk4 and zk5: zk2 is the only server it
+		// can reach once zk1 is gone.
+		e.Partition("zk2", "zk5")
+		for _, s := range []string{"zk3", "zk4", "zk5"} {
+			e.Partition("c1", s)
+		}
+		start := time.Now()
+		e.Crash("zk1")
+		go func() {
+			time.Sleep(3 * time.Second)
+			e.Heal("zk2", "zk5")
+			for _, s := range []string{"zk3", "zk4", "zk5"} {
+				e.Heal("c1", s)
+			}
+		}()
+		var st *zk.Stat
+		if err := retry(400, func() (err error) { _, st, err = c.Exists("/eph"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < 3*time.Second {
+			t.Fatalf("the session was resumed %v after the crash, before the follower could reach its leader (3s)", waited)
+		}
+		if c.SessionID() != sid || st.EphemeralOwner != sid || !e.SessionAlive(sid) {
+			t.Fatalf("session %x (was %x), owner %x, alive %v", c.SessionID(), sid, st.EphemeralOwner, e.SessionAlive(sid))
+		}
+	})
+}

@@ -99,9 +99,28 @@ func (s *server) connect(c *Conn, req wire.ConnectRequest) {
 	done := func() { c.busy = false; check() }
 	if s.id-1 == e.leader {
 		done()
-	} else {
+		return
+	}
+	// A follower asks the leader (Learner.validateSession: a REVALIDATE
+	// packet, one round trip) and answers the client only with the
+	// leader's reply, which also touches the session. Cut off from the
+	// leader, the packet waits in the follower's connection to it, and the
+	// client's handshake waits with it: until the link heals, or until the
+	// follower gives up on its leader and drops its clients. A follower
+	// that answered on its own would hand a client a session the leader is
+	// about to expire, and the lock with it.
+	var ask func()
+	ask = func() {
+		if c.srvGone || !s.serving {
+			return
+		}
+		if e.leader < 0 || !e.reachable(s, e.servers[e.leader]) {
+			s.heldRevalidations = append(s.heldRevalidations, ask)
+			return
+		}
 		e.after(2*e.cfg.PeerLatency, done)
 	}
+	ask()
 }
 
 // touch passes a client's sign of life to the leader's session tracker.
@@ -158,8 +177,13 @@ func (s *server) forward(p *proposal) {
 // reach its leader again.
 func (s *server) releaseForwards() {
 	e := s.e
-	if len(s.heldFwd) == 0 || !s.serving || e.leader < 0 || !e.reachable(s, e.servers[e.leader]) {
+	if len(s.heldFwd)+len(s.heldRevalidations) == 0 || !s.serving || e.leader < 0 || !e.reachable(s, e.servers[e.leader]) {
 		return
+	}
+	asks := s.heldRevalidations
+	s.heldRevalidations = nil
+	for _, ask := range asks {
+		ask()
 	}
 	held := s.heldFwd
 	s.heldFwd = nil
