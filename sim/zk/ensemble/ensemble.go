@@ -37,8 +37,10 @@
 //     connections; a leader left without a quorum steps down. Until then
 //     writes stall and reads on the minority are stale.
 //   - a client reconnecting with session id and password resumes its
-//     session on any serving server; a server whose tree is older than the
-//     zxid the client last saw refuses the connection (closes it).
+//     session on any serving server, once the leader has revalidated it
+//     (a follower cut off from the leader holds the handshake until the
+//     link heals); a server whose tree is older than the zxid the client
+//     last saw refuses the connection (closes it).
 //   - network faults act on connections as TCP does: a partition holds
 //     messages (delivered in order once it heals, if the connection still
 //     exists); Drop resets a connection (the client reconnects and
