@@ -119,6 +119,36 @@ func (b *tlBuilder) drawMechanism() {
 		b.queue(r)
 	}
 	b.notifications()
+	b.serverRoles()
+}
+
+var roleColors = map[string]string{
+	"leader":      "#c7d2fe",
+	"follower":    "#bbf7d0",
+	"not serving": "#fde68a",
+	"crashed":     "#fecaca",
+}
+
+// serverRoles draws an ensemble server's role along the bottom of its row:
+// who leads, who follows and serves, who has stopped serving for want of a
+// quorum, who is down. The clock keeps the middle of the row.
+func (b *tlBuilder) serverRoles() {
+	t := b.t
+	for _, s := range b.mech.Servers {
+		r, ok := b.rowOf["node:"+s.Server]
+		if !ok || !b.visible(s.From, s.To) {
+			continue
+		}
+		x0, x1 := b.x(max(s.From, b.from)), b.x(min(s.To, b.to))
+		w := math.Max(x1-x0, 2)
+		y := r.y + r.h - 13
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: 10, Fill: roleColors[s.State], Stroke: "#94a3b8", SW: 0.5, Class: "role",
+			Title: fmt.Sprintf("%s is %s from %s to %s", s.Server, s.State, checker.Sec(s.From), checker.Sec(s.To)),
+			Label: fmt.Sprintf("role %s %s %s", s.Server, s.State, checker.Sec(s.From))})
+		if boldWidth(s.State, 8.5)+6 < w {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 8.5, Text: s.State, Size: 8.5, Fill: "#0f172a", Weight: "700"})
+		}
+	}
 }
 
 // ownerColor is a key owner's colour; a token no client sent is grey.
@@ -415,6 +445,20 @@ var sessionColors = map[string]string{
 	"LOST":        "#fecaca",
 	"EXPIRED":     "#fecaca",
 	"CLOSED":      "#e2e8f0",
+	// The ensemble's go-zookeeper client: between connections.
+	"DISCONNECTED": "#fde68a",
+}
+
+// sessionColor is the fill of a connection state; an ensemble client's
+// "CONNECTED zk2" names the server it is connected to.
+func sessionColor(state string) string {
+	st, _, _ := strings.Cut(state, " ")
+	return sessionColors[st]
+}
+
+// isConnected reports whether a state is a healthy connection.
+func isConnected(state string) bool {
+	return state == "CONNECTED" || strings.HasPrefix(state, "CONNECTED ")
 }
 
 // sessions draws each client's ZooKeeper connection state, and where the
@@ -435,14 +479,14 @@ func (b *tlBuilder) sessions(r row) {
 		if !ok || !b.visible(s.From, s.To) {
 			continue
 		}
-		if i, ok := lastLabel[s.Client]; ok && s.State != "CONNECTED" {
+		if i, ok := lastLabel[s.Client]; ok && !isConnected(s.State) {
 			prev := &t.Over[i]
 			if b.x(s.From)+3 < prev.X+stateWidth(prev.Text)+4 {
 				prev.Text += " → " + s.State
 				if w := stateWidth(prev.Text); prev.X+w > t.X1 {
 					prev.X = t.X1 - w - 2
 				}
-				fill := sessionColors[s.State]
+				fill := sessionColor(s.State)
 				x0 := b.x(s.From)
 				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(b.x(s.To)-x0, 2), H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session",
 					Title: fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To)),
@@ -450,7 +494,7 @@ func (b *tlBuilder) sessions(r row) {
 				continue
 			}
 		}
-		fill := sessionColors[s.State]
+		fill := sessionColor(s.State)
 		if fill == "" {
 			fill = "#e2e8f0"
 		}
@@ -459,14 +503,16 @@ func (b *tlBuilder) sessions(r row) {
 		title := fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To))
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session", Title: title,
 			Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
-		if s.State != "CONNECTED" || x0 <= t.X0+1 {
+		// An ensemble client's "CONNECTED zk2" is labelled wherever it fits:
+		// which server it talks to is the point of the lane.
+		if !isConnected(s.State) || x0 <= t.X0+1 || s.State != "CONNECTED" {
 			lx := math.Max(x0, t.X0) + 3
-			if s.State != "CONNECTED" && lx+boldWidth(s.State, 9.5)*1.2 > t.X1 {
+			if !isConnected(s.State) && lx+boldWidth(s.State, 9.5)*1.2 > t.X1 {
 				lx = t.X1 - boldWidth(s.State, 9.5)*1.2 - 2
 			}
-			if s.State != "CONNECTED" || w > boldWidth(s.State, 9.5)+6 {
-				t.Over = append(t.Over, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: s.State != "CONNECTED"})
-				if s.State != "CONNECTED" {
+			if !isConnected(s.State) || w > boldWidth(s.State, 9.5)+6 {
+				t.Over = append(t.Over, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: !isConnected(s.State)})
+				if !isConnected(s.State) {
 					lastLabel[s.Client] = len(t.Over) - 1
 				}
 			}
@@ -567,10 +613,18 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		out = append(out, legendItem{Swatch: "sw-repl", Text: "replication of a write from master to replica (dashed and crossed: lost)"})
 	}
 	if len(b.sessionClients) > 0 {
-		out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
+		if b.ensembleSessions() {
+			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "connected to a server (named)"}, legendItem{Swatch: "sw-session-suspended", Text: "DISCONNECTED"}, legendItem{Swatch: "sw-session-lost", Text: "EXPIRED (the server refused the session)"})
+		} else {
+			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
+		}
 	}
 	if len(m.Notifies) > 0 {
 		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})
+	}
+	if len(m.Servers) > 0 {
+		out = append(out, legendItem{Swatch: "sw-role-leader", Text: "server leads"}, legendItem{Swatch: "sw-session-ok", Text: "follows and serves"},
+			legendItem{Swatch: "sw-session-suspended", Text: "not serving (no quorum)"}, legendItem{Swatch: "sw-session-lost", Text: "crashed"})
 	}
 	return out
 }
@@ -652,4 +706,16 @@ func (b *tlBuilder) dropCollidingLabels() {
 		}
 		*layer = out
 	}
+}
+
+// ensembleSessions reports whether the session lane shows an ensemble
+// client's connections (states name the server) rather than Curator-style
+// states.
+func (b *tlBuilder) ensembleSessions() bool {
+	for _, s := range b.mech.Sessions {
+		if strings.HasPrefix(s.State, "CONNECTED ") || s.State == "DISCONNECTED" {
+			return true
+		}
+	}
+	return false
 }

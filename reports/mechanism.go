@@ -120,6 +120,14 @@ type notify struct {
 	Event  string
 }
 
+// serverSpan is one role of a ZooKeeper ensemble server: "leader",
+// "follower", "not serving" (no quorum in reach) or "crashed".
+type serverSpan struct {
+	Server   string
+	State    string
+	From, To time.Duration
+}
+
 // mechanism is everything derived from one run.
 type mechanism struct {
 	Nodes      []string // Redis nodes, in host order
@@ -132,6 +140,7 @@ type mechanism struct {
 	Expiries   []sessionExpiry
 	Znodes     []znodeSpan
 	Notifies   []notify
+	Servers    []serverSpan // ensemble servers' roles, in the order they end
 	Redlock    bool
 	ZK         bool
 }
@@ -230,7 +239,10 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	sc := res.Scenario
 	m := &mechanism{Keys: map[string][]keySpan{}}
 	m.Redlock = strings.HasPrefix(sc.Algorithm, "redlock")
-	m.ZK = strings.HasPrefix(sc.Algorithm, "zk")
+	// zk-*: the old single-server model; gozk-*: the real go-zookeeper
+	// client against the simulated ensemble.
+	ensemble := strings.HasPrefix(sc.Algorithm, "gozk")
+	m.ZK = strings.HasPrefix(sc.Algorithm, "zk") || ensemble
 	clocks := map[string]nodeClock{}
 	isNode := map[string]bool{}
 	isClient := map[string]bool{}
@@ -288,12 +300,16 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	zkState := map[string]*sessionSpan{}
 	var zkCreates []struct{ client, prefix string }
 	znodeIdx := map[string]int{}
+	ens := newEnsembleState()
 
 	for _, e := range res.Trace {
 		actor, text := e.Actor, e.Text
 		base, _, _ := strings.Cut(actor, "/")
 		for _, n := range m.Nodes {
 			kt.expire(n, e.At)
+		}
+		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
+			continue
 		}
 		switch {
 		case isClient[base] && strings.HasPrefix(text, "send "):
@@ -437,6 +453,9 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			cur.To = res.End
 			m.Sessions = append(m.Sessions, *cur)
 		}
+	}
+	if ensemble {
+		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
 	}
 	for i := range m.Znodes {
 		if m.Znodes[i].End == "" {

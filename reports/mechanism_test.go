@@ -1,7 +1,7 @@
 package reports
 
 import (
-	"github.com/locklab/locklab/sim/bubblehost"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // The mechanism is derived from the trace; these tests pin what it says
@@ -133,6 +134,57 @@ func TestMechanismZooKeeperSessions(t *testing.T) {
 	}
 	if n := m.NotifiesPerClient(); n["c2"] != 1 || n["c3"] != 1 || n["c1"] != 0 {
 		t.Errorf("notifications per client: %v; want one each to c2 and c3", n)
+	}
+}
+
+// The ensemble's lanes come from the real client's trace: c1, on the
+// minority server zk1, loses its session to the leader at 6 s while zk1
+// keeps it connected until zk1 stops serving at 11 s; its lock node goes
+// with the session and c2, watching it, is told.
+func TestMechanismZooKeeperEnsemble(t *testing.T) {
+	bubblehost.Bind(t) // real go-zookeeper client
+	res, _ := runScenario(t, "zk-ensemble-minority-partition")
+	m := deriveMechanism(res)
+	if !m.ZK {
+		t.Fatal("a gozk run is not treated as ZooKeeper")
+	}
+	if len(m.Expiries) != 1 || m.Expiries[0].Client != "c1" || m.Expiries[0].At != 6*time.Second {
+		t.Fatalf("expiries: %+v; want c1's session at 6s", m.Expiries)
+	}
+	if len(m.Znodes) != 2 {
+		t.Fatalf("znodes: %+v; want c1's and c2's lock nodes", m.Znodes)
+	}
+	z0, z1 := m.Znodes[0], m.Znodes[1]
+	if z0.Path != "/locks/lock/_c_…-lock-0000000000" || z0.Short != "0" || z0.Owner != "c1" || z0.End != "session expired" || z0.To != 6*time.Second {
+		t.Errorf("first znode: %+v; want c1's #0, deleted with its session at 6s", z0)
+	}
+	if z1.Short != "1" || z1.Owner != "c2" || z1.End != "deleted" || z1.To <= 7*time.Second {
+		t.Errorf("second znode: %+v; want c2's #1, deleted by its release after 7s", z1)
+	}
+	if len(m.Notifies) != 1 || m.Notifies[0].Client != "c2" || m.Notifies[0].Event != "NodeDeleted /locks/lock/_c_…-lock-0000000000" || m.Notifies[0].At <= 6*time.Second {
+		t.Errorf("notifications: %+v; want c2 told of #0's deletion just after 6s", m.Notifies)
+	}
+	var states []string
+	for _, s := range m.Sessions {
+		states = append(states, fmt.Sprintf("%s %s %s", s.Client, s.State, checker.Sec(s.From)))
+	}
+	want := "c1 CONNECTED zk1 0.006s, c1 DISCONNECTED 11.001s, c2 CONNECTED zk2 0.006s"
+	if got := strings.Join(states, ", "); got != want {
+		t.Errorf("connection states: %s; want %s (c1 stays connected to zk1 long after the expiry)", got, want)
+	}
+	var roles []string
+	for _, s := range m.Servers {
+		roles = append(roles, fmt.Sprintf("%s %s %s", s.Server, s.State, checker.Sec(s.From)))
+	}
+	want = "zk1 follower 0.000s, zk1 not serving 11.000s, zk2 follower 0.000s, zk3 leader 0.000s"
+	if got := strings.Join(roles, ", "); got != want {
+		t.Errorf("server roles: %s; want %s (zk1 stops serving 10 s after the cut, syncLimit × tickTime)", got, want)
+	}
+	html := render(t, res, nil)
+	for _, s := range []string{"CONNECTED zk1", "server expires the session", "connected to a server (named)", "znode 0 c1 0.034s session expired", "role zk1 not serving 11.000s"} {
+		if !strings.Contains(html, s) {
+			t.Errorf("the report does not show %q", s)
+		}
 	}
 }
 

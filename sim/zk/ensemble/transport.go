@@ -199,6 +199,7 @@ type Conn struct {
 	// shown of this connection's frames.
 	sentConnect, gotConnect bool
 	xids                    map[int32]string // request awaiting its reply: "CREATE /path"
+	ephemeralXids           map[int32]bool   // CREATE requests of ephemeral nodes awaiting their reply
 }
 
 type stalledMsg struct {

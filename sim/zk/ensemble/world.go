@@ -56,6 +56,11 @@ func NewOnWorld(w *sim.World, cfg Config) *Ensemble {
 	w.Net.OnCutChange(e.cutChanged)
 	w.OnHostChange(e.hostChanged)
 	w.OnRunEnd(e.Shutdown)
+	// The starting roles are no event of the run (newEnsemble hands epoch 1
+	// to the highest id, every server serving); the trace still says who
+	// leads, so that a reader, and the reports' server lanes, know it from
+	// the first line.
+	e.tracef(e.servers[e.leader].name, "leads from the start (epoch %d, %d servers serving)", e.epoch, len(e.servers))
 	return e
 }
 
@@ -222,7 +227,8 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 	xid, op := int32(binary.BigEndian.Uint32(body)), int32(binary.BigEndian.Uint32(body[4:]))
 	m.Op = opName(op)
 	m.Summary = m.Op
-	if req, err := wire.DecodeRequest(body); err == nil && req.Path != "" {
+	req, err := wire.DecodeRequest(body)
+	if err == nil && req.Path != "" {
 		m.Summary += " " + redactGUID(req.Path)
 	}
 	if xid != wire.XidPing {
@@ -230,6 +236,15 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 			c.xids = map[int32]string{}
 		}
 		c.xids[xid] = m.Summary
+		// The reply names the created path; whether the node is ephemeral
+		// (ZooKeeper's CreateMode, flag bit 1) is only in the request, and
+		// reports tell a client's lock node from a persistent parent by it.
+		if err == nil && req.Op == wire.OpCreate && req.Flags&wire.FlagEphemeral != 0 {
+			if c.ephemeralXids == nil {
+				c.ephemeralXids = map[int32]bool{}
+			}
+			c.ephemeralXids[xid] = true
+		}
 	}
 	return m
 }
@@ -270,7 +285,9 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 		m.Op, m.Summary = "PING", "PING → ok"
 	default:
 		req, ok := c.xids[xid]
+		ephemeral := c.ephemeralXids[xid]
 		delete(c.xids, xid)
+		delete(c.ephemeralXids, xid)
 		if !ok {
 			req = fmt.Sprintf("xid %d", xid)
 		}
@@ -282,6 +299,18 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 			}
 		}
 		m.Summary = req + " → " + errName(code)
+		// A create's reply (CreateResponse, or Create2Response whose
+		// first field is also the path) names the node the server made:
+		// for a sequential node the requested name plus the sequence
+		// number, which the request alone cannot tell.
+		if code == wire.ErrOK && (m.Op == "CREATE" || m.Op == "CREATE2") {
+			if path := wire.NewDecoder(body[16:]).String(); path != "" {
+				m.Summary += " " + redactGUID(path)
+				if ephemeral {
+					m.Summary += " (ephemeral)"
+				}
+			}
+		}
 	}
 	return m
 }
