@@ -60,7 +60,7 @@ func ClassSummary(c Class) string {
 	case ClassCrash:
 		return "a client dies, at a time or right after a reply"
 	case ClassRestart:
-		return "a Redis node (none/everysec/always) or a ZooKeeper server restarts after 0.1..2×TTL"
+		return "a Redis node or ZooKeeper server restarts after 0.1..2×TTL"
 	case ClassPartition:
 		return "hosts are cut off, one way or both, for 0.25..3×TTL"
 	}
