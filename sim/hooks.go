@@ -8,6 +8,7 @@ package sim
 // wind down when a bubble run ends. Every hook runs with the kernel held.
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -179,19 +180,7 @@ func (n *Network) healAll() {
 		links = append(links, k)
 	}
 	slices.SortFunc(links, func(a, b [2]string) int {
-		if a[0] != b[0] {
-			if a[0] < b[0] {
-				return -1
-			}
-			return 1
-		}
-		if a[1] < b[1] {
-			return -1
-		}
-		if a[1] > b[1] {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 	})
 	clear(n.cut)
 	for _, l := range links {

@@ -204,12 +204,9 @@ func (t *tree) prepare(r wire.Request, session int64, zxid, ms int64) ([]effect,
 		if t.nodes[parentOf(r.Path)] == nil {
 			return nil, result{err: wire.ErrNoNode, op: r.Op}
 		}
-		n := t.nodes[r.Path]
-		if n == nil {
-			return nil, result{err: wire.ErrNoNode, op: r.Op}
-		}
-		if r.Version != -1 && r.Version != n.stat.Version {
-			return nil, result{err: wire.ErrBadVersion, op: r.Op}
+		n, code := t.versioned(r.Path, r.Version)
+		if code != wire.ErrOK {
+			return nil, result{err: code, op: r.Op}
 		}
 		if len(n.children) > 0 {
 			return nil, result{err: wire.ErrNotEmpty, op: r.Op}
@@ -221,12 +218,9 @@ func (t *tree) prepare(r wire.Request, session int64, zxid, ms int64) ([]effect,
 		if !validPath(r.Path, false) {
 			return nil, result{err: wire.ErrBadArguments, op: r.Op}
 		}
-		n := t.nodes[r.Path]
-		if n == nil {
-			return nil, result{err: wire.ErrNoNode, op: r.Op}
-		}
-		if r.Version != -1 && r.Version != n.stat.Version {
-			return nil, result{err: wire.ErrBadVersion, op: r.Op}
+		_, code := t.versioned(r.Path, r.Version)
+		if code != wire.ErrOK {
+			return nil, result{err: code, op: r.Op}
 		}
 		e := effect{op: wire.OpSetData, path: r.Path, data: r.Data}
 		t.apply(e, zxid, ms)
@@ -235,12 +229,9 @@ func (t *tree) prepare(r wire.Request, session int64, zxid, ms int64) ([]effect,
 		if !validPath(r.Path, false) {
 			return nil, result{err: wire.ErrBadArguments, op: r.Op}
 		}
-		n := t.nodes[r.Path]
-		if n == nil {
-			return nil, result{err: wire.ErrNoNode, op: r.Op}
-		}
-		if r.Version != -1 && r.Version != n.stat.Version {
-			return nil, result{err: wire.ErrBadVersion, op: r.Op}
+		_, code := t.versioned(r.Path, r.Version)
+		if code != wire.ErrOK {
+			return nil, result{err: code, op: r.Op}
 		}
 		return nil, result{op: r.Op}
 	}
@@ -365,4 +356,19 @@ func (t *tree) dump(under string) []string {
 			p, n.data, n.stat.Version, n.wireStat().Cversion, n.stat.NumChildren, n.stat.EphemeralOwner != 0))
 	}
 	return out
+}
+
+// versioned finds the node a versioned request (delete, setData, check)
+// names: NONODE when it is not there, BADVERSION when the request expects
+// another version (-1 matches any), in the order ZooKeeper's
+// PrepRequestProcessor checks them.
+func (t *tree) versioned(path string, version int32) (*znode, int32) {
+	n := t.nodes[path]
+	if n == nil {
+		return nil, wire.ErrNoNode
+	}
+	if version != -1 && version != n.stat.Version {
+		return nil, wire.ErrBadVersion
+	}
+	return n, wire.ErrOK
 }
