@@ -27,8 +27,8 @@ func TestDifferentialPersistence(t *testing.T) {
 		differential(t, "persistence", steps,
 			[]string{"(redis-server --appendonly yes --appendfsync always)", "FLUSHALL", "SCRIPT FLUSH"},
 			real.emptied, real.begin,
-			func(phases []int) runResult {
-				res, err := runSim(cfg, steps, phases)
+			func(g grid, phases []int) runResult {
+				res, err := runSim(cfg, steps, phases, g)
 				if err != nil {
 					t.Fatalf("simulation failed: %v", err)
 				}

@@ -60,8 +60,8 @@ func TestDifferentialReplication(t *testing.T) {
 		differential(t, "replication", steps,
 			[]string{"FLUSHALL", "SCRIPT FLUSH", "replica> SCRIPT FLUSH"},
 			real.emptied, real.begin,
-			func(phases []int) runResult {
-				res, err := runSim(cfg, steps, phases)
+			func(g grid, phases []int) runResult {
+				res, err := runSim(cfg, steps, phases, g)
 				if err != nil {
 					t.Fatalf("simulation failed: %v", err)
 				}

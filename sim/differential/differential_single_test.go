@@ -21,8 +21,8 @@ func TestDifferentialSingleNode(t *testing.T) {
 		steps = append(steps, probe(0)...)
 		differential(t, "single node", steps, []string{"FLUSHALL", "SCRIPT FLUSH"},
 			real.emptied, real.begin,
-			func(phases []int) runResult {
-				res, err := runSim(cfg, steps, phases)
+			func(g grid, phases []int) runResult {
+				res, err := runSim(cfg, steps, phases, g)
 				if err != nil {
 					t.Fatalf("simulation failed: %v", err)
 				}

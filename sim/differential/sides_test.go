@@ -77,7 +77,7 @@ func (s *simSide) crashRestart(wait func()) {
 // its phase begins and a write reaches the replica before the next command
 // (a real replica on loopback is behind by microseconds; the real side
 // waits for its acknowledgement before reading it).
-func runSim(cfg simConfig, steps []step, phases []int) (runResult, error) {
+func runSim(cfg simConfig, steps []step, phases []int, g grid) (runResult, error) {
 	w := sim.New(1)
 	w.Trace.Off = true
 	w.Net.Latency, w.Net.Jitter = 0, 0
@@ -105,7 +105,7 @@ func runSim(cfg simConfig, steps []step, phases []int) (runResult, error) {
 		for _, n := range nodes {
 			s.clients = append(s.clients, n.NewClient(host, simClientOptions))
 		}
-		res = execute(s, steps, phases)
+		res = execute(s, steps, phases, g)
 	})
 	err := w.Run(time.Hour)
 	w.Close()
@@ -257,22 +257,20 @@ func (r *realSide) emptied() {
 	}
 }
 
-// tally counts the sequences of one property and those skipped because the
-// machine was too slow to keep the phase grid.
+// tally counts the sequences of one property, and those whose real run
+// had to be repeated on a coarser grid because the machine was busy.
 type tally struct {
-	checks, skipped int
+	checks, retried int
+	coarsest        grid
 	lastLate        string
 }
 
-// report logs the tally; more than a tenth skipped means the property was
-// not really tested, and fails.
+// report logs the tally. Repeated runs are not a failure: every sequence
+// was still compared, on a grid the machine could keep.
 func (c *tally) report(t *testing.T) {
 	t.Helper()
-	t.Logf("%d sequences compared, %d skipped (machine too slow to keep the %v phase grid)", c.checks-c.skipped, c.skipped, Grid)
-	if c.skipped > 0 {
-		t.Logf("last skipped: %s", c.lastLate)
-	}
-	if c.checks > 0 && c.skipped*10 > c.checks {
-		t.Fatalf("%d of %d sequences skipped: too few compared to trust the result", c.skipped, c.checks)
+	t.Logf("%d sequences compared, %d of them repeated on a coarser grid than %v (busy machine)", c.checks, c.retried, baseGrid)
+	if c.retried > 0 {
+		t.Logf("coarsest grid used: %v; last run that did not keep time: %s", time.Duration(c.coarsest), c.lastLate)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strconv"
-	"time"
 
 	"github.com/locklab/locklab/sim"
 	"pgregory.net/rapid"
@@ -18,10 +17,12 @@ var (
 	owners = []string{"c1:1", "c2:1"}
 )
 
-// shortTTL is an expiry that can fall due during a run: (k+½)·Grid, so it
-// falls half-way between two phases. Long ones never fall due.
+// shortTTL is an expiry that can fall due during a run: (k+½) phases, so it
+// falls half-way between two phases. It is written in half phases ("@3/2")
+// and sent in milliseconds on the run's grid (grid.resolve). Long ones
+// never fall due.
 func shortTTL(k int) string {
-	return strconv.FormatInt(int64((time.Duration(2*k+1)*Grid/2)/time.Millisecond), 10)
+	return "@" + strconv.Itoa(2*k+1) + "/2"
 }
 
 var (

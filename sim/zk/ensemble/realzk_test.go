@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/sim/proptest"
 )
 
 // A real ZooKeeper 3.8 (Debian's package, installed by
@@ -31,6 +33,7 @@ var real struct {
 }
 
 func TestMain(m *testing.M) {
+	proptest.Setup(0) // rapid's pinned seed (see package proptest)
 	code := m.Run()
 	stopRealZK()
 	os.Exit(code)
