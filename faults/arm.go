@@ -46,6 +46,21 @@ type Targets struct {
 	Servers map[string]Server
 }
 
+// has says whether the host a targeted fault acts on exists in this run.
+func (t Targets) has(f Fault) bool {
+	switch f.Kind {
+	case Pause, Crash, Hang:
+		return t.Clients[f.Target] != nil
+	case Failover:
+		return t.Nodes[f.Target] != nil
+	case ClockJump, Drift:
+		return t.Hosts[f.Target] != nil
+	case NodeCrash:
+		return t.Nodes[f.Target] != nil || t.Servers[f.Target] != nil
+	}
+	return true
+}
+
 // Applied records a fault taking effect, for reports.
 type Applied struct {
 	At    time.Duration `json:"at_ns"`
@@ -138,6 +153,14 @@ func armTrigger(w *sim.World, tr *Trigger, fire func()) {
 
 func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 	now := w.Now()
+	if !t.has(f) {
+		// The schedule names a host this world does not have: a compare:
+		// run of an algorithm on another backend (zk-simple's single "zk"
+		// beside an ensemble's zk1…zk3). The fault cannot act here, and
+		// reaching for the missing host dereferenced nil (issue 25).
+		w.Tracef("faults", "skip %s: no %s in this run", f.String(), f.Target)
+		return
+	}
 	rec := Applied{At: now, Fault: f, Text: f.String()}
 	w.Tracef("faults", "apply %s", f.String())
 	switch f.Kind {

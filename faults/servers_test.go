@@ -60,3 +60,37 @@ func TestNodeCrashActsOnAServer(t *testing.T) {
 		t.Fatalf("applied %+v", log)
 	}
 }
+
+// A compare: run of an algorithm on another backend has none of the hosts
+// the schedule names (zk-simple's single "zk" beside an ensemble's zk3):
+// each fault is skipped with a trace line. Arming them dereferenced nil
+// (issue 25).
+func TestFaultsOnHostsTheRunDoesNotHaveAreSkipped(t *testing.T) {
+	w := sim.New(1)
+	at := Duration(time.Second)
+	targets := Targets{Clients: map[string]*sim.Host{}, Nodes: map[string]*sim.RedisNode{}, Hosts: map[string]*sim.Host{}, Servers: map[string]Server{}}
+	var log []Applied
+	Arm(w, targets, Schedule{
+		{Kind: NodeCrash, Target: "zk3", At: &at, RestartAfter: Duration(time.Second)},
+		{Kind: ClockJump, Target: "zk", At: &at, Jump: Duration(time.Second)},
+		{Kind: Drift, Target: "zk", At: &at, PPM: 100},
+		{Kind: Pause, Target: "c9", At: &at, Duration: Duration(time.Second)},
+		{Kind: Failover, Target: "B", At: &at},
+	}, &log)
+	if err := w.Run(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 0 {
+		t.Errorf("applied %+v; want nothing", log)
+	}
+	var lines []string
+	for _, e := range w.Trace.Entries {
+		lines = append(lines, e.Text)
+	}
+	trace := strings.Join(lines, "\n")
+	for _, want := range []string{"skip node-crash zk3", "no zk3 in this run", "no zk in this run", "no c9 in this run", "no B in this run"} {
+		if !strings.Contains(trace, want) {
+			t.Errorf("trace lacks %q:\n%s", want, trace)
+		}
+	}
+}
