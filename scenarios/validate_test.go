@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,24 @@ func TestLimits(t *testing.T) {
 	lim.Duration = 72 * time.Hour
 	if _, err := ParseWith("x.yaml", []byte(strings.Replace(base, "duration: 30s", "duration: 48h", 1)), lim); err != nil {
 		t.Errorf("raised duration limit: %v", err)
+	}
+}
+
+// A huge client count is refused from the number alone: validation used to
+// build every client's name first (issue 25: 1e9 took 21–85 s and up to
+// 6 GiB). Asserted on memory allocated, not on time.
+func TestHugeClientCountRefusedWithoutBuildingClients(t *testing.T) {
+	for _, count := range []string{"1e7", "1e9", "9e18", "10000000"} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Parse("x.yaml", []byte(strings.Replace(base, "count: 2,", "count: "+count+",", 1)))
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "clients.count: expected between 1 and 1000 clients") {
+			t.Errorf("count %s: %v", count, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+			t.Errorf("count %s: validation allocated %d MiB before refusing", count, alloc>>20)
+		}
 	}
 }
 
