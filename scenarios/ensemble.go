@@ -53,9 +53,9 @@ func init() {
 	}
 	backendParams[gozk.Backend] = []algorithms.Param{
 		{Name: "zk_servers", Expect: "1, 3 or 5", Check: algorithms.OneOf("1", "3", "5")},
-		{Name: "session_timeout", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
+		{Name: "session_timeout", Expect: "a duration between 2ms and 1h, such as 6s", Check: zkSessionTimeout},
 		{Name: "election_time", Expect: "a duration between 1ns and 1h, such as 400ms", Check: positive},
-		{Name: "tick_time", Expect: "a duration between 1ns and 1h, such as 2s", Check: positive},
+		{Name: "tick_time", Expect: "a whole number of milliseconds between 1ms and 1h, such as 2s", Check: zkTickTime},
 		{Name: "sync_limit", Expect: "a whole number of ticks between 1 and 100, such as 5", Check: func(v string) error {
 			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
 				return fmt.Errorf("expected a whole number of ticks between 1 and 100, such as 5")
@@ -87,6 +87,30 @@ func init() {
 		}
 	}
 	backendMetrics[gozk.Backend] = []string{"watch_notifications", "sessions_expired", "elections", "zk_client_messages"}
+}
+
+// zkTickTime checks tick_time as ZooKeeper reads tickTime: a whole number
+// of milliseconds (zoo.cfg's tickTime is an int of ms), at least 1. A
+// smaller one made the negotiated session (2 ticks at least) so short that
+// go-zookeeper's ping ticker got a zero interval and panicked.
+func zkTickTime(v string) error {
+	d, err := faults.ParseDuration(v)
+	if err != nil || d.D() < time.Millisecond || d.D() > time.Hour || d.D()%time.Millisecond != 0 {
+		return fmt.Errorf("expected a whole number of milliseconds between 1ms and 1h (ZooKeeper's tickTime is an int of ms), such as 2s")
+	}
+	return nil
+}
+
+// zkSessionTimeout checks a requested session timeout against the smallest
+// any ZooKeeper server grants: minSessionTimeout is 2 × tickTime and
+// tickTime is at least 1 ms, so no session is shorter than 2 ms (the
+// ensemble then raises a request to 2 × its own tickTime, as servers do).
+func zkSessionTimeout(v string) error {
+	d, err := faults.ParseDuration(v)
+	if err != nil || d.D() < 2*time.Millisecond || d.D() > time.Hour {
+		return fmt.Errorf("expected a duration between 2ms and 1h, such as 6s (no ZooKeeper server grants a session shorter than 2 × tickTime, and tickTime is at least 1ms)")
+	}
+	return nil
 }
 
 // defaultSessionTimeout is what clients ask for when the scenario does

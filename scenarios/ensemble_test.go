@@ -61,7 +61,15 @@ func TestEnsembleScenarioErrors(t *testing.T) {
 		{"zk_servers typo", `zk_servers: "3"`, `zk_server: "3"`,
 			`params.zk_server: gozk-lock does not read "zk_server"; expected one of fence_start, stop_on_disconnect, zk_servers, session_timeout, election_time, tick_time, sync_limit, apply_lag (did you mean zk_servers?)`},
 		{"bad session timeout", "session_timeout: 4s", "session_timeout: soon",
-			`x.yaml:6:20: params.session_timeout: expected a duration between 1ns and 1h, such as 6s, found "soon"`},
+			`x.yaml:6:20: params.session_timeout: expected a duration between 2ms and 1h, such as 6s, found "soon"`},
+		// Issue 25: tick_time 1ns was accepted and go-zookeeper panicked
+		// ("non-positive interval for NewTicker").
+		{"tick below a millisecond", "session_timeout: 4s", "session_timeout: 4s\n  tick_time: 1ns",
+			`x.yaml:7:14: params.tick_time: expected a whole number of milliseconds between 1ms and 1h, such as 2s, found "1ns"`},
+		{"tick not whole milliseconds", "session_timeout: 4s", "session_timeout: 4s\n  tick_time: 1500us",
+			`x.yaml:7:14: params.tick_time: expected a whole number of milliseconds between 1ms and 1h, such as 2s, found "1500us"`},
+		{"session below any server's minimum", "session_timeout: 4s", "session_timeout: 1us",
+			`x.yaml:6:20: params.session_timeout: expected a duration between 2ms and 1h, such as 6s, found "1us"`},
 		{"apply lag on a server beyond zk_servers", "session_timeout: 4s", "session_timeout: 4s\n  apply_lag: zk2=1s, zk4=1s",
 			`x.yaml:7:14: params.apply_lag: unknown server "zk4"; expected one of zk1…zk3 (params.zk_servers is 3)`},
 		{"apply lag without a duration", "session_timeout: 4s", "session_timeout: 4s\n  apply_lag: zk2",

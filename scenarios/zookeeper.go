@@ -28,7 +28,7 @@ func init() {
 		return nil
 	}
 	backendParams["zookeeper"] = []algorithms.Param{
-		{Name: "session_timeout", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
+		{Name: "session_timeout", Expect: "a duration between 2ms and 1h, such as 6s", Check: zkSessionTimeout},
 		{Name: "lost_after", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
 		{Name: "request_timeout", Expect: "a duration between 1ns and 1h, such as 4s", Check: positive},
 	}
@@ -52,6 +52,13 @@ func newZooKeeper(w *sim.World, sc *Scenario) (Backend, error) {
 		d, err := faults.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("params.%s: expected a positive duration such as 6s, got %q", p.key, v)
+		}
+		if p.key == "session_timeout" {
+			// A session of 1 ns made the server expire and the client
+			// reconnect at every instant: the run never ended (issue 25).
+			if err := zkSessionTimeout(v); err != nil {
+				return nil, fmt.Errorf("params.%s: %v, got %q", p.key, err, v)
+			}
 		}
 		*p.dst = d.D()
 	}

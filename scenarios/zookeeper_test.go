@@ -271,6 +271,14 @@ func TestZooKeeperBackendParams(t *testing.T) {
 			t.Errorf("%s=%q: error %v", key, bad, err)
 		}
 	}
+	// Issue 25: a 1 ns or 1 µs session never ended (1.1 GiB).
+	for _, tiny := range []string{"1ns", "1us", "1ms"} {
+		c := sc.Clone()
+		c.Params["session_timeout"] = tiny
+		if _, err := Run(c, 1, Options{}); err == nil || !strings.Contains(err.Error(), "params.session_timeout: expected a duration between 2ms and 1h") {
+			t.Errorf("session_timeout=%s: error %v; want a refusal naming the 2ms floor", tiny, err)
+		}
+	}
 	c := sc.Clone()
 	c.Params["guid_protection"] = "perhaps"
 	if _, err := Run(c, 1, Options{}); err == nil || !strings.Contains(err.Error(), "params.guid_protection") {
