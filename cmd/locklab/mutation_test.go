@@ -6,7 +6,10 @@ package main
 // the CLI once per mutant with `go build -overlay` — the mutated file lives in
 // a temporary directory, the tree is never touched — and runs the whole
 // catalogue (`locklab run ID --json` for every id of `locklab list --json`),
-// plus any bounded explorations the mutant lists. A mutant is killed when
+// plus any bounded explorations the mutant lists, until one run kills it:
+// the scenario the mutant names as its killer first, so a mutant costs its
+// build and usually one run. Mutants are built and run GOMAXPROCS at a
+// time. A mutant is killed when
 // some run's matches_expectation becomes false, a run exits with an error
 // (or hangs past a generous guard), or a listed exploration finds a
 // violation that the unmutated tree does not. Every mutant must be killed:
@@ -39,6 +42,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locklab/locklab/scenarios"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -56,6 +60,11 @@ type mutant struct {
 	// Explore lists bounded explorations (arguments of `locklab explore`,
 	// which must include --seed and --runs) that may also kill the mutant.
 	Explore [][]string `yaml:"explore"`
+	// Killer names the catalogue scenario that kills the mutant. It runs
+	// first, so a mutant usually costs one run after its build; the rest
+	// of the catalogue runs only when it does not kill, and then the gate
+	// fails, naming the scenario that did, so the name never goes stale.
+	Killer string `yaml:"killer"`
 
 	line int // where the entry starts in the data file
 }
@@ -320,36 +329,81 @@ func catalogueIDs(t *testing.T, bin string) []string {
 
 // runAll runs the catalogue and then the explorations with the CLI at bin,
 // in batches of GOMAXPROCS parallel processes, and returns the outcomes in
-// a fixed order (catalogue order, then explorations). With untilKilled it
-// stops after the first batch that kills: which runs were made, and so the
-// table, depends only on the outcomes, never on which process finished
-// first.
-func runAll(bin, dir string, ids []string, explore [][]string, untilKilled bool) []outcome {
+// a fixed order (catalogue order, then explorations).
+func runAll(bin, dir string, ids []string, explore [][]string) []outcome {
 	jobs := len(ids) + len(explore)
-	var out []outcome
+	out := make([]outcome, jobs)
 	batch := runtime.GOMAXPROCS(0)
 	for from := 0; from < jobs; from += batch {
-		part := make([]outcome, min(batch, jobs-from))
 		var wg sync.WaitGroup
-		for k := range part {
-			i := from + k
+		for i := from; i < min(from+batch, jobs); i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				if i < len(ids) {
-					part[k] = runScenario(bin, ids[i])
+					out[i] = runScenario(bin, ids[i])
 				} else {
-					part[k] = runExploration(bin, filepath.Join(dir, fmt.Sprint("explore-", i)), explore[i-len(ids)])
+					out[i] = runExploration(bin, filepath.Join(dir, fmt.Sprint("explore-", i)), explore[i-len(ids)])
 				}
 			}()
 		}
 		wg.Wait()
-		out = append(out, part...)
-		if untilKilled && slices.ContainsFunc(part, func(o outcome) bool { return o.killed }) {
-			break
-		}
 	}
 	return out
+}
+
+// hunt runs a mutant's CLI until something kills it: its named killer
+// first, then the rest of the catalogue in order, then its explorations,
+// one process at a time (the gate runs several mutants at once instead).
+// Which runs were made, and so the table, depends only on the outcomes.
+func hunt(bin, dir string, m mutant, ids []string) []outcome {
+	var order []string
+	if m.Killer != "" {
+		order = append(order, m.Killer)
+	}
+	for _, id := range ids {
+		if id != m.Killer {
+			order = append(order, id)
+		}
+	}
+	for _, id := range order {
+		if o := runScenario(bin, id); o.killed {
+			return []outcome{o}
+		}
+	}
+	for i, args := range m.Explore {
+		if o := runExploration(bin, filepath.Join(dir, fmt.Sprint("explore-", i)), args); o.killed {
+			return []outcome{o}
+		}
+	}
+	return nil
+}
+
+// buildMutant writes m's mutated file into dir and builds the CLI with it
+// through an overlay; the tree is never touched.
+func buildMutant(goBin, root, dir string, m mutant) (string, error) {
+	src, err := m.mutate(root)
+	if err != nil {
+		return "", err
+	}
+	mutated := filepath.Join(dir, filepath.Base(m.File))
+	overlay := filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, m.File): mutated}})
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(mutated, src, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		return "", err
+	}
+	bin, err := buildCLI(goBin, root, dir, "locklab", overlay)
+	if err != nil {
+		// A mutant must compile: one that does not proves nothing.
+		return "", fmt.Errorf("%s:%d: mutant %s does not compile: %v", mutantsFile, m.line, m.ID, err)
+	}
+	return bin, nil
 }
 
 func TestMutantsAreKilled(t *testing.T) {
@@ -394,7 +448,7 @@ func TestMutantsAreKilled(t *testing.T) {
 	for _, m := range live {
 		explorations = append(explorations, m.Explore...)
 	}
-	for _, o := range runAll(base, dir, ids, explorations, false) {
+	for _, o := range runAll(base, dir, ids, explorations) {
 		if o.killed {
 			t.Fatalf("the unmutated tree fails %s: %s; the gate cannot judge mutants against it", o.run, o.why)
 		}
@@ -405,48 +459,34 @@ func TestMutantsAreKilled(t *testing.T) {
 		killers []outcome
 		err     error
 	}
-	// Builds run one ahead of the runs: while one mutant's scenarios run,
-	// the next mutant compiles (linking is mostly single-threaded).
-	type built struct {
-		bin, dir string
-		err      error
-	}
-	builds := make(chan built, 1)
-	go func() {
-		defer close(builds)
-		for _, m := range live {
-			src, _ := m.mutate(root)
-			b := built{dir: filepath.Join(dir, m.ID)}
-			mutated := filepath.Join(b.dir, filepath.Base(m.File))
-			overlay := filepath.Join(b.dir, "overlay.json")
-			ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, m.File): mutated}})
-			if b.err = os.MkdirAll(b.dir, 0o755); b.err == nil {
-				if b.err = os.WriteFile(mutated, src, 0o644); b.err == nil {
-					if b.err = os.WriteFile(overlay, ov, 0o644); b.err == nil {
-						b.bin, b.err = buildCLI(goBin, root, b.dir, "locklab", overlay)
-					}
+	// Mutants are built and hunted GOMAXPROCS at a time: a build is mostly
+	// one package chain and a single-threaded link, so two of them keep two
+	// cores busier than one build with its runs after it. Results land in
+	// the mutants' order, whichever finishes first.
+	results := make([]result, len(live))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				m := live[i]
+				mdir := filepath.Join(dir, m.ID)
+				bin, err := buildMutant(goBin, root, mdir, m)
+				r := result{m: m, err: err}
+				if err == nil {
+					r.killers = hunt(bin, mdir, m, ids)
 				}
+				results[i] = r
 			}
-			if b.err != nil {
-				// A mutant must compile: one that does not proves nothing.
-				b.err = fmt.Errorf("%s:%d: mutant %s does not compile: %v", mutantsFile, m.line, m.ID, b.err)
-			}
-			builds <- b
-		}
-	}()
-	var results []result
-	for _, m := range live {
-		b := <-builds
-		r := result{m: m, err: b.err}
-		if b.err == nil {
-			for _, o := range runAll(b.bin, b.dir, ids, m.Explore, true) {
-				if o.killed {
-					r.killers = append(r.killers, o)
-				}
-			}
-		}
-		results = append(results, r)
+		}()
 	}
+	for i := range live {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
@@ -476,6 +516,8 @@ func TestMutantsAreKilled(t *testing.T) {
 			t.Error(r.err)
 		case len(r.killers) == 0:
 			t.Errorf("%s:%d: mutant %s survived: no catalogue scenario or exploration tells %q (%s) from the correct code; add a scenario that does", mutantsFile, r.m.line, r.m.ID, r.m.Mistake, r.m.File)
+		case r.m.Killer != "" && r.killers[0].run != r.m.Killer:
+			t.Errorf("%s:%d: mutant %s: its killer %s no longer kills it; %s does (%s): name that one", mutantsFile, r.m.line, r.m.ID, r.m.Killer, r.killers[0].run, r.killers[0].why)
 		}
 	}
 }
@@ -498,6 +540,14 @@ func TestMutantSnippets(t *testing.T) {
 	twice := mutant{ID: "twice", File: "algorithms/redlock.go", Original: "r.Params", line: 9}
 	if _, err := twice.mutate(root); err == nil || !strings.Contains(err.Error(), "occurs") {
 		t.Errorf("ambiguous snippet: %v", err)
+	}
+	for _, m := range ms {
+		if m.Killer == "" {
+			continue
+		}
+		if _, err := scenarios.Get(m.Killer); err != nil {
+			t.Errorf("%s:%d: mutant %s: killer %q is not a catalogue scenario: %v", mutantsFile, m.line, m.ID, m.Killer, err)
+		}
 	}
 	areas := map[string]bool{}
 	for _, m := range ms {
