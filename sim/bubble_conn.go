@@ -106,7 +106,7 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 		default:
 		}
 		c.bb.waiting, c.bb.timedOut = true, false
-		timer := w.At(w.now+c.host.Clock.TrueDuration(w.now, c.timeout), func() { c.bubbleTimeout(id) })
+		timer := w.At(w.Later(c.host.Clock.TrueDuration(w.now, c.timeout)), func() { c.bubbleTimeout(id) })
 		for len(c.rbuf) == 0 && !c.bb.timedOut && !c.dead() {
 			w.leave()
 			<-c.bb.ready

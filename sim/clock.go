@@ -1,6 +1,10 @@
 package sim
 
-import "time"
+import (
+	"math"
+	"math/bits"
+	"time"
+)
 
 // Clock is a local clock: a piecewise-linear function of true time with an
 // offset, a rate and jumps. Rates are kept in parts per million and all
@@ -73,14 +77,45 @@ func (c *Clock) TrueDuration(t, local time.Duration) time.Duration {
 	if ppm == 0 {
 		return local
 	}
-	// local = true * (1e6+ppm)/1e6, so true = local*1e6/(1e6+ppm); split to
-	// avoid overflow for long durations.
+	// local = true * (1e6+ppm)/1e6, so true = local*1e6/(1e6+ppm).
 	den := 1_000_000 + ppm
 	if den <= 0 {
 		den = 1
 	}
-	l := int64(local)
-	return time.Duration(l/den*1_000_000 + l%den*1_000_000/den)
+	return ScaleDuration(local, 1_000_000, den)
+}
+
+// ScaleDuration is d × num / den, exact (128-bit intermediate) and
+// saturated at the largest duration of its sign instead of wrapping: a
+// clock at -999999 ppm runs a million times slow, so 3 h on it is 3
+// million hours of true time, and the old split arithmetic wrapped that to
+// a negative duration that ended the work at once (issue 25). num and den
+// must be positive; a saturated duration lies beyond any run's end.
+func ScaleDuration(d time.Duration, num, den int64) time.Duration {
+	neg := d < 0
+	u := uint64(d)
+	if neg {
+		u = uint64(-(d + 1)) + 1 // |d|, also for the smallest duration
+	}
+	hi, lo := bits.Mul64(u, uint64(num))
+	if hi >= uint64(den) {
+		return saturated(neg)
+	}
+	q, _ := bits.Div64(hi, lo, uint64(den))
+	if q > math.MaxInt64 {
+		return saturated(neg)
+	}
+	if neg {
+		return -time.Duration(q)
+	}
+	return time.Duration(q)
+}
+
+func saturated(neg bool) time.Duration {
+	if neg {
+		return math.MinInt64
+	}
+	return math.MaxInt64
 }
 
 // FirstReaches is the earliest true time at or after from at which the clock

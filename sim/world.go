@@ -12,6 +12,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -139,7 +140,18 @@ func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
 }
 
 // After schedules fn d after the current true time.
-func (w *World) After(d time.Duration, fn func()) *Event { return w.At(w.now+d, fn) }
+func (w *World) After(d time.Duration, fn func()) *Event { return w.At(w.Later(d), fn) }
+
+// Later is true time d from now, saturated at the largest duration: a
+// delay too long to represent (a clock at -999999 ppm scales 3 h to 3
+// million hours) lies beyond any run's end, and w.now+d would wrap to the
+// past and fire at once (issue 25).
+func (w *World) Later(d time.Duration) time.Duration {
+	if d > math.MaxInt64-w.now {
+		return math.MaxInt64
+	}
+	return w.now + d
+}
 
 // Tracef appends one line to the run's trace, stamped with true time.
 func (w *World) Tracef(actor, format string, args ...any) {
