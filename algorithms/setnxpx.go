@@ -79,12 +79,22 @@ var setNXPXParams = []Param{
 		}
 		return nil
 	}},
-	{Name: "wait_timeout", Expect: "a duration of at least 1ms such as 200ms", Check: func(v string) error {
-		if d, err := time.ParseDuration(v); err != nil || d < time.Millisecond {
-			return errors.New("expected a duration of at least 1ms such as 200ms")
-		}
-		return nil
+	{Name: "wait_timeout", Expect: "a duration between 1ms and 1h such as 200ms", Check: func(v string) error {
+		_, err := parseWaitTimeout(v)
+		return err
 	}},
+}
+
+// parseWaitTimeout reads wait_timeout: WAIT's timeout, at least 1 ms (WAIT
+// counts milliseconds) and at most an hour: a lock that waits longer for its
+// replicas than any lease lives waits for nothing, and 2562047h was accepted
+// (issue 25).
+func parseWaitTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond || d > time.Hour {
+		return 0, errors.New("expected a duration between 1ms and 1h such as 200ms")
+	}
+	return d, nil
 }
 
 func newSetNXPX(p Params, c Conns, name string, cad bool) (Lock, error) {
@@ -108,9 +118,9 @@ func newSetNXPX(p Params, c Conns, name string, cad bool) (Lock, error) {
 		l.WaitReplicas = n
 		l.WaitTimeout = 100 * time.Millisecond
 		if t, ok := p.Extra["wait_timeout"]; ok {
-			d, err := time.ParseDuration(t)
-			if err != nil || d < time.Millisecond {
-				return nil, errors.New(name + ": wait_timeout: expected a duration of at least 1ms such as 200ms, got " + strconv.Quote(t))
+			d, err := parseWaitTimeout(t)
+			if err != nil {
+				return nil, errors.New(name + ": wait_timeout: " + err.Error() + ", got " + strconv.Quote(t))
 			}
 			l.WaitTimeout = d
 		}

@@ -47,6 +47,7 @@ var crashInputs = []struct {
 	{"unknown key in a node", "{name: B, replica_of: A}", "{name: B, replica_of: A, colour: red}", `x.yaml:6:30: nodes[1].colour: unknown field "colour"; expected one of name, offset, ppm, replica_of, lag, role`},
 	{"typo in a node", "{name: B, replica_of: A}", "{name: B, replica_off: A}", `nodes[1].replica_off: unknown field "replica_off"; expected one of name, offset, ppm, replica_of, lag, role, min_replicas_to_write, min_replicas_max_lag (did you mean replica_of?)`},
 	{"unknown params key", "ttl: 10s", "ttl: 10s\nparams: {verify_ownershp: \"true\"}", `x.yaml:4:27: params.verify_ownershp: set-nx-px-lua does not read "verify_ownershp"; expected one of fence_start, validity_from, verify_ownership, wait_replicas, wait_timeout, watchdog, fencing (did you mean verify_ownership?)`},
+	{"wait_timeout without bound", "ttl: 10s", "ttl: 10s\nparams: {wait_replicas: \"1\", wait_timeout: 2562047h}", `x.yaml:4:44: params.wait_timeout: expected a duration between 1ms and 1h such as 200ms, found "2562047h"`},
 	{"bad params value", "ttl: 10s", "ttl: 10s\nparams: {validity_from: later}", `x.yaml:4:25: params.validity_from: expected start or reply, found "later"`},
 	{"unknown op", "kind: pause\n    target: c1\n    at: 1s\n    duration: 2s", "kind: drop\n    op: SETT\n    at: 1s", `x.yaml:11:9: faults[0].op: unknown op "SETT"; expected a Redis command`},
 	{"unknown trigger op", "at: 1s", "after: {client: c1, op: EVALL}", `faults[0].after.op: unknown op "EVALL"`},
