@@ -435,14 +435,22 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 		}
 		return nil, yamlError(file, err)
 	}
-	var second yaml.Node
-	if err := dec.Decode(&second); err == nil {
-		if len(second.Content) > 0 && !(second.Content[0].Kind == yaml.ScalarNode && second.Content[0].ShortTag() == "!!null") {
-			return nil, &FieldError{File: file, Line: second.Content[0].Line, Col: second.Content[0].Column,
-				Msg: "expected one scenario per file, found a second YAML document (after ---)"}
+	// Every further document is read to the end of the file: an empty one
+	// ("---" alone) is harmless, but a third document after it, or a
+	// syntax error in it, was silently ignored (issue 25).
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
 		}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlError(file, err)
+		if err != nil {
+			return nil, yamlError(file, err)
+		}
+		if len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].ShortTag() == "!!null") {
+			return nil, &FieldError{File: file, Line: next.Content[0].Line, Col: next.Content[0].Column,
+				Msg: "expected one scenario per file, found another YAML document (after ---)"}
+		}
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &FieldError{File: file, Msg: "empty file; expected a scenario (see `locklab help scenario`)"}
