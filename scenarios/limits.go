@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 )
@@ -86,7 +87,9 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultLimits.FileBytes
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	// One byte past the limit tells "too big" from "exactly the limit";
+	// limit+1 must not wrap (a limit of MaxInt64 read as an empty file).
+	data, err := io.ReadAll(io.LimitReader(f, min(limit, math.MaxInt64-1)+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read scenario file: %w", err)
 	}

@@ -3,6 +3,9 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -240,5 +243,19 @@ func TestMessageBudgetStopsARun(t *testing.T) {
 	}
 	if _, err := Run(sc, 1, Options{}); err != nil {
 		t.Fatalf("default budget: %v", err)
+	}
+}
+
+// A file-size limit of 2^63-1 reads the file: the one byte past the limit
+// wrapped to a negative count and every file read as empty (issue 25).
+func TestLargestFileLimitReadsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.yaml")
+	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lim := DefaultLimits
+	lim.FileBytes = math.MaxInt64
+	if sc, err := LoadWith(path, lim); err != nil || sc.ID == "" {
+		t.Fatalf("limit 2^63-1: %v", err)
 	}
 }

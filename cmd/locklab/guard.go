@@ -44,6 +44,11 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 				return lim, usagef("%s: expected a limit >= 1, found %d", c.name, c.v)
 			}
 		}
+		// A scenario file is read whole into memory: past a gigabyte the
+		// limit protects nothing (and 2^63-1 overflowed to "empty file").
+		if *size > maxFileBytes {
+			return lim, usagef("--max-file-size: expected a limit between 1 and %d bytes (1 GiB), found %d", int64(maxFileBytes), *size)
+		}
 		v, err := time.ParseDuration(*dur)
 		if err != nil || v <= 0 || v > scenarios.MaxDuration {
 			return lim, usagef("--max-duration: expected a duration between 1ns and %v, found %q", scenarios.MaxDuration, *dur)
@@ -52,6 +57,9 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 		return lim, nil
 	}
 }
+
+// maxFileBytes is the largest --max-file-size accepted.
+const maxFileBytes = 1 << 30
 
 const limitsHelp = `Limits (raise them for bigger experiments; memory stays under 1 GB at the
 defaults):

@@ -49,6 +49,11 @@ func TestLimitsAndFlagsToRaiseThem(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "locklab: /dev/zero: expected a scenario file of at most 1048576 bytes (the limit; raise it with --max-file-size), found more") {
 		t.Fatalf("/dev/zero: exit %d, %s", code, stderr)
 	}
+	// Issue 25: 2^63-1 wrapped to "empty file".
+	code, _, stderr = runCLI(t, "run", "redlock-clock-jump", "--max-file-size", "9223372036854775807")
+	if code != 2 || !strings.Contains(stderr, "--max-file-size: expected a limit between 1 and 1073741824 bytes (1 GiB), found 9223372036854775807") {
+		t.Fatalf("--max-file-size 2^63-1: exit %d, %s", code, stderr)
+	}
 	sc := "id: many\nalgorithm: set-nx-px-lua\nttl: 1s\nnodes: [A]\nclients: {count: 2000, cycles: 1}\nduration: 2s\n"
 	os.WriteFile(filepath.Join(dir, "many.yaml"), []byte(sc), 0o644)
 	code, _, stderr = runCLI(t, "run", "many.yaml")
