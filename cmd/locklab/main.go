@@ -76,6 +76,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	stdout, stderr = newTerminalWriter(stdout), newTerminalWriter(stderr)
 	err := dispatch(args, stdout, stderr)
 	var ue *usageError
 	var ee *exitError
