@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/locklab/locklab/checker"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -92,6 +93,18 @@ func (s *Scenario) CheckFile() error {
 	if p.Expect != s.Expect {
 		bad("expect", "the counterexample expects %s, but the file's expect is %s (cut short or edited?)", expectText(p.Expect), expectText(s.Expect))
 	}
+	// The property is checked too: an edited one replayed as a pass
+	// (issue 25). It must name a property, and the file must expect it
+	// violated.
+	if want, ok := p.Expect.of(p.Property); !ok {
+		msg := fmt.Sprintf("expected one of %s, found %q", strings.Join(counterexampleProperties, ", "), Printable(p.Property, 40))
+		if d := DidYouMean(p.Property, counterexampleProperties); d != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", d)
+		}
+		bad("counterexample.property", "%s", msg)
+	} else if want != checker.Violated {
+		bad("counterexample.property", "the counterexample reproduces %s violated, but its expect says %s: %q (edited?)", p.Property, p.Property, orNothing(want))
+	}
 	if d, err := s.digest(); err == nil && d != p.ScenarioSHA256 && len(errs) == 0 {
 		bad("counterexample.scenario_sha256", "the scenario's digest is %s, the file says %s: the file was cut short or edited after locklab wrote it", d[:16]+"…", Printable(p.ScenarioSHA256, 16)+"…")
 	}
@@ -108,7 +121,36 @@ func (s *Scenario) CheckReplay(res *Result) error {
 	if res.TraceSHA256 != p.TraceSHA256 {
 		return s.fieldErr("counterexample.trace_sha256", "the replay's trace digest is %s, the file says %s: this run is not the one the file recorded", res.TraceSHA256, p.TraceSHA256)
 	}
+	v := res.Report.Verdict
+	got, _ := Expect{MutualExclusion: v.MutualExclusion, Resource: v.Resource, Liveness: v.Liveness}.of(p.Property)
+	if got != checker.Violated {
+		return s.fieldErr("counterexample.property", "the replay's %s is %s, but the file reproduces it violated: this run does not show what the file recorded", p.Property, got)
+	}
 	return nil
+}
+
+// counterexampleProperties are the properties a counterexample can
+// reproduce, as its property field names them.
+var counterexampleProperties = []string{"mutual_exclusion", "resource", "liveness"}
+
+// of is e's status for the property named as a counterexample names it.
+func (e Expect) of(property string) (checker.Status, bool) {
+	switch property {
+	case "mutual_exclusion":
+		return e.MutualExclusion, true
+	case "resource":
+		return e.Resource, true
+	case "liveness":
+		return e.Liveness, true
+	}
+	return "", false
+}
+
+func orNothing(s checker.Status) string {
+	if s == "" {
+		return "(not set)"
+	}
+	return string(s)
 }
 
 func expectText(e Expect) string {
