@@ -295,7 +295,7 @@ func explorePaths(out, report, alg string, seed uint64, force bool) (string, str
 	if !explicitReport {
 		report = htmlOf(out)
 	}
-	if report != "-" && filepath.Clean(report) == filepath.Clean(out) {
+	if report != "-" && sameFile(report, out) {
 		return "", "", usagef("--report and --out name the same file %s; the report would overwrite the counterexample", term(out, false))
 	}
 	if !explicitOut && !force {

@@ -151,6 +151,45 @@ func writeFileAtomic(path string, data []byte) error {
 	return writeAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
+// sameFile reports whether two paths name one file: the same inode when
+// both exist (symlinks followed, hard links included), else the same
+// absolute path once the directories are resolved through their symlinks.
+// Paths are never compared by spelling alone: "./x.yaml", "d/../x.yaml"
+// and a link to x.yaml are all x.yaml (issue 25).
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(sa, sb)
+	}
+	return resolved(a) == resolved(b)
+}
+
+// resolved is path made absolute, with its directory's symlinks resolved
+// (and the file's own, when it is a link to a file that does not exist
+// yet, followed by name).
+func resolved(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	for range 40 { // a loop of links ends somewhere
+		target, err := os.Readlink(abs)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(abs), target)
+		}
+		abs = filepath.Clean(target)
+	}
+	dir, base := filepath.Split(abs)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(d, base)
+	}
+	return abs
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil

@@ -172,6 +172,18 @@ func TestExploreOutputNamesNeverCollide(t *testing.T) {
 	if code, _, stderr := runCLI(t, "explore", "redlock", "--out", "a.yaml", "--report", "./a.yaml"); code != 2 || !strings.Contains(stderr, "--report and --out name the same file") {
 		t.Fatalf("same file: exit %d %s", code, stderr)
 	}
+	// The same file through a symlink, a parent directory or a hard
+	// link is refused too, existing or not (issue 25: only textually
+	// equal paths were).
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.Symlink("cx.yaml", filepath.Join(dir, "link.yaml"))
+	os.Symlink(".", filepath.Join(dir, "here"))
+	os.Link(filepath.Join(dir, "cx.yaml"), filepath.Join(dir, "hard.yaml"))
+	for _, c := range [][2]string{{"new.yaml", "sub/../new.yaml"}, {"new.yaml", "here/new.yaml"}, {"cx.yaml", "link.yaml"}, {"hard.yaml", "cx.yaml"}} {
+		if code, _, stderr := runCLI(t, "explore", "redlock", "--force", "--out", c[0], "--report", c[1]); code != 2 || !strings.Contains(stderr, "--report and --out name the same file") {
+			t.Errorf("--out %s --report %s: exit %d %s", c[0], c[1], code, stderr)
+		}
+	}
 	if code, _, stderr := runCLI(t, "explore", "redlock", "--out", "cx.yaml"); code != 2 || !strings.Contains(stderr, "--out: cx.yaml exists; pass --force") {
 		t.Fatalf("existing: exit %d %s", code, stderr)
 	}
