@@ -34,3 +34,29 @@ func TestEditedCounterexamplePropertyIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A counterexample that cannot be saved is not lost: the file's text goes
+// to stderr, the summary still prints the witness and a replay that needs
+// no file, and the exit status says the save failed (issue 25).
+func TestUnwritableOutKeepsTheFinding(t *testing.T) {
+	dir := inDir(t)
+	os.Mkdir(filepath.Join(dir, "ro"), 0o555)
+	out := filepath.Join(dir, "ro", "missing-dir", "cx.yaml")
+	code, stdout, stderr := runCLI(t, "explore", "set-nx-px-del", "--faults", "pause", "--runs", "50", "--seed", "3", "--out", out)
+	if code != 2 {
+		t.Fatalf("exit %d; want 2 (the save failed)", code)
+	}
+	for _, want := range []string{"cannot save the counterexample to " + out, "here it is; save it to a file", "counterexample:\n  format: 1", "property: mutual_exclusion"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, want := range []string{"Witness:\n  mutual exclusion: c1 held", "Saved: nothing", "Replay: locklab explore set-nx-px-del --faults pause --seed 3 --runs "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "Report:") {
+		t.Errorf("a report that was not written is announced:\n%s", stdout)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -221,6 +222,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
 	}
 	var first *scenarios.Finding
+	var saveErr error
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
 		first = &res.Findings[0]
 		min := first.Minimal
@@ -233,8 +235,13 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
+		// A file that cannot be written must not cost the finding: the
+		// counterexample goes to stderr whole, the summary below still
+		// prints (seed, witness, a replay that needs no file), and the
+		// error comes last (issue 25).
 		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
-			return fmt.Errorf("cannot save the counterexample: %w", err)
+			saveErr = fmt.Errorf("cannot save the counterexample to %s: %w", term(out, false), err)
+			fmt.Fprintf(stderr, "locklab: %v\nlocklab: here it is; save it to a file and replay it with 'locklab replay FILE':\n%s%s", saveErr, header, data)
 		}
 		summary.Counterexample = &counterexampleOutput{
 			Property:    first.Property,
@@ -247,13 +254,18 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			Witness:     witnessText(first.MinimalResult.Report),
 			ShrinkRuns:  first.ShrinkRuns,
 		}
+		if saveErr != nil {
+			summary.Counterexample.File = ""
+			summary.Counterexample.Replay = fmt.Sprintf("locklab explore %s --faults %s --seed %d --runs %d", alg, strings.Join(summary.Faults, ","), opt.Seed, res.Runs)
+		}
 		if report == "-" {
 			if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
 				return err
 			}
 		} else if report != "" {
 			if err := reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
-				return err
+				saveErr = errors.Join(saveErr, fmt.Errorf("cannot write the report to %s: %w", term(report, false), err))
+				report = ""
 			}
 		}
 	}
@@ -264,6 +276,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		printExplore(textOut, alg, opt, res, summary, report)
+	}
+	if saveErr != nil {
+		return saveErr
 	}
 	if signalled != 0 {
 		return &exitError{signalled}
@@ -353,7 +368,11 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	for _, t := range c.Witness {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
+	saved := term(c.File, false)
+	if c.File == "" {
+		saved = "nothing (the file could not be written: the counterexample is on stderr)"
+	}
+	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", saved, term(c.Replay, false), c.TraceSHA256)
 	if reportPath != "" && reportPath != "-" {
 		fmt.Fprintf(w, "Report: %s\n", term(reportPath, false))
 	}
