@@ -74,6 +74,10 @@ type ExploreOptions struct {
 	// MaxFindings bounds the violating runs kept with All (default 1000);
 	// further ones are counted in ExploreResult.MoreFindings.
 	MaxFindings int
+	// Persistence, when set ("none", "everysec", "always"), is what every
+	// drawn restart of a Redis node remembers, instead of a drawn setting:
+	// a user who runs Redis with appendfsync always tests that setup.
+	Persistence string
 }
 
 // Finding is one violating run.
@@ -163,6 +167,21 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 	sc.Expect = Expect{}
 	sc.Seed = rng.Uint64()>>1 | 1
 	return sc
+}
+
+// withPersistence sets what each restart of a Redis node in sc remembers
+// (the generator leaves Persistence empty on ZooKeeper servers, which log
+// every write: those stay as drawn). The draw itself is unchanged, so the
+// runs stay the runs of the same seed.
+func withPersistence(sc *Scenario, persistence string) {
+	if persistence == "" {
+		return
+	}
+	for i, f := range sc.Faults {
+		if f.Kind == faults.NodeCrash && f.Persistence != "" {
+			sc.Faults[i].Persistence = persistence
+		}
+	}
 }
 
 // violatedProperty is the first violated property in the order mutual
@@ -269,6 +288,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 					return
 				}
 				sc := exploreRunWith(base, usable, opt.Seed, i, opt.KeepWorkload, opt.Bubble)
+				withPersistence(sc, opt.Persistence)
 				res, err := Run(sc, sc.Seed, runOpt)
 				done.Add(1)
 				if err != nil {

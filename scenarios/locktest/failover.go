@@ -41,13 +41,22 @@ func failoverRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *sce
 	return sc
 }
 
-// Stall is the class of a starved renewal: one client's script calls
-// (EVALSHA and EVAL — the renewals of redsync's Extend, redislock's Refresh,
-// a watchdog's compare-and-pexpire, and the release) are held back by up
-// to twice the TTL, a few at a time, while its other traffic and its worker
-// go on: Redisson's watchdog starved while the worker runs, the opposite
-// of a hang.
+// Stall is the class of a starved renewal and a late release: one client's
+// releases and renewals are held back by up to twice the TTL, a few at a
+// time, while its other traffic and its worker go on: Redisson's watchdog
+// starved while the worker runs, the opposite of a hang. Both kinds of
+// release are held back: scripts (EVALSHA and EVAL — the renewals of
+// redsync's Extend, redislock's Refresh, a watchdog's compare-and-pexpire,
+// a compare-and-delete release) and the plain commands a lock without an
+// owner check sends (DEL, UNLINK, PEXPIRE, EXPIRE). A plain DEL that
+// arrives after the lease expired deletes the next holder's key; a
+// compare-and-delete arriving as late deletes nothing.
 const Stall Class = "stall"
+
+// stalledOps are the commands the stall class holds back: the scripts
+// first (the draws of earlier versions stay the same faults), then the
+// plain releases and renewals.
+var stalledOps = []string{"EVALSHA", "EVAL", "DEL", "UNLINK", "PEXPIRE", "EXPIRE"}
 
 // stallRun draws run i of the stall class.
 func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario {
@@ -69,7 +78,7 @@ func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenar
 	by := time.Duration(float64(opt.TTL) * (0.3 + 1.7*rng.Float64())).Round(time.Millisecond)
 	n := 1 + rng.IntN(4)
 	at := func(d time.Duration) *faults.Duration { v := faults.Duration(d); return &v }
-	for _, op := range []string{"EVALSHA", "EVAL"} {
+	for _, op := range stalledOps {
 		sc.Faults = append(sc.Faults, faults.Fault{Kind: faults.Delay, At: at(start), Dir: "request", Client: client, Op: op, Count: n, Duration: faults.Duration(by)})
 	}
 	sc.Seed = rng.Uint64()>>1 | 1

@@ -175,8 +175,10 @@ type Options struct {
 	// Replicas is the number of asynchronous replicas of each master
 	// (default 0), replicating with a lag of 100ms.
 	Replicas int
-	// Persistence is what a restarted node remembers: "none" (default),
-	// "everysec" or "always".
+	// Persistence is what a restarted node remembers: "everysec" or
+	// "always" (appendfsync), or "none". Set, it is the setting of every
+	// restart the restart class draws; unset, each restart draws one of
+	// the three.
 	Persistence string
 
 	// Clients is the number of clients (default: drawn from 2 to 5 per run).
@@ -199,11 +201,24 @@ type Options struct {
 	// Runs is the number of random runs per class (default 40; flag
 	// -locktest.runs).
 	Runs int
-	// Seed picks the runs (default 1; flag -locktest.seed).
+	// Seed picks the runs (default 1; flag -locktest.seed). A class's saved
+	// counterexample (failfile) is replayed before exploring, unless
+	// -locktest.seed is given: that seed is then explored and the log says
+	// the failfile was not replayed.
 	Seed uint64
+	// Replay, when set, is a counterexample file (a failfile, or a scenario
+	// written by locklab) that every class replays instead of exploring, as
+	// the -locktest.replay flag does: the class passes or fails on that one
+	// run. Replay a failfile from code by pointing Replay at it, restricted
+	// to its class with Classes.
+	Replay string
 	// ShrinkRuns bounds the runs spent shrinking a counterexample
 	// (default 80).
 	ShrinkRuns int
+
+	// caller is where the user's test called Run (file:line), named in
+	// every verdict line: a class's subtest has no frame of the user's.
+	caller string
 }
 
 func (o *Options) defaults() error {

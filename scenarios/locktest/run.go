@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -172,6 +173,12 @@ func Run(t *testing.T, f Factory, opt Options) {
 	if err := opt.defaults(); err != nil {
 		t.Fatal(err)
 	}
+	if err := checkSerial(t); err != nil {
+		t.Fatal(err)
+	}
+	if _, file, line, ok := runtime.Caller(1); ok {
+		opt.caller = fmt.Sprintf("%s:%d", filepath.Base(file), line)
+	}
 	if *flagSeed != 0 {
 		opt.Seed = *flagSeed
 	}
@@ -183,8 +190,49 @@ func Run(t *testing.T, f Factory, opt Options) {
 		t.Fatalf("locktest: %v", err)
 	}
 	for _, c := range opt.Classes {
-		t.Run(string(c), func(t *testing.T) { runClass(t, f, opt, base, c) })
+		if err := runSubtest(t, string(c), func(t *testing.T) { runClass(t, f, opt, base, c) }); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+// errInBubble and errParallel say why Run cannot run where it was called.
+var (
+	errInBubble = errors.New("locktest: Run was called inside a testing/synctest bubble (synctest.Test): Run makes a bubble of its own for each fault class, and bubbles do not nest; call Run directly from the test function")
+	errParallel = errors.New("locktest: Run was called in a parallel test (t.Parallel): each run seeds the process-wide random sources (crypto/rand, math/rand) that lock libraries draw from, so two tests running at once would change each other's runs; remove t.Parallel from this test and its parents")
+)
+
+// checkSerial refuses a parallel test. testing has no question for it, but
+// t.Setenv panics in a parallel test (or one with a parallel parent), for
+// the same reason Run cannot run there: it changes the whole process. The
+// variable set names the test that seeds the process's random sources.
+func checkSerial(t *testing.T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if strings.Contains(fmt.Sprint(r), "synctest") {
+				err = errInBubble
+				return
+			}
+			err = errParallel
+		}
+	}()
+	t.Setenv("LOCKTEST_RUNNING", t.Name())
+	return nil
+}
+
+// runSubtest is t.Run, with testing's panic inside a synctest bubble
+// turned into a sentence.
+func runSubtest(t *testing.T, name string, fn func(*testing.T)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if !strings.Contains(fmt.Sprint(r), "synctest bubble") {
+				panic(r)
+			}
+			err = errInBubble
+		}
+	}()
+	t.Run(name, fn)
+	return nil
 }
 
 // failfile is where a class's counterexample is kept: under
@@ -224,6 +272,7 @@ func seedProcessRandom(t *testing.T, seed uint64) {
 }
 
 func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, class Class) {
+	t.Helper()
 	expect, ok := opt.Expect[class]
 	if !ok {
 		expect = Safe
@@ -253,18 +302,22 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 				Prepare:   func(seed uint64) { seedProcessRandom(t, seed) },
 			})
 		}
-		if *flagReplay != "" {
-			replay(t, run, *flagReplay, class, expect)
+		if file := replayFile(opt); file != "" {
+			replay(t, run, file, class, expect, opt.caller)
 			return
 		}
-		// The last counterexample of this class goes first, as in rapid.
-		if sc, err := scenarios.Load(file); err == nil {
+		// The last counterexample of this class goes first, as in rapid,
+		// unless a seed was asked for on the command line: then that
+		// seed's runs are what the user wants to see.
+		if _, err := os.Stat(file); err == nil && *flagSeed != 0 {
+			t.Logf("locktest: %s: exploring -locktest.seed=%d; the saved counterexample %s was not replayed (run without -locktest.seed to replay it)", class, *flagSeed, file)
+		} else if sc, err := scenarios.Load(file); err == nil {
 			res, err := run(sc, true)
 			if err != nil {
 				t.Fatalf("locktest: %s: %v", file, err)
 			}
 			if prop := violated(res.Report.Verdict); prop != Safe {
-				judge(t, class, expect, finding{prop: prop, sc: sc, res: res, file: file, what: "the saved counterexample " + file})
+				judge(t, class, expect, opt.caller, finding{prop: prop, sc: sc, res: res, file: file, what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (delete it, or pass -locktest.seed, to explore)", file, opt.Seed)})
 				return
 			}
 			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", class, file)
@@ -291,13 +344,14 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 				KeepWorkload:  opt.keepWorkload(),
 				MaxShrinkRuns: opt.ShrinkRuns,
 				Prepare:       prepare,
+				Persistence:   opt.Persistence,
 			})
 		}
 		if err != nil {
 			t.Fatalf("locktest: %s: %v", class, err)
 		}
 		if len(ex.Findings) == 0 {
-			judge(t, class, expect, finding{runs: ex.Runs, seed: opt.Seed})
+			judge(t, class, expect, opt.caller, finding{runs: ex.Runs, seed: opt.Seed})
 			return
 		}
 		fd := ex.Findings[0]
@@ -316,10 +370,19 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 				saved = file
 			}
 		}
-		judge(t, class, expect, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: saved,
+		judge(t, class, expect, opt.caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: saved,
 			what: fmt.Sprintf("run %d of %d (seed %d), shrunk to %d fault(s) and %d client(s)", fd.Run, opt.Runs, opt.Seed, len(sc.Faults), sc.Clients.Count),
 			runs: ex.Runs, seed: opt.Seed})
 	})
+}
+
+// replayFile is the counterexample a class replays instead of exploring:
+// the -locktest.replay flag, else Options.Replay.
+func replayFile(opt Options) string {
+	if *flagReplay != "" {
+		return *flagReplay
+	}
+	return opt.Replay
 }
 
 // finding is what a class's runs came to.
@@ -348,26 +411,33 @@ func violated(v checker.Verdict) Outcome {
 }
 
 // judge compares a class's finding with its expectation and logs or fails.
-func judge(t *testing.T, class Class, expect Outcome, f finding) {
+// A class runs in a subtest of its own, so testing's file:line points into
+// this package whatever t.Helper says; each line names the user's call of
+// Run (caller) instead.
+func judge(t *testing.T, class Class, expect Outcome, caller string, f finding) {
 	t.Helper()
 	if observe != nil {
 		observe(t, class, f)
 	}
+	at := string(class)
+	if caller != "" {
+		at += " (Run at " + caller + ")"
+	}
 	if f.prop == Safe {
 		switch {
 		case expect == Safe || expect&Any != 0:
-			t.Logf("locktest: %s: no violation in %d runs (seed %d)", class, f.runs, f.seed)
+			t.Logf("locktest: %s: no violation in %d runs (seed %d)", at, f.runs, f.seed)
 		default:
-			t.Errorf("locktest: %s: expected %s, but %d runs (seed %d) found no violation", class, expect, f.runs, f.seed)
+			t.Errorf("locktest: %s: expected %s, but %d runs (seed %d) found no violation", at, expect, f.runs, f.seed)
 		}
 		return
 	}
 	msg := describe(t, class, f)
 	if expect&Any != 0 || expect&f.prop != 0 {
-		t.Logf("locktest: %s: %s, as expected\n%s", class, f.prop.found(), msg)
+		t.Logf("locktest: %s: %s, as expected\n%s", at, f.prop.found(), msg)
 		return
 	}
-	t.Errorf("locktest: %s: %s, expected %s\n%s", class, f.prop.found(), expect, msg)
+	t.Errorf("locktest: %s: %s, expected %s\n%s", at, f.prop.found(), expect, msg)
 }
 
 // describe renders a counterexample: faults, witness, replay, report.
@@ -417,7 +487,7 @@ func reportPath(path string, class Class) string {
 var errNoReplay = errors.New("locktest: -locktest.replay")
 
 // replay runs a saved counterexample and prints its witness.
-func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result, error), file string, class Class, expect Outcome) {
+func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result, error), file string, class Class, expect Outcome, caller string) {
 	t.Helper()
 	sc, err := scenarios.Load(file)
 	if err != nil {
@@ -430,7 +500,7 @@ func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result
 	if err != nil {
 		t.Fatalf("locktest: %s: %v", file, err)
 	}
-	judge(t, class, expect, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
+	judge(t, class, expect, caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
 	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
 	var tb strings.Builder
 	for _, e := range res.Trace {

@@ -214,7 +214,8 @@ func TestUnexpectedViolationFailsItsClass(t *testing.T) {
 	for _, want := range []string{
 		"--- FAIL: TestHelperProcess/pause",
 		"--- PASS: TestHelperProcess/drop",
-		"locktest: pause: mutual exclusion and resource violated, expected safe",
+		"locktest: pause (Run at runtime_test.go:",
+		"): mutual exclusion and resource violated, expected safe",
 		"found in run ",
 		"witness: lost update",
 		"replay:  go test -run '^TestHelperProcess$/^pause$' -locktest.replay=testdata/locktest/TestHelperProcess/pause.yaml",
