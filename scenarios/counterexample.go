@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/locklab/locklab/checker"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -89,6 +92,18 @@ func (s *Scenario) CheckFile() error {
 	} else if p.Seed != s.Seed {
 		bad("seed", "the counterexample was found with seed %d, but the file's seed is %d (edited?)", p.Seed, s.Seed)
 	}
+	// The property is checked too: an edited one (liveness where the
+	// run violates mutual exclusion) would otherwise replay as a pass,
+	// since the expectation alone decides the exit status.
+	if !slices.Contains(counterexampleProperties, p.Property) {
+		msg := fmt.Sprintf("expected one of %s, found %q", strings.Join(counterexampleProperties, ", "), Printable(p.Property, 40))
+		if d := DidYouMean(p.Property, counterexampleProperties); d != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", d)
+		}
+		bad("counterexample.property", "%s", msg)
+	} else if want := expectedOf(p.Expect, p.Property); want != checker.Violated {
+		bad("counterexample.property", "the counterexample reproduces a violation of %s, but its expect for %s is %s (edited?)", p.Property, p.Property, statusText(want))
+	}
 	if p.Expect != s.Expect {
 		bad("expect", "the counterexample expects %s, but the file's expect is %s (cut short or edited?)", expectText(p.Expect), expectText(s.Expect))
 	}
@@ -105,10 +120,37 @@ func (s *Scenario) CheckReplay(res *Result) error {
 	if p == nil || res.Seed != p.Seed {
 		return nil
 	}
+	if res.Report != nil && !violates(res.Report.Verdict, p.Property) {
+		return s.fieldErr("counterexample.property", "the replay does not violate %s, which the file says it reproduces", Printable(p.Property, 40))
+	}
 	if res.TraceSHA256 != p.TraceSHA256 {
 		return s.fieldErr("counterexample.trace_sha256", "the replay's trace digest is %s, the file says %s: this run is not the one the file recorded", res.TraceSHA256, p.TraceSHA256)
 	}
 	return nil
+}
+
+// counterexampleProperties are the properties a counterexample can
+// reproduce, in violatedProperty's order.
+var counterexampleProperties = []string{"mutual_exclusion", "resource", "liveness"}
+
+// expectedOf is e's expectation for prop ("" for an unknown prop or none).
+func expectedOf(e Expect, prop string) checker.Status {
+	switch prop {
+	case "mutual_exclusion":
+		return e.MutualExclusion
+	case "resource":
+		return e.Resource
+	case "liveness":
+		return e.Liveness
+	}
+	return ""
+}
+
+func statusText(st checker.Status) string {
+	if st == "" {
+		return "nothing"
+	}
+	return string(st)
 }
 
 func expectText(e Expect) string {

@@ -200,6 +200,8 @@ func TestCounterexampleTamperIsAnError(t *testing.T) {
 		{"cut in the middle", text[:len(text)/2], 2, ""},
 		{"seed edited", strings.Replace(text, "\nseed: ", "\nseed: 1", 1), 2, "seed: the counterexample was found with seed"},
 		{"fault edited", strings.Replace(text, "jump: ", "jump: 1", 1), 2, "counterexample.scenario_sha256: the scenario's digest is"},
+		{"property edited", strings.Replace(text, "property: mutual_exclusion", "property: liveness", 1), 2, "counterexample.property: the counterexample reproduces a violation of liveness, but its expect for liveness is nothing (edited?)"},
+		{"property misspelt", strings.Replace(text, "property: mutual_exclusion", "property: mutual_exclusio", 1), 2, "counterexample.property: expected one of mutual_exclusion, resource, liveness, found \"mutual_exclusio\" (did you mean mutual_exclusion?)"},
 		{"newer format", strings.Replace(text, "format: 1", "format: 2", 1), 2, "counterexample.format: expected format 1 (this locklab's), found 2"},
 		{"digest edited", strings.Replace(text, "trace_sha256: ", "trace_sha256: 0", 1)[:0] + editDigest(text), 1, "the replay's trace digest is"},
 	}
