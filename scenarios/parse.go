@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
@@ -421,6 +422,9 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, &FieldError{File: file, Line: 1 + bytes.Count(data[:bytes.IndexByte(data, 0)], []byte("\n")), Msg: "expected YAML text, found a NUL byte (a binary file?)"}
 	}
+	if err := checkUTF8(file, data); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
@@ -429,14 +433,8 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 		}
 		return nil, yamlError(file, err)
 	}
-	var second yaml.Node
-	if err := dec.Decode(&second); err == nil {
-		if len(second.Content) > 0 && !(second.Content[0].Kind == yaml.ScalarNode && second.Content[0].ShortTag() == "!!null") {
-			return nil, &FieldError{File: file, Line: second.Content[0].Line, Col: second.Content[0].Column,
-				Msg: "expected one scenario per file, found a second YAML document (after ---)"}
-		}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlError(file, err)
+	if err := refuseLaterDocuments(file, dec); err != nil {
+		return nil, err
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &FieldError{File: file, Msg: "empty file; expected a scenario (see `locklab help scenario`)"}
@@ -457,6 +455,51 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// refuseLaterDocuments reads every document after the first, so that a
+// third one (or a syntax error in it) is refused with its place instead of
+// ignored: a file is one scenario, whole. Empty documents (a trailing ---)
+// are allowed.
+func refuseLaterDocuments(file string, dec *yaml.Decoder) error {
+	for n := 2; ; n++ {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return yamlError(file, err)
+		}
+		if len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].ShortTag() == "!!null") {
+			return &FieldError{File: file, Line: next.Content[0].Line, Col: next.Content[0].Column,
+				Msg: fmt.Sprintf("expected one scenario per file, found YAML document %d (after ---); put each scenario in its own file", n)}
+		}
+	}
+}
+
+// checkUTF8 refuses bytes that are not UTF-8 (Latin-1, overlong forms)
+// with the line and column of the first one: YAML 1.2 text is Unicode, and
+// the parser's own message has no place.
+func checkUTF8(file string, data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return &FieldError{File: file, Line: line, Col: col,
+				Msg: fmt.Sprintf("expected UTF-8 text, found the byte 0x%02x (Latin-1 or another encoding? save the file as UTF-8)", data[i])}
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return nil
 }
 
 // yamlError turns yaml.v3's messages into "file:line: message".

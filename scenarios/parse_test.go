@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -76,3 +77,29 @@ func TestParseEmptyAndNonMapping(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25: every document of a file is read, so a third one (even with a
+// syntax error) is refused with its place, and bytes that are not UTF-8
+// are refused with line:col rather than the parser's placeless message.
+func TestParseRefusesWithAPlace(t *testing.T) {
+	cases := []struct{ name, data, want string }{
+		{"third document", validScenario + "---\n---\nid: other\n", "x.yaml:" + itoa(lines(validScenario)+3) + ":1: expected one scenario per file, found YAML document 3"},
+		{"syntax error in a third document", validScenario + "---\n---\nid: [\n", "x.yaml:" + itoa(lines(validScenario)+3) + ": did not find expected node content"},
+		{"latin-1", "id: caf\xe9\n", "x.yaml:1:8: expected UTF-8 text, found the byte 0xe9"},
+		{"overlong utf-8", "id: x\nalgorithm: r\xc0\xafedlock\n", "x.yaml:2:13: expected UTF-8 text, found the byte 0xc0"},
+	}
+	for _, c := range cases {
+		_, err := Parse("x.yaml", []byte(c.data))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want prefix %q", c.name, err, c.want)
+		}
+	}
+	// Trailing empty documents are still fine.
+	if _, err := Parse("x.yaml", []byte(validScenario+"---\n---\n")); err != nil {
+		t.Errorf("trailing empty documents: %v", err)
+	}
+}
+
+func lines(s string) int { return strings.Count(s, "\n") }
+
+func itoa(n int) string { return strconv.Itoa(n) }
