@@ -143,6 +143,55 @@ func writeFileAtomic(path string, data []byte) error {
 	return writeAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
+// isDir reports whether path names an existing directory (through
+// symlinks).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// sameFile reports whether a and b name the same file: the same inode when
+// both exist, else the same resolved path (symlinks in the directory and
+// in the name followed), never a comparison of spellings.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(sa, sb)
+	}
+	return resolved(a) == resolved(b)
+}
+
+// resolved is path made absolute with every symlink that exists followed;
+// a name that does not exist yet is joined to its resolved directory.
+func resolved(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(abs)
+	// A symlink whose target does not exist yet is where a write through
+	// it lands: resolve its target (a bounded number of hops).
+	for hops := 0; hops < 40; hops++ {
+		target, err := os.Readlink(abs)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		abs = filepath.Clean(target)
+		dir, base = filepath.Split(abs)
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(r, base)
+	}
+	return abs
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil

@@ -395,3 +395,56 @@ func TestMessageLimitFlag(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// Issue 25: output paths are compared by the file they name, never by
+// spelling; directories and - are refused as --out; the finding is on
+// stderr before any file is written, so a failed write loses nothing.
+func TestExploreOutputPathsByFileAndFindingFirst(t *testing.T) {
+	dir := inDir(t)
+	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
+	os.Symlink(filepath.Join(dir, "same.yaml"), filepath.Join(dir, "link.html"))
+	os.Symlink(dir, filepath.Join(dir, "here"))
+	refused := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", "same.yaml", "--report", "./same.yaml"}, "--report and --out name the same file"},
+		{[]string{"--out", "same.yaml", "--report", "here/same.yaml"}, "--report and --out name the same file"},
+		{[]string{"--out", "same.yaml", "--report", "link.html"}, "--report and --out name the same file"},
+		{[]string{"--out", "adir/"}, `--out: expected a file name such as cx.yaml, found "adir/"`},
+		{[]string{"--out", "adir"}, `--out: expected a file name such as cx.yaml, found "adir"`},
+		{[]string{"--out", "-"}, `--out: expected a file name such as cx.yaml, found "-"`},
+		{[]string{"--out", "cx.yaml", "--report", "adir"}, "--report: adir is a directory"},
+	}
+	for _, c := range refused {
+		code, _, stderr := runCLI(t, append([]string{"explore", "redlock", "--faults", "clock", "--seed", "1"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(m) > 0 {
+		t.Fatalf("files written by refused commands: %v", m)
+	}
+	// --force onto a directory: the write fails, the finding is printed.
+	os.Mkdir(filepath.Join(dir, "taken.yaml"), 0o755)
+	code, _, stderr := runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--workers", "1", "--out", "taken", "--force")
+	if code != 2 {
+		t.Errorf("--force onto a directory: exit %d, want 2\n%s", code, stderr)
+	}
+	if code == 2 && !strings.Contains(stderr, "taken.yaml is a directory") {
+		t.Errorf("--force onto a directory: stderr %q", stderr)
+	}
+	// An unwritable place (its "directory" is a file, which fails even
+	// for root): the run happens, the write fails, the finding survives
+	// on stderr.
+	{
+		os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644)
+		code, _, stderr = runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--workers", "1", "--out", "afile/cx.yaml")
+		if code == 0 || !strings.Contains(stderr, "locklab: found mutual exclusion violated in run") || !strings.Contains(stderr, "find it again with: locklab explore redlock --seed 1 --runs") || !strings.Contains(stderr, "witness: mutual exclusion:") || !strings.Contains(stderr, "cannot save the counterexample") {
+			t.Errorf("unwritable --out: exit %d, stderr:\n%s", code, stderr)
+		}
+		if strings.Index(stderr, "locklab: found") > strings.Index(stderr, "cannot save") {
+			t.Errorf("the finding came after the failed write:\n%s", stderr)
+		}
+	}
+}
