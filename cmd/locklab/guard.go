@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +21,10 @@ import (
 
 	"github.com/locklab/locklab/scenarios"
 )
+
+// maxFileBytes is the largest --max-file-size: a scenario is read whole
+// into memory, and YAML past a gigabyte is not a scenario anyone wrote.
+const maxFileBytes = 1 << 30
 
 // limitFlags registers --max-file-size, --max-nodes, --max-clients,
 // --max-faults, --max-cycles and --max-duration; the returned function
@@ -36,12 +41,18 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 	msgs := fs.Int("max-messages", d.Messages, "")
 	return func() (scenarios.Limits, error) {
 		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns, Messages: *msgs}
+		// Upper bounds keep the arithmetic on limits (a file read up to
+		// size+1 bytes, products of counts) from overflowing: without one,
+		// --max-file-size 9223372036854775807 wrapped around and every
+		// file read as empty.
 		for _, c := range []struct {
 			name string
 			v    int64
-		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}, {"--max-connections", int64(*conns)}, {"--max-messages", int64(*msgs)}} {
-			if c.v < 1 {
-				return lim, usagef("%s: expected a limit >= 1, found %d", c.name, c.v)
+			max  int64
+			unit string
+		}{{"--max-file-size", *size, maxFileBytes, " bytes (1 GiB)"}, {"--max-nodes", int64(*nodes), math.MaxInt32, ""}, {"--max-clients", int64(*clients), math.MaxInt32, ""}, {"--max-faults", int64(*faultsN), math.MaxInt32, ""}, {"--max-cycles", int64(*cycles), math.MaxInt32, ""}, {"--max-connections", int64(*conns), math.MaxInt32, ""}, {"--max-messages", int64(*msgs), math.MaxInt32, ""}} {
+			if c.v < 1 || c.v > c.max {
+				return lim, usagef("%s: expected a limit between 1 and %d%s, found %d", c.name, c.max, c.unit, c.v)
 			}
 		}
 		v, err := time.ParseDuration(*dur)

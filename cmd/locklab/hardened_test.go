@@ -448,3 +448,46 @@ func TestExploreOutputPathsByFileAndFindingFirst(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25: matrix refuses to replace an existing --report without
+// --force, and --report - is the heatmap on stdout (the table on stderr).
+func TestMatrixReportForceAndStdout(t *testing.T) {
+	dir := inDir(t)
+	small := []string{"matrix", "--seeds", "2", "--algorithms", "set-nx-px-lua", "--classes", "pause", "--workers", "1"}
+	os.WriteFile(filepath.Join(dir, "m.html"), []byte("mine"), 0o644)
+	code, _, stderr := runCLI(t, append(small, "--report", "m.html")...)
+	if code != 2 || !strings.Contains(stderr, "--report: m.html exists; pass --force to replace it") {
+		t.Fatalf("existing report: exit %d %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "m.html")); string(b) != "mine" {
+		t.Fatalf("the existing report was replaced: %.60q", b)
+	}
+	if code, _, stderr = runCLI(t, append(small, "--report", "m.html", "--force")...); code != 0 {
+		t.Fatalf("--force: exit %d %s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, append(small, "--report", "-")...)
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(stderr, "set-nx-px-lua") {
+		t.Fatalf("--report -: exit %d, stdout %.80q, stderr %.200q", code, out, stderr)
+	}
+	if exists(filepath.Join(dir, "-")) {
+		t.Fatal("--report - wrote a file named -")
+	}
+	if code, _, stderr = runCLI(t, append(small, "--report", "-", "--json")...); code != 2 || !strings.Contains(stderr, "both want stdout") {
+		t.Fatalf("--report - --json: exit %d %s", code, stderr)
+	}
+}
+
+// Issue 25: limit flags are bounded, so a huge one is refused instead of
+// wrapping around (--max-file-size 9223372036854775807 read every file as
+// empty).
+func TestLimitFlagsRefuseOverflow(t *testing.T) {
+	dir := inDir(t)
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte("id: x\nalgorithm: set-nx-px-lua\nttl: 10s\nnodes: [A]\nclients: {count: 1, cycles: 1}\n"), 0o644)
+	code, _, stderr := runCLI(t, "run", "s.yaml", "--max-file-size", "9223372036854775807")
+	if code != 2 || !strings.Contains(stderr, "--max-file-size: expected a limit between 1 and 1073741824 bytes (1 GiB), found 9223372036854775807") {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "run", "s.yaml", "--max-file-size", "1073741824"); code != 0 {
+		t.Fatalf("the largest accepted limit: exit %d %s", code, stderr)
+	}
+}
