@@ -15,4 +15,10 @@ go test -race -count=1 -timeout 30m ./...
 # is bounded by a count of inputs, not by time: with -fuzztime 20s an input
 # still running at the deadline failed the pass ("context deadline
 # exceeded") on a busy machine, a result that depended on machine speed.
-go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime 50000x ./scenarios
+# -fuzzminimizetime is small because every candidate runs a whole
+# simulation: at its default (60s per new input) the pass sat at 0 execs/s
+# minimizing instead of executing (issue 25). FuzzCounterexample (the
+# counterexample format) and FuzzFlags (command lines) join it.
+go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime 50000x -fuzzminimizetime 10x ./scenarios
+go test -run '^$' -fuzz '^FuzzCounterexample$' -fuzztime 50000x -fuzzminimizetime 10x ./scenarios
+go test -run '^$' -fuzz '^FuzzFlags$' -fuzztime 20000x -fuzzminimizetime 10x ./cmd/locklab
