@@ -270,7 +270,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		printExplore(textOut, alg, opt, res, summary, report)
+		printExplore(terminalWriter{textOut}, alg, opt, res, summary, report)
 	}
 	if signalled != 0 {
 		return &exitError{signalled}

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/locklab/locklab/scenarios"
 )
@@ -206,6 +208,30 @@ func resolved(path string) string {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// terminalWriter drops control characters (but newlines and tabs) from
+// everything written through it: the text summaries of run, explore and
+// matrix go through one, so a scenario's node name or witness carrying ESC
+// cannot reach the terminal by a line that forgot to call term (issue 25:
+// the run header's node list did). Each Write is a whole fmt call, so no
+// UTF-8 sequence is split between writes.
+type terminalWriter struct{ w io.Writer }
+
+func (t terminalWriter) Write(p []byte) (int, error) {
+	clean := strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, string(p))
+	if _, err := io.WriteString(t.w, clean); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // term makes user text (ids, titles, narratives, file names) safe for a

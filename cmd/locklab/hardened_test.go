@@ -491,3 +491,20 @@ func TestLimitFlagsRefuseOverflow(t *testing.T) {
 		t.Fatalf("the largest accepted limit: exit %d %s", code, stderr)
 	}
 }
+
+// Issue 25: the text summary strips control characters everywhere, also
+// on lines that print scenario text without term (the header's node list).
+func TestRunHeaderStripsControlCharacters(t *testing.T) {
+	dir := inDir(t)
+	os.WriteFile(filepath.Join(dir, "esc.yaml"), []byte("id: esc\nalgorithm: set-nx-px-lua\nttl: 10s\nnodes: [\"A\\x1b[31mred\"]\nclients: {count: 1, cycles: 1}\n"), 0o644)
+	code, out, stderr := runCLI(t, "run", "esc.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	if strings.ContainsAny(out+stderr, "\x1b\x07\x9b") {
+		t.Fatalf("a control character reaches the terminal:\n%q", out)
+	}
+	if !strings.Contains(out, "nodes A[31mred") {
+		t.Fatalf("header:\n%s", out)
+	}
+}

@@ -243,7 +243,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 		return exit(writeJSON(stdout, out))
 	}
-	printMatrix(textOut, res, files)
+	printMatrix(terminalWriter{textOut}, res, files)
 	if *reportPath != "" && *reportPath != "-" {
 		fmt.Fprintf(textOut, "\nReport: %s\n", term(*reportPath, false))
 	}

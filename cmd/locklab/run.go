@@ -224,7 +224,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		printRun(textOut, res, out, *trace)
+		printRun(terminalWriter{textOut}, res, out, *trace)
 		if *reportPath != "" && *reportPath != "-" {
 			fmt.Fprintf(textOut, "Report: %s\n", term(*reportPath, false))
 		}
