@@ -294,8 +294,16 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, a := range s.Compare {
-		if _, err := algorithms.Lookup(a); err != nil {
+		ci, err := algorithms.Lookup(a)
+		if err != nil {
 			bad(fmt.Sprintf("compare[%d]", i), "unknown algorithm %q; expected one of %s", Printable(a, 40), strings.Join(algorithms.Names(), ", "))
+			continue
+		}
+		// A compared algorithm runs on the same nodes: one that needs
+		// more Redis lock nodes than the file has is refused here, with
+		// its place, not after the main run (issue 25).
+		if ci.Backend == "redis" && lockNodes < ci.MinNodes {
+			bad(fmt.Sprintf("compare[%d]", i), "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), but the file's nodes give %d; add nodes or compare with another algorithm", a, ci.MinNodes, lockNodes)
 		}
 	}
 	// at_most bounds figures the backend reports; a name must be one of
