@@ -451,18 +451,61 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 	if doc.Kind != yaml.MappingNode {
 		return nil, &FieldError{File: file, Line: doc.Line, Col: doc.Column, Msg: "expected a mapping of scenario fields (id, algorithm, ttl, nodes, clients, faults, ...), found " + found(doc)}
 	}
-	if errs := checkShape(file, doc); len(errs) > 0 {
-		return nil, errs.orNil()
+	shapeErrs := checkShape(file, doc)
+	// The meaning pass runs after a shape error only when every one is an
+	// unknown key: the known fields then decoded as written. A value the
+	// shape pass refused (a number out of range) would decode to nonsense
+	// and the meaning pass would report what follows from it.
+	if slices.ContainsFunc(shapeErrs, func(e *FieldError) bool { return !strings.HasPrefix(e.Msg, "unknown field ") }) {
+		return nil, shapeErrs.orNil()
 	}
 	s := &Scenario{File: file, root: &root, limits: &lim}
 	if err := root.Decode(s); err != nil {
+		if len(shapeErrs) > 0 {
+			return nil, shapeErrs.orNil()
+		}
 		return nil, yamlError(file, err)
 	}
 	s.applyDefaults()
-	if err := s.Validate(); err != nil {
-		return nil, err
+	if err := s.Validate(); err != nil || len(shapeErrs) > 0 {
+		return nil, bothPasses(shapeErrs, err)
 	}
 	return s, nil
+}
+
+// bothPasses joins the shape pass's errors (unknown keys)
+// with the meaning pass's, so one unknown key does not hide the other
+// problems of the file (issue 25). A field the shape pass already named is
+// not named again, and the lines are in the file's order.
+func bothPasses(shape Errors, validate error) error {
+	all := slices.Clone(shape)
+	named := map[string]bool{}
+	for _, e := range shape {
+		named[e.Field] = true
+	}
+	var more Errors
+	if errors.As(validate, &more) {
+		for _, e := range more {
+			if !named[e.Field] {
+				all = append(all, e)
+			}
+		}
+	} else if validate != nil {
+		var fe *FieldError
+		if !errors.As(validate, &fe) {
+			return errors.Join(append(shape.Unwrap(), validate)...)
+		}
+		if !named[fe.Field] {
+			all = append(all, fe)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b *FieldError) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return all.orNil()
 }
 
 // refuseLaterDocuments reads every document after the first, so that a

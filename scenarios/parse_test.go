@@ -114,3 +114,30 @@ func TestParseRefusesCompareWithoutItsNodes(t *testing.T) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
 }
+
+// Issue 25: an unknown key does not hide the file's other errors; both
+// passes run and every error is printed, in the file's order.
+func TestParseUnknownKeyDoesNotHideOtherErrors(t *testing.T) {
+	data := "id: x\nalgorithm: set-nx-px-lua\ntll: 10s\nnodes: [A]\nclients: {count: 0}\n"
+	_, err := Parse("x.yaml", []byte(data))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{
+		`x.yaml:3:1: tll: unknown field "tll"`,
+		"x.yaml:5:18: clients.count: expected between 1 and",
+	}
+	for _, w := range want {
+		found := false
+		for _, l := range lines {
+			found = found || strings.HasPrefix(l, w)
+		}
+		if !found {
+			t.Errorf("no line %q in:\n%s", w, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "ttl: missing") {
+		t.Errorf("the missing ttl (misspelt tll) is not reported:\n%s", err)
+	}
+}
