@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // inDir runs the test in a fresh temporary working directory.
@@ -506,5 +509,29 @@ func TestRunHeaderStripsControlCharacters(t *testing.T) {
 	}
 	if !strings.Contains(out, "nodes A[31mred") {
 		t.Fatalf("header:\n%s", out)
+	}
+}
+
+// Issue 25: an interrupted matrix shows the cells it never reached as
+// "not run", not "err" (which means runs that failed).
+func TestMatrixShowsNeverRunCellsAsNotRun(t *testing.T) {
+	res := &scenarios.MatrixResult{Seeds: 10, Classes: []faults.Class{"pause", "crash"}, Algorithms: []string{"set-nx-px-lua"}, Interrupted: true,
+		Cells: []scenarios.Cell{
+			{Algorithm: "set-nx-px-lua", Class: "pause", Applicable: true, Runs: 3},
+			{Algorithm: "set-nx-px-lua", Class: "crash", Applicable: true, Runs: 0},
+		}}
+	var b bytes.Buffer
+	printMatrix(&b, res, nil)
+	rows := 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "  set-nx-px-lua") {
+			rows++
+			if strings.Contains(line, "err") || !strings.HasSuffix(line, "not run") {
+				t.Errorf("row %q: the never-run crash cell is not shown as not run", line)
+			}
+		}
+	}
+	if rows != 3 || !strings.Contains(b.String(), "not run: the matrix was interrupted") {
+		t.Fatalf("table:\n%s", b.String())
 	}
 }

@@ -441,6 +441,10 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 				text := "n/a"
 				switch {
 				case c == nil || !c.Applicable:
+				case c.Runs == 0:
+					// An interrupted matrix never reached this cell:
+					// nothing failed, nothing ran.
+					text = "not run"
 				case c.Checked() == 0:
 					text = "err"
 				default:
@@ -473,6 +477,9 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 
 	fmt.Fprintf(w, "\nLegend: each cell is the share of the %d runs of an algorithm under random faults of one class\n", res.Seeds)
 	fmt.Fprintln(w, "that violated the property; · none did; n/a the class has nothing to act on for that algorithm;")
+	if res.Interrupted {
+		fmt.Fprintln(w, "not run: the matrix was interrupted before the cell's first run;")
+	}
 	fmt.Fprintf(w, "err every run failed to run (see Notes). Classes (lengths are multiples of the TTL, %v):\n", scenarios.MatrixTTL)
 	for _, cl := range res.Classes {
 		fmt.Fprintf(w, "  %-10s %s\n", cl, faults.ClassSummary(cl))
