@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -123,9 +124,15 @@ func (in *interrupt) stop() int {
 // writeAtomic writes a file through a temporary name in the same
 // directory and renames it into place, so the file is whole or absent,
 // whatever interrupts the write.
+//
+// The temporary name carries the writer's process id, .NAME.tmp-PID-*, so
+// that one left behind by a process killed mid-write (kill -9, a second
+// Ctrl-C) is removed by the next write of the same file: its PID no longer
+// runs (issue 25).
 func writeAtomic(path string, render func(io.Writer) error) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	removeStaleTemps(dir, filepath.Base(path))
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%d-*", filepath.Base(path), os.Getpid()))
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
@@ -150,6 +157,35 @@ func writeAtomic(path string, render func(io.Writer) error) error {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
+}
+
+// removeStaleTemps removes dir/.NAME.tmp-PID-* files whose PID is not a
+// running process: what a killed writer left behind.
+func removeStaleTemps(dir, name string) {
+	prefix := "." + name + ".tmp-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || processRuns(pid) {
+			continue
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
+// processRuns reports whether pid is a running process (signal 0 checks
+// without sending; EPERM means it runs under another user).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func writeFileAtomic(path string, data []byte) error {

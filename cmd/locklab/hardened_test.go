@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -533,5 +534,30 @@ func TestMatrixShowsNeverRunCellsAsNotRun(t *testing.T) {
 	}
 	if rows != 3 || !strings.Contains(b.String(), "not run: the matrix was interrupted") {
 		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+// Issue 25: a temporary file left by a writer killed mid-write (kill -9, a
+// second Ctrl-C) is removed by the next write of the same file; one of a
+// running process is left alone.
+func TestWriteAtomicRemovesStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, ".cx.yaml.tmp-2147483646-123")
+	live := filepath.Join(dir, fmt.Sprintf(".cx.yaml.tmp-%d-456", os.Getpid()))
+	other := filepath.Join(dir, ".other.yaml.tmp-2147483646-789")
+	for _, p := range []string{stale, live, other} {
+		os.WriteFile(p, []byte("half"), 0o644)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "cx.yaml"), []byte("whole")); err != nil {
+		t.Fatal(err)
+	}
+	if exists(stale) {
+		t.Error("the dead writer's temporary file is still there")
+	}
+	if !exists(live) || !exists(other) {
+		t.Error("a running writer's or another file's temporary file was removed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cx.yaml")); string(b) != "whole" {
+		t.Errorf("cx.yaml = %q", b)
 	}
 }
