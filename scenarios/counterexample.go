@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/locklab/locklab/checker"
+	"slices"
 	"strings"
+
+	"github.com/locklab/locklab/checker"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -90,20 +92,20 @@ func (s *Scenario) CheckFile() error {
 	} else if p.Seed != s.Seed {
 		bad("seed", "the counterexample was found with seed %d, but the file's seed is %d (edited?)", p.Seed, s.Seed)
 	}
-	if p.Expect != s.Expect {
-		bad("expect", "the counterexample expects %s, but the file's expect is %s (cut short or edited?)", expectText(p.Expect), expectText(s.Expect))
-	}
-	// The property is checked too: an edited one replayed as a pass
-	// (issue 25). It must name a property, and the file must expect it
-	// violated.
-	if want, ok := p.Expect.of(p.Property); !ok {
+	// The property is checked too: an edited one (liveness where the
+	// run violates mutual exclusion) would otherwise replay as a pass,
+	// since the expectation alone decides the exit status.
+	if !slices.Contains(counterexampleProperties, p.Property) {
 		msg := fmt.Sprintf("expected one of %s, found %q", strings.Join(counterexampleProperties, ", "), Printable(p.Property, 40))
 		if d := DidYouMean(p.Property, counterexampleProperties); d != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", d)
 		}
 		bad("counterexample.property", "%s", msg)
-	} else if want != checker.Violated {
-		bad("counterexample.property", "the counterexample reproduces %s violated, but its expect says %s: %q (edited?)", p.Property, p.Property, orNothing(want))
+	} else if want := expectedOf(p.Expect, p.Property); want != checker.Violated {
+		bad("counterexample.property", "the counterexample reproduces a violation of %s, but its expect for %s is %s (edited?)", p.Property, p.Property, statusText(want))
+	}
+	if p.Expect != s.Expect {
+		bad("expect", "the counterexample expects %s, but the file's expect is %s (cut short or edited?)", expectText(p.Expect), expectText(s.Expect))
 	}
 	if d, err := s.digest(); err == nil && d != p.ScenarioSHA256 && len(errs) == 0 {
 		bad("counterexample.scenario_sha256", "the scenario's digest is %s, the file says %s: the file was cut short or edited after locklab wrote it", d[:16]+"…", Printable(p.ScenarioSHA256, 16)+"…")
@@ -118,39 +120,37 @@ func (s *Scenario) CheckReplay(res *Result) error {
 	if p == nil || res.Seed != p.Seed {
 		return nil
 	}
+	if res.Report != nil && !violates(res.Report.Verdict, p.Property) {
+		return s.fieldErr("counterexample.property", "the replay does not violate %s, which the file says it reproduces", Printable(p.Property, 40))
+	}
 	if res.TraceSHA256 != p.TraceSHA256 {
 		return s.fieldErr("counterexample.trace_sha256", "the replay's trace digest is %s, the file says %s: this run is not the one the file recorded", res.TraceSHA256, p.TraceSHA256)
-	}
-	v := res.Report.Verdict
-	got, _ := Expect{MutualExclusion: v.MutualExclusion, Resource: v.Resource, Liveness: v.Liveness}.of(p.Property)
-	if got != checker.Violated {
-		return s.fieldErr("counterexample.property", "the replay's %s is %s, but the file reproduces it violated: this run does not show what the file recorded", p.Property, got)
 	}
 	return nil
 }
 
 // counterexampleProperties are the properties a counterexample can
-// reproduce, as its property field names them.
+// reproduce, in violatedProperty's order.
 var counterexampleProperties = []string{"mutual_exclusion", "resource", "liveness"}
 
-// of is e's status for the property named as a counterexample names it.
-func (e Expect) of(property string) (checker.Status, bool) {
-	switch property {
+// expectedOf is e's expectation for prop ("" for an unknown prop or none).
+func expectedOf(e Expect, prop string) checker.Status {
+	switch prop {
 	case "mutual_exclusion":
-		return e.MutualExclusion, true
+		return e.MutualExclusion
 	case "resource":
-		return e.Resource, true
+		return e.Resource
 	case "liveness":
-		return e.Liveness, true
+		return e.Liveness
 	}
-	return "", false
+	return ""
 }
 
-func orNothing(s checker.Status) string {
-	if s == "" {
-		return "(not set)"
+func statusText(st checker.Status) string {
+	if st == "" {
+		return "nothing"
 	}
-	return string(s)
+	return string(st)
 }
 
 func expectText(e Expect) string {

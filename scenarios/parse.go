@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
@@ -126,12 +127,6 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Clients.Count < 1 || s.Clients.Count > lim.Clients {
 		bad("clients.count", "expected between 1 and %d clients (the limit; raise it with --max-clients), found %d", lim.Clients, s.Clients.Count)
-		// The checks below name the clients (c1…cN). With the count
-		// refused they name only as many as the limit allows, so a count
-		// of 1e9 is refused from the number alone, not after building a
-		// billion names (issue 25: 21–85 s and up to 6 GiB).
-		defer func(n int) { s.Clients.Count = n }(s.Clients.Count)
-		s.Clients.Count = min(max(s.Clients.Count, 1), lim.Clients)
 	}
 	if s.Clients.Cycles < 0 {
 		bad("clients.cycles", "expected a number of lock cycles >= 1, found %d", s.Clients.Cycles)
@@ -299,8 +294,16 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, a := range s.Compare {
-		if _, err := algorithms.Lookup(a); err != nil {
+		ci, err := algorithms.Lookup(a)
+		if err != nil {
 			bad(fmt.Sprintf("compare[%d]", i), "unknown algorithm %q; expected one of %s", Printable(a, 40), strings.Join(algorithms.Names(), ", "))
+			continue
+		}
+		// A compared algorithm runs on the same nodes: one that needs
+		// more Redis lock nodes than the file has is refused here, with
+		// its place, not after the main run (issue 25).
+		if ci.Backend == "redis" && lockNodes < ci.MinNodes {
+			bad(fmt.Sprintf("compare[%d]", i), "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), but the file's nodes give %d; add nodes or compare with another algorithm", a, ci.MinNodes, lockNodes)
 		}
 	}
 	// at_most bounds figures the backend reports; a name must be one of
@@ -427,6 +430,9 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, &FieldError{File: file, Line: 1 + bytes.Count(data[:bytes.IndexByte(data, 0)], []byte("\n")), Msg: "expected YAML text, found a NUL byte (a binary file?)"}
 	}
+	if err := checkUTF8(file, data); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
@@ -435,22 +441,8 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 		}
 		return nil, yamlError(file, err)
 	}
-	// Every further document is read to the end of the file: an empty one
-	// ("---" alone) is harmless, but a third document after it, or a
-	// syntax error in it, was silently ignored (issue 25).
-	for {
-		var next yaml.Node
-		err := dec.Decode(&next)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, yamlError(file, err)
-		}
-		if len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].ShortTag() == "!!null") {
-			return nil, &FieldError{File: file, Line: next.Content[0].Line, Col: next.Content[0].Column,
-				Msg: "expected one scenario per file, found another YAML document (after ---)"}
-		}
+	if err := refuseLaterDocuments(file, dec); err != nil {
+		return nil, err
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &FieldError{File: file, Msg: "empty file; expected a scenario (see `locklab help scenario`)"}
@@ -459,18 +451,106 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 	if doc.Kind != yaml.MappingNode {
 		return nil, &FieldError{File: file, Line: doc.Line, Col: doc.Column, Msg: "expected a mapping of scenario fields (id, algorithm, ttl, nodes, clients, faults, ...), found " + found(doc)}
 	}
-	if errs := checkShape(file, doc); len(errs) > 0 {
-		return nil, errs.orNil()
+	shapeErrs := checkShape(file, doc)
+	// The meaning pass runs after a shape error only when every one is an
+	// unknown key: the known fields then decoded as written. A value the
+	// shape pass refused (a number out of range) would decode to nonsense
+	// and the meaning pass would report what follows from it.
+	if slices.ContainsFunc(shapeErrs, func(e *FieldError) bool { return !strings.HasPrefix(e.Msg, "unknown field ") }) {
+		return nil, shapeErrs.orNil()
 	}
 	s := &Scenario{File: file, root: &root, limits: &lim}
 	if err := root.Decode(s); err != nil {
+		if len(shapeErrs) > 0 {
+			return nil, shapeErrs.orNil()
+		}
 		return nil, yamlError(file, err)
 	}
 	s.applyDefaults()
-	if err := s.Validate(); err != nil {
-		return nil, err
+	if err := s.Validate(); err != nil || len(shapeErrs) > 0 {
+		return nil, bothPasses(shapeErrs, err)
 	}
 	return s, nil
+}
+
+// bothPasses joins the shape pass's errors (unknown keys)
+// with the meaning pass's, so one unknown key does not hide the other
+// problems of the file (issue 25). A field the shape pass already named is
+// not named again, and the lines are in the file's order.
+func bothPasses(shape Errors, validate error) error {
+	all := slices.Clone(shape)
+	named := map[string]bool{}
+	for _, e := range shape {
+		named[e.Field] = true
+	}
+	var more Errors
+	if errors.As(validate, &more) {
+		for _, e := range more {
+			if !named[e.Field] {
+				all = append(all, e)
+			}
+		}
+	} else if validate != nil {
+		var fe *FieldError
+		if !errors.As(validate, &fe) {
+			return errors.Join(append(shape.Unwrap(), validate)...)
+		}
+		if !named[fe.Field] {
+			all = append(all, fe)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b *FieldError) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return all.orNil()
+}
+
+// refuseLaterDocuments reads every document after the first, so that a
+// third one (or a syntax error in it) is refused with its place instead of
+// ignored: a file is one scenario, whole. Empty documents (a trailing ---)
+// are allowed.
+func refuseLaterDocuments(file string, dec *yaml.Decoder) error {
+	for n := 2; ; n++ {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return yamlError(file, err)
+		}
+		if len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].ShortTag() == "!!null") {
+			return &FieldError{File: file, Line: next.Content[0].Line, Col: next.Content[0].Column,
+				Msg: fmt.Sprintf("expected one scenario per file, found YAML document %d (after ---); put each scenario in its own file", n)}
+		}
+	}
+}
+
+// checkUTF8 refuses bytes that are not UTF-8 (Latin-1, overlong forms)
+// with the line and column of the first one: YAML 1.2 text is Unicode, and
+// the parser's own message has no place.
+func checkUTF8(file string, data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return &FieldError{File: file, Line: line, Col: col,
+				Msg: fmt.Sprintf("expected UTF-8 text, found the byte 0x%02x (Latin-1 or another encoding? save the file as UTF-8)", data[i])}
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return nil
 }
 
 // yamlError turns yaml.v3's messages into "file:line: message".

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -74,5 +75,69 @@ func TestParseEmptyAndNonMapping(t *testing.T) {
 		if _, err := Parse("x.yaml", []byte(data)); err == nil || !strings.HasPrefix(err.Error(), "x.yaml") {
 			t.Errorf("%q: error %v, want one naming x.yaml", data, err)
 		}
+	}
+}
+
+// Issue 25: every document of a file is read, so a third one (even with a
+// syntax error) is refused with its place, and bytes that are not UTF-8
+// are refused with line:col rather than the parser's placeless message.
+func TestParseRefusesWithAPlace(t *testing.T) {
+	cases := []struct{ name, data, want string }{
+		{"third document", validScenario + "---\n---\nid: other\n", "x.yaml:" + itoa(lines(validScenario)+3) + ":1: expected one scenario per file, found YAML document 3"},
+		{"syntax error in a third document", validScenario + "---\n---\nid: [\n", "x.yaml:" + itoa(lines(validScenario)+3) + ": did not find expected node content"},
+		{"latin-1", "id: caf\xe9\n", "x.yaml:1:8: expected UTF-8 text, found the byte 0xe9"},
+		{"overlong utf-8", "id: x\nalgorithm: r\xc0\xafedlock\n", "x.yaml:2:13: expected UTF-8 text, found the byte 0xc0"},
+	}
+	for _, c := range cases {
+		_, err := Parse("x.yaml", []byte(c.data))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want prefix %q", c.name, err, c.want)
+		}
+	}
+	// Trailing empty documents are still fine.
+	if _, err := Parse("x.yaml", []byte(validScenario+"---\n---\n")); err != nil {
+		t.Errorf("trailing empty documents: %v", err)
+	}
+}
+
+func lines(s string) int { return strings.Count(s, "\n") }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// Issue 25: a compared algorithm that cannot run on the file's nodes is
+// refused at validation, with the place of the compare entry.
+func TestParseRefusesCompareWithoutItsNodes(t *testing.T) {
+	data := "id: x\nalgorithm: zk-simple\nttl: 10s\nclients: {count: 2}\ncompare: [set-nx-px-lua]\n"
+	_, err := Parse("x.yaml", []byte(data))
+	want := "x.yaml:5:11: compare[0]: algorithm set-nx-px-lua needs at least 1 Redis lock node(s)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+}
+
+// Issue 25: an unknown key does not hide the file's other errors; both
+// passes run and every error is printed, in the file's order.
+func TestParseUnknownKeyDoesNotHideOtherErrors(t *testing.T) {
+	data := "id: x\nalgorithm: set-nx-px-lua\ntll: 10s\nnodes: [A]\nclients: {count: 0}\n"
+	_, err := Parse("x.yaml", []byte(data))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{
+		`x.yaml:3:1: tll: unknown field "tll"`,
+		"x.yaml:5:18: clients.count: expected between 1 and",
+	}
+	for _, w := range want {
+		found := false
+		for _, l := range lines {
+			found = found || strings.HasPrefix(l, w)
+		}
+		if !found {
+			t.Errorf("no line %q in:\n%s", w, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "ttl: missing") {
+		t.Errorf("the missing ttl (misspelt tll) is not reported:\n%s", err)
 	}
 }

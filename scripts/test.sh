@@ -65,6 +65,11 @@ step "go test -race" go test -race -count=1 -timeout 30m ./...
 # is bounded by a count of inputs, not by time: with -fuzztime 20s an input
 # still running at the deadline failed the pass ("context deadline
 # exceeded") on a busy machine, a result that depended on machine speed.
-# Each new interesting input is minimized by at most 100 runs (not the
-# default 60 s, during which the pass executed nothing: issue 25).
-step "fuzz FuzzScenario" go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime "${fuzzinputs}x" -fuzzminimizetime 100x ./scenarios
+# -fuzzminimizetime is small because every candidate runs a whole
+# simulation: at its default (60s per new input) the pass sat at 0 execs/s
+# minimizing instead of executing (issue 25). FuzzCounterexample (the
+# counterexample format) and FuzzFlags (command lines) join it; a deep run
+# feeds each ten times as many inputs.
+step "fuzz FuzzScenario" go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime "${fuzzinputs}x" -fuzzminimizetime 10x ./scenarios
+step "fuzz FuzzCounterexample" go test -run '^$' -fuzz '^FuzzCounterexample$' -fuzztime "$((fuzzinputs / 5))x" -fuzzminimizetime 10x ./scenarios
+step "fuzz FuzzFlags" go test -run '^$' -fuzz '^FuzzFlags$' -fuzztime "$((fuzzinputs / 10))x" -fuzzminimizetime 10x ./cmd/locklab

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,13 +41,16 @@ Flags:
   --all             go on after the first violation and list every
                     violating run; the first is shrunk
   --out FILE        where to save the counterexample; .yaml is appended
-                    unless FILE ends in .yaml or .yml
+                    unless FILE ends in .yaml or .yml; a directory
+                    or - is refused (a counterexample is a file)
                     (default locklab-counterexample-ALGORITHM-SEED.yaml,
                     or -2, -3, ... added when that name is taken)
   --report FILE     where to write the counterexample's HTML report
                     (default: the counterexample's name with .html;
                     "-": stdout, the summary then goes to stderr)
   --force           replace existing files named by --out or --report
+                    (--out and --report may never name the same file,
+                    compared by the file, through symlinks)
   --max-runs N      the largest --runs accepted (default 10000000)
   --json            print one JSON object instead of text
 
@@ -222,7 +224,6 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
 	}
 	var first *scenarios.Finding
-	var saveErr error
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
 		first = &res.Findings[0]
 		min := first.Minimal
@@ -234,14 +235,13 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		// The finding is printed before any file is written, so a write
+		// that fails (a full disk, --force onto a directory, a kill) loses
+		// neither the seed nor the witness nor the way to find it again.
+		printFinding(stderr, alg, opt, *faultsText, first, min)
 		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
-		// A file that cannot be written must not cost the finding: the
-		// counterexample goes to stderr whole, the summary below still
-		// prints (seed, witness, a replay that needs no file), and the
-		// error comes last (issue 25).
 		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
-			saveErr = fmt.Errorf("cannot save the counterexample to %s: %w", term(out, false), err)
-			fmt.Fprintf(stderr, "locklab: %v\nlocklab: here it is; save it to a file and replay it with 'locklab replay FILE':\n%s%s", saveErr, header, data)
+			return fmt.Errorf("cannot save the counterexample: %w", err)
 		}
 		summary.Counterexample = &counterexampleOutput{
 			Property:    first.Property,
@@ -254,18 +254,13 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			Witness:     witnessText(first.MinimalResult.Report),
 			ShrinkRuns:  first.ShrinkRuns,
 		}
-		if saveErr != nil {
-			summary.Counterexample.File = ""
-			summary.Counterexample.Replay = fmt.Sprintf("locklab explore %s --faults %s --seed %d --runs %d", alg, strings.Join(summary.Faults, ","), opt.Seed, res.Runs)
-		}
 		if report == "-" {
 			if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
 				return err
 			}
 		} else if report != "" {
 			if err := reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
-				saveErr = errors.Join(saveErr, fmt.Errorf("cannot write the report to %s: %w", term(report, false), err))
-				report = ""
+				return err
 			}
 		}
 	}
@@ -276,9 +271,6 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		printExplore(textOut, alg, opt, res, summary, report)
-	}
-	if saveErr != nil {
-		return saveErr
 	}
 	if signalled != 0 {
 		return &exitError{signalled}
@@ -297,18 +289,27 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 // default names are taken, -2, -3, ... is added before the extension.
 func explorePaths(out, report, alg string, seed uint64, force bool) (string, string, error) {
 	explicitOut := out != ""
+	// A directory or "-" is refused before .yaml is appended, so that
+	// --out adir/ does not write adir/.yaml and --out - no file named
+	// -.yaml (the counterexample is a file to replay, never stdout).
+	if explicitOut && (out == "-" || strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(os.PathSeparator)) || isDir(out)) {
+		return "", "", usagef("--out: expected a file name such as cx.yaml, found %q (a directory or -; the counterexample is a file to replay)", term(out, false))
+	}
 	if !explicitOut {
 		out = fmt.Sprintf("locklab-counterexample-%s-%d.yaml", alg, seed)
 	} else if ext := strings.ToLower(filepath.Ext(out)); ext != ".yaml" && ext != ".yml" {
 		out += ".yaml"
 	}
-	if strings.HasSuffix(out, string(os.PathSeparator)) || out == "-" {
-		return "", "", usagef("--out: expected a file name such as cx.yaml, found %q", term(out, false))
+	if isDir(out) {
+		return "", "", usagef("--out: %s is a directory; expected a file name such as cx.yaml", term(out, false))
 	}
 	explicitReport := report != ""
 	htmlOf := func(p string) string { return strings.TrimSuffix(p, filepath.Ext(p)) + ".html" }
 	if !explicitReport {
 		report = htmlOf(out)
+	}
+	if report != "-" && isDir(report) {
+		return "", "", usagef("--report: %s is a directory; expected a file name such as cx.html, or - for stdout", term(report, false))
 	}
 	if report != "-" && sameFile(report, out) {
 		return "", "", usagef("--report and --out name the same file %s; the report would overwrite the counterexample", term(out, false))
@@ -331,6 +332,20 @@ func explorePaths(out, report, alg string, seed uint64, force bool) (string, str
 		}
 	}
 	return out, report, nil
+}
+
+// printFinding is the finding in a few lines, on stderr, before the files
+// are written: the property, the seed, the witness, and the command that
+// finds it again (the explore run is a function of its flags).
+func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding, min *scenarios.Scenario) {
+	again := fmt.Sprintf("locklab explore %s --seed %d --runs %d", alg, opt.Seed, f.Run+1)
+	if faultsText != "all" {
+		again += " --faults " + shellWord(faultsText)
+	}
+	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
+	for _, line := range witnessText(f.MinimalResult.Report) {
+		fmt.Fprintf(w, "locklab:   witness: %s\n", term(line, false))
+	}
 }
 
 func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
@@ -368,11 +383,7 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	for _, t := range c.Witness {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	saved := term(c.File, false)
-	if c.File == "" {
-		saved = "nothing (the file could not be written: the counterexample is on stderr)"
-	}
-	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", saved, term(c.Replay, false), c.TraceSHA256)
+	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
 	if reportPath != "" && reportPath != "-" {
 		fmt.Fprintf(w, "Report: %s\n", term(reportPath, false))
 	}

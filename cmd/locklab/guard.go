@@ -6,9 +6,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +22,10 @@ import (
 
 	"github.com/locklab/locklab/scenarios"
 )
+
+// maxFileBytes is the largest --max-file-size: a scenario is read whole
+// into memory, and YAML past a gigabyte is not a scenario anyone wrote.
+const maxFileBytes = 1 << 30
 
 // limitFlags registers --max-file-size, --max-nodes, --max-clients,
 // --max-faults, --max-cycles and --max-duration; the returned function
@@ -36,18 +42,19 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 	msgs := fs.Int("max-messages", d.Messages, "")
 	return func() (scenarios.Limits, error) {
 		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns, Messages: *msgs}
+		// Upper bounds keep the arithmetic on limits (a file read up to
+		// size+1 bytes, products of counts) from overflowing: without one,
+		// --max-file-size 9223372036854775807 wrapped around and every
+		// file read as empty.
 		for _, c := range []struct {
 			name string
 			v    int64
-		}{{"--max-file-size", *size}, {"--max-nodes", int64(*nodes)}, {"--max-clients", int64(*clients)}, {"--max-faults", int64(*faultsN)}, {"--max-cycles", int64(*cycles)}, {"--max-connections", int64(*conns)}, {"--max-messages", int64(*msgs)}} {
-			if c.v < 1 {
-				return lim, usagef("%s: expected a limit >= 1, found %d", c.name, c.v)
+			max  int64
+			unit string
+		}{{"--max-file-size", *size, maxFileBytes, " bytes (1 GiB)"}, {"--max-nodes", int64(*nodes), math.MaxInt32, ""}, {"--max-clients", int64(*clients), math.MaxInt32, ""}, {"--max-faults", int64(*faultsN), math.MaxInt32, ""}, {"--max-cycles", int64(*cycles), math.MaxInt32, ""}, {"--max-connections", int64(*conns), math.MaxInt32, ""}, {"--max-messages", int64(*msgs), math.MaxInt32, ""}} {
+			if c.v < 1 || c.v > c.max {
+				return lim, usagef("%s: expected a limit between 1 and %d%s, found %d", c.name, c.max, c.unit, c.v)
 			}
-		}
-		// A scenario file is read whole into memory: past a gigabyte the
-		// limit protects nothing (and 2^63-1 overflowed to "empty file").
-		if *size > maxFileBytes {
-			return lim, usagef("--max-file-size: expected a limit between 1 and %d bytes (1 GiB), found %d", int64(maxFileBytes), *size)
 		}
 		v, err := time.ParseDuration(*dur)
 		if err != nil || v <= 0 || v > scenarios.MaxDuration {
@@ -57,9 +64,6 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 		return lim, nil
 	}
 }
-
-// maxFileBytes is the largest --max-file-size accepted.
-const maxFileBytes = 1 << 30
 
 const limitsHelp = `Limits (raise them for bigger experiments; memory stays under 1 GB at the
 defaults):
@@ -118,9 +122,15 @@ func (in *interrupt) stop() int {
 // writeAtomic writes a file through a temporary name in the same
 // directory and renames it into place, so the file is whole or absent,
 // whatever interrupts the write.
+//
+// The temporary name carries the writer's process id, .NAME.tmp-PID-*, so
+// that one left behind by a process killed mid-write (kill -9, a second
+// Ctrl-C) is removed by the next write of the same file: its PID no longer
+// runs (issue 25).
 func writeAtomic(path string, render func(io.Writer) error) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	removeStaleTemps(dir, filepath.Base(path))
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%d-*", filepath.Base(path), os.Getpid()))
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
@@ -147,15 +157,49 @@ func writeAtomic(path string, render func(io.Writer) error) error {
 	return nil
 }
 
+// removeStaleTemps removes dir/.NAME.tmp-PID-* files whose PID is not a
+// running process: what a killed writer left behind.
+func removeStaleTemps(dir, name string) {
+	prefix := "." + name + ".tmp-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || processRuns(pid) {
+			continue
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
+// processRuns reports whether pid is a running process (signal 0 checks
+// without sending; EPERM means it runs under another user).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func writeFileAtomic(path string, data []byte) error {
 	return writeAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
-// sameFile reports whether two paths name one file: the same inode when
-// both exist (symlinks followed, hard links included), else the same
-// absolute path once the directories are resolved through their symlinks.
-// Paths are never compared by spelling alone: "./x.yaml", "d/../x.yaml"
-// and a link to x.yaml are all x.yaml (issue 25).
+// isDir reports whether path names an existing directory (through
+// symlinks).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// sameFile reports whether a and b name the same file: the same inode when
+// both exist, else the same resolved path (symlinks in the directory and
+// in the name followed), never a comparison of spellings.
 func sameFile(a, b string) bool {
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
@@ -165,27 +209,32 @@ func sameFile(a, b string) bool {
 	return resolved(a) == resolved(b)
 }
 
-// resolved is path made absolute, with its directory's symlinks resolved
-// (and the file's own, when it is a link to a file that does not exist
-// yet, followed by name).
+// resolved is path made absolute with every symlink that exists followed;
+// a name that does not exist yet is joined to its resolved directory.
 func resolved(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return filepath.Clean(path)
 	}
-	for range 40 { // a loop of links ends somewhere
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(abs)
+	// A symlink whose target does not exist yet is where a write through
+	// it lands: resolve its target (a bounded number of hops).
+	for hops := 0; hops < 40; hops++ {
 		target, err := os.Readlink(abs)
 		if err != nil {
 			break
 		}
 		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(abs), target)
+			target = filepath.Join(dir, target)
 		}
 		abs = filepath.Clean(target)
+		dir, base = filepath.Split(abs)
 	}
-	dir, base := filepath.Split(abs)
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		return filepath.Join(d, base)
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(r, base)
 	}
 	return abs
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // inDir runs the test in a fresh temporary working directory.
@@ -217,6 +221,8 @@ func TestCounterexampleTamperIsAnError(t *testing.T) {
 		{"cut in the middle", text[:len(text)/2], 2, ""},
 		{"seed edited", strings.Replace(text, "\nseed: ", "\nseed: 1", 1), 2, "seed: the counterexample was found with seed"},
 		{"fault edited", strings.Replace(text, "jump: ", "jump: 1", 1), 2, "counterexample.scenario_sha256: the scenario's digest is"},
+		{"property edited", strings.Replace(text, "property: mutual_exclusion", "property: liveness", 1), 2, "counterexample.property: the counterexample reproduces a violation of liveness, but its expect for liveness is nothing (edited?)"},
+		{"property misspelt", strings.Replace(text, "property: mutual_exclusion", "property: mutual_exclusio", 1), 2, "counterexample.property: expected one of mutual_exclusion, resource, liveness, found \"mutual_exclusio\" (did you mean mutual_exclusion?)"},
 		{"newer format", strings.Replace(text, "format: 1", "format: 2", 1), 2, "counterexample.format: expected format 1 (this locklab's), found 2"},
 		{"digest edited", strings.Replace(text, "trace_sha256: ", "trace_sha256: 0", 1)[:0] + editDigest(text), 1, "the replay's trace digest is"},
 	}
@@ -408,5 +414,167 @@ func TestMessageLimitFlag(t *testing.T) {
 	code, _, stderr := runCLI(t, "run", "del-wrong-client", "--max-messages", "100")
 	if code != 2 || !strings.Contains(stderr, "locklab: scenario del-wrong-client, seed 1: the run delivered more than 100 messages (the limit; raise it with --max-messages)") {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// Issue 25: output paths are compared by the file they name, never by
+// spelling; directories and - are refused as --out; the finding is on
+// stderr before any file is written, so a failed write loses nothing.
+func TestExploreOutputPathsByFileAndFindingFirst(t *testing.T) {
+	dir := inDir(t)
+	os.Mkdir(filepath.Join(dir, "adir"), 0o755)
+	os.Symlink(filepath.Join(dir, "same.yaml"), filepath.Join(dir, "link.html"))
+	os.Symlink(dir, filepath.Join(dir, "here"))
+	refused := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", "same.yaml", "--report", "./same.yaml"}, "--report and --out name the same file"},
+		{[]string{"--out", "same.yaml", "--report", "here/same.yaml"}, "--report and --out name the same file"},
+		{[]string{"--out", "same.yaml", "--report", "link.html"}, "--report and --out name the same file"},
+		{[]string{"--out", "adir/"}, `--out: expected a file name such as cx.yaml, found "adir/"`},
+		{[]string{"--out", "adir"}, `--out: expected a file name such as cx.yaml, found "adir"`},
+		{[]string{"--out", "-"}, `--out: expected a file name such as cx.yaml, found "-"`},
+		{[]string{"--out", "cx.yaml", "--report", "adir"}, "--report: adir is a directory"},
+	}
+	for _, c := range refused {
+		code, _, stderr := runCLI(t, append([]string{"explore", "redlock", "--faults", "clock", "--seed", "1"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(m) > 0 {
+		t.Fatalf("files written by refused commands: %v", m)
+	}
+	// --force onto a directory: the write fails, the finding is printed.
+	os.Mkdir(filepath.Join(dir, "taken.yaml"), 0o755)
+	code, _, stderr := runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--workers", "1", "--out", "taken", "--force")
+	if code != 2 {
+		t.Errorf("--force onto a directory: exit %d, want 2\n%s", code, stderr)
+	}
+	if code == 2 && !strings.Contains(stderr, "taken.yaml is a directory") {
+		t.Errorf("--force onto a directory: stderr %q", stderr)
+	}
+	// An unwritable place (its "directory" is a file, which fails even
+	// for root): the run happens, the write fails, the finding survives
+	// on stderr.
+	{
+		os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644)
+		code, _, stderr = runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--workers", "1", "--out", "afile/cx.yaml")
+		if code == 0 || !strings.Contains(stderr, "locklab: found mutual exclusion violated in run") || !strings.Contains(stderr, "find it again with: locklab explore redlock --seed 1 --runs") || !strings.Contains(stderr, "witness: mutual exclusion:") || !strings.Contains(stderr, "cannot save the counterexample") {
+			t.Errorf("unwritable --out: exit %d, stderr:\n%s", code, stderr)
+		}
+		if strings.Index(stderr, "locklab: found") > strings.Index(stderr, "cannot save") {
+			t.Errorf("the finding came after the failed write:\n%s", stderr)
+		}
+	}
+}
+
+// Issue 25: matrix refuses to replace an existing --report without
+// --force, and --report - is the heatmap on stdout (the table on stderr).
+func TestMatrixReportForceAndStdout(t *testing.T) {
+	dir := inDir(t)
+	small := []string{"matrix", "--seeds", "2", "--algorithms", "set-nx-px-lua", "--classes", "pause", "--workers", "1"}
+	os.WriteFile(filepath.Join(dir, "m.html"), []byte("mine"), 0o644)
+	code, _, stderr := runCLI(t, append(small, "--report", "m.html")...)
+	if code != 2 || !strings.Contains(stderr, "--report: m.html exists; pass --force to replace it") {
+		t.Fatalf("existing report: exit %d %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "m.html")); string(b) != "mine" {
+		t.Fatalf("the existing report was replaced: %.60q", b)
+	}
+	if code, _, stderr = runCLI(t, append(small, "--report", "m.html", "--force")...); code != 0 {
+		t.Fatalf("--force: exit %d %s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, append(small, "--report", "-")...)
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(stderr, "set-nx-px-lua") {
+		t.Fatalf("--report -: exit %d, stdout %.80q, stderr %.200q", code, out, stderr)
+	}
+	if exists(filepath.Join(dir, "-")) {
+		t.Fatal("--report - wrote a file named -")
+	}
+	if code, _, stderr = runCLI(t, append(small, "--report", "-", "--json")...); code != 2 || !strings.Contains(stderr, "both want stdout") {
+		t.Fatalf("--report - --json: exit %d %s", code, stderr)
+	}
+}
+
+// Issue 25: limit flags are bounded, so a huge one is refused instead of
+// wrapping around (--max-file-size 9223372036854775807 read every file as
+// empty).
+func TestLimitFlagsRefuseOverflow(t *testing.T) {
+	dir := inDir(t)
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte("id: x\nalgorithm: set-nx-px-lua\nttl: 10s\nnodes: [A]\nclients: {count: 1, cycles: 1}\n"), 0o644)
+	code, _, stderr := runCLI(t, "run", "s.yaml", "--max-file-size", "9223372036854775807")
+	if code != 2 || !strings.Contains(stderr, "--max-file-size: expected a limit between 1 and 1073741824 bytes (1 GiB), found 9223372036854775807") {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "run", "s.yaml", "--max-file-size", "1073741824"); code != 0 {
+		t.Fatalf("the largest accepted limit: exit %d %s", code, stderr)
+	}
+}
+
+// Issue 25: the text summary strips control characters everywhere, also
+// on lines that print scenario text without term (the header's node list).
+func TestRunHeaderStripsControlCharacters(t *testing.T) {
+	dir := inDir(t)
+	os.WriteFile(filepath.Join(dir, "esc.yaml"), []byte("id: esc\nalgorithm: set-nx-px-lua\nttl: 10s\nnodes: [\"A\\x1b[31mred\"]\nclients: {count: 1, cycles: 1}\n"), 0o644)
+	code, out, stderr := runCLI(t, "run", "esc.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	if strings.ContainsAny(out+stderr, "\x1b\x07\x9b") {
+		t.Fatalf("a control character reaches the terminal:\n%q", out)
+	}
+	if !strings.Contains(out, "nodes A[31mred") {
+		t.Fatalf("header:\n%s", out)
+	}
+}
+
+// Issue 25: an interrupted matrix shows the cells it never reached as
+// "not run", not "err" (which means runs that failed).
+func TestMatrixShowsNeverRunCellsAsNotRun(t *testing.T) {
+	res := &scenarios.MatrixResult{Seeds: 10, Classes: []faults.Class{"pause", "crash"}, Algorithms: []string{"set-nx-px-lua"}, Interrupted: true,
+		Cells: []scenarios.Cell{
+			{Algorithm: "set-nx-px-lua", Class: "pause", Applicable: true, Runs: 3},
+			{Algorithm: "set-nx-px-lua", Class: "crash", Applicable: true, Runs: 0},
+		}}
+	var b bytes.Buffer
+	printMatrix(&b, res, nil)
+	rows := 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "  set-nx-px-lua") {
+			rows++
+			if strings.Contains(line, "err") || !strings.HasSuffix(line, "not run") {
+				t.Errorf("row %q: the never-run crash cell is not shown as not run", line)
+			}
+		}
+	}
+	if rows != 3 || !strings.Contains(b.String(), "not run: the matrix was interrupted") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+// Issue 25: a temporary file left by a writer killed mid-write (kill -9, a
+// second Ctrl-C) is removed by the next write of the same file; one of a
+// running process is left alone.
+func TestWriteAtomicRemovesStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, ".cx.yaml.tmp-2147483646-123")
+	live := filepath.Join(dir, fmt.Sprintf(".cx.yaml.tmp-%d-456", os.Getpid()))
+	other := filepath.Join(dir, ".other.yaml.tmp-2147483646-789")
+	for _, p := range []string{stale, live, other} {
+		os.WriteFile(p, []byte("half"), 0o644)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "cx.yaml"), []byte("whole")); err != nil {
+		t.Fatal(err)
+	}
+	if exists(stale) {
+		t.Error("the dead writer's temporary file is still there")
+	}
+	if !exists(live) || !exists(other) {
+		t.Error("a running writer's or another file's temporary file was removed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cx.yaml")); string(b) != "whole" {
+		t.Errorf("cx.yaml = %q", b)
 	}
 }

@@ -40,7 +40,10 @@ Flags:
                      schedule)
   --report FILE      write an HTML heatmap (algorithm × class, per property)
                      whose cells link to reports of their first violating
-                     run, written beside it in FILE-examples/
+                     run, written beside it in FILE-examples/; an existing
+                     FILE is replaced only with --force. "-": the heatmap
+                     (without example links) on stdout, the table on stderr
+  --force            replace an existing --report FILE
   --examples DIR     write the first violating run of each cell as a scenario
                      file DIR/ALGORITHM-CLASS.yaml, replayable with
                      'locklab run DIR/ALGORITHM-CLASS.yaml'
@@ -122,12 +125,21 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	examplesDir := fs.String("examples", "", "")
 	reportPath := fs.String("report", "", "")
 	maxSeedsText := fs.String("max-seeds", strconv.Itoa(matrixMaxSeeds), "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("matrix takes no arguments, got %q (see 'locklab help matrix')", pos[0])
+	}
+	if err := checkMatrixReport(*reportPath, *asJSON, *force); err != nil {
+		return err
+	}
+	// With --report -, the heatmap is stdout and the table goes to stderr.
+	textOut := stdout
+	if *reportPath == "-" {
+		textOut = stderr
 	}
 	maxSeeds, err := parseCount("--max-seeds", *maxSeedsText, 1, 1<<40)
 	if err != nil {
@@ -208,7 +220,11 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	if *reportPath != "" {
+	if *reportPath == "-" {
+		if err := reports.WriteMatrix(stdout, matrixData(res)); err != nil {
+			return err
+		}
+	} else if *reportPath != "" {
 		if err := writeMatrixReport(*reportPath, res); err != nil {
 			return err
 		}
@@ -227,9 +243,9 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 		return exit(writeJSON(stdout, out))
 	}
-	printMatrix(stdout, res, files)
-	if *reportPath != "" {
-		fmt.Fprintf(stdout, "\nReport: %s\n", term(*reportPath, false))
+	printMatrix(textOut, res, files)
+	if *reportPath != "" && *reportPath != "-" {
+		fmt.Fprintf(textOut, "\nReport: %s\n", term(*reportPath, false))
 	}
 	return exit(nil)
 }
@@ -244,6 +260,79 @@ const matrixMaxSeeds = 1_000_000
 // heatmap's cells link to.
 func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
 	dir := strings.TrimSuffix(path, filepath.Ext(path)) + "-examples"
+	data := matrixData(res)
+	data.Cells = nil
+	for i := range res.Cells {
+		c := &res.Cells[i]
+		if !c.Applicable {
+			continue
+		}
+		cell := matrixCell(c)
+		if sc := c.ExampleScenario(); sc != nil {
+			example, err := writeCellExample(dir, c, sc)
+			if err != nil {
+				return err
+			}
+			cell.Example = example
+		}
+		data.Cells = append(data.Cells, cell)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return writeAtomic(path, func(w io.Writer) error { return reports.WriteMatrix(w, data) })
+}
+
+// checkMatrixReport refuses a --report that would replace a file without
+// --force, names a directory, or shares stdout with --json.
+func checkMatrixReport(path string, asJSON, force bool) error {
+	switch {
+	case path == "-" && asJSON:
+		return usagef("--report - and --json both want stdout; write the report to a file")
+	case path == "" || path == "-":
+		return nil
+	case strings.HasSuffix(path, "/") || isDir(path):
+		return usagef("--report: %s is a directory; expected a file name such as matrix.html, or - for stdout", term(path, false))
+	case exists(path) && !force:
+		return usagef("--report: %s exists; pass --force to replace it, or name another file", term(path, false))
+	}
+	return nil
+}
+
+// matrixCell is a cell's shares for the heatmap, without its example.
+func matrixCell(c *scenarios.Cell) reports.MatrixCell {
+	sh := c.Shares()
+	return reports.MatrixCell{Algorithm: c.Algorithm, FaultClass: string(c.Class), Runs: c.Checked(),
+		MutualExclusion: sh.MutualExclusion, Resource: sh.Resource, Liveness: sh.Liveness}
+}
+
+// writeCellExample writes the report (and scenario) of a cell's first
+// violating run into dir and returns the heatmap's link to it.
+func writeCellExample(dir string, c *scenarios.Cell, sc *scenarios.Scenario) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("--report: cannot create %s: %w", dir, err)
+	}
+	run, err := scenarios.Run(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s-%s.html", c.Algorithm, c.Class)
+	yaml := strings.TrimSuffix(name, ".html") + ".yaml"
+	if b, err := sc.Marshal(); err == nil {
+		if err := writeFileAtomic(filepath.Join(dir, yaml), b); err != nil {
+			return "", err
+		}
+	}
+	replay := fmt.Sprintf("locklab run %s --seed %d", filepath.Join(dir, yaml), sc.Seed)
+	if err := reports.WriteRunFile(filepath.Join(dir, name), run, nil, replay); err != nil {
+		return "", err
+	}
+	return filepath.Base(dir) + "/" + name, nil
+}
+
+// matrixData is the heatmap of res without example links (the cells a
+// --report - on stdout shows; writeMatrixReport adds the links).
+func matrixData(res *scenarios.MatrixResult) reports.MatrixData {
 	data := reports.MatrixData{
 		Note: fmt.Sprintf("%d random runs per cell; click a cell for its first violating run.", res.Seeds),
 	}
@@ -257,40 +346,11 @@ func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
 			s.Backend, strings.Join(s.Nodes, ", "), s.Clients, s.Cycles, s.TTL, s.Fencing, s.Duration)})
 	}
 	for i := range res.Cells {
-		c := &res.Cells[i]
-		if !c.Applicable {
-			continue
+		if c := &res.Cells[i]; c.Applicable {
+			data.Cells = append(data.Cells, matrixCell(c))
 		}
-		sh := c.Shares()
-		cell := reports.MatrixCell{Algorithm: c.Algorithm, FaultClass: string(c.Class), Runs: c.Checked(),
-			MutualExclusion: sh.MutualExclusion, Resource: sh.Resource, Liveness: sh.Liveness}
-		if sc := c.ExampleScenario(); sc != nil {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("--report: cannot create %s: %w", dir, err)
-			}
-			run, err := scenarios.Run(sc, sc.Seed, scenarios.Options{KeepTrace: true})
-			if err != nil {
-				return err
-			}
-			name := fmt.Sprintf("%s-%s.html", c.Algorithm, c.Class)
-			yaml := strings.TrimSuffix(name, ".html") + ".yaml"
-			if b, err := sc.Marshal(); err == nil {
-				if err := writeFileAtomic(filepath.Join(dir, yaml), b); err != nil {
-					return err
-				}
-			}
-			replay := fmt.Sprintf("locklab run %s --seed %d", filepath.Join(dir, yaml), sc.Seed)
-			if err := reports.WriteRunFile(filepath.Join(dir, name), run, nil, replay); err != nil {
-				return err
-			}
-			cell.Example = filepath.Base(dir) + "/" + name
-		}
-		data.Cells = append(data.Cells, cell)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
-	return writeAtomic(path, func(w io.Writer) error { return reports.WriteMatrix(w, data) })
+	return data
 }
 
 // parseAlgorithms reads --algorithms; empty means every registered one.
@@ -381,6 +441,10 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 				text := "n/a"
 				switch {
 				case c == nil || !c.Applicable:
+				case c.Runs == 0:
+					// An interrupted matrix never reached this cell:
+					// nothing failed, nothing ran.
+					text = "not run"
 				case c.Checked() == 0:
 					text = "err"
 				default:
@@ -413,6 +477,9 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 
 	fmt.Fprintf(w, "\nLegend: each cell is the share of the %d runs of an algorithm under random faults of one class\n", res.Seeds)
 	fmt.Fprintln(w, "that violated the property; · none did; n/a the class has nothing to act on for that algorithm;")
+	if res.Interrupted {
+		fmt.Fprintln(w, "not run: the matrix was interrupted before the cell's first run;")
+	}
 	fmt.Fprintf(w, "err every run failed to run (see Notes). Classes (lengths are multiples of the TTL, %v):\n", scenarios.MatrixTTL)
 	for _, cl := range res.Classes {
 		fmt.Fprintf(w, "  %-10s %s\n", cl, faults.ClassSummary(cl))
