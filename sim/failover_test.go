@@ -63,3 +63,62 @@ func TestPromoteReachableOldMasterRefusesAtOnce(t *testing.T) {
 		t.Fatalf("write after the replica closed its link: %v, want NOREPLICAS", err)
 	}
 }
+
+// WAIT's reply is read under go-redis's own deadline for it (timeout + 10 s,
+// baseClient.cmdTimeout), not the client's 50 ms read timeout: WAIT 1 200
+// with a replica lagging 150 ms waits for the acknowledgement.
+func TestWaitHonoursItsOwnReadDeadline(t *testing.T) {
+	w := New(1)
+	a := w.NewRedisNode("A", nil)
+	b := w.NewRedisNode("B", nil)
+	a.Replicate(b, 150*time.Millisecond)
+	h := w.NewHost("c1", nil)
+	c := a.NewClient(h, ClientOptions{Timeout: 50 * time.Millisecond})
+	var got int64
+	var err error
+	var took time.Duration
+	h.Spawn("c1", 0, func(p *Process) {
+		ctx := p.Context()
+		c.Set(ctx, "k", "v", 0)
+		t0 := p.TrueNow()
+		got, err = c.Wait(ctx, 1, 200*time.Millisecond).Result()
+		took = p.TrueNow() - t0
+	})
+	if err := w.Run(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || got != 1 || took < 150*time.Millisecond || took > 200*time.Millisecond {
+		t.Fatalf("WAIT 1 200 over a 150 ms replica: %d, %v after %v; want 1 once B's acknowledgement arrives, within the 200 ms", got, err, took)
+	}
+}
+
+// WAIT with no replica blocks until its timeout and answers 0, as
+// redis-server does; WAIT n 0 blocks for ever, bounded only by the run.
+func TestWaitWithoutReplicaBlocks(t *testing.T) {
+	w := New(1)
+	a := w.NewRedisNode("A", nil)
+	h := w.NewHost("c1", nil)
+	c := a.NewClient(h, ClientOptions{Timeout: 50 * time.Millisecond})
+	var got int64
+	var err error
+	var took time.Duration
+	forever := false
+	h.Spawn("c1", 0, func(p *Process) {
+		ctx := p.Context()
+		c.Set(ctx, "k", "v", 0)
+		t0 := p.TrueNow()
+		got, err = c.Wait(ctx, 1, 300*time.Millisecond).Result()
+		took = p.TrueNow() - t0
+		c.Wait(ctx, 1, 0)
+		forever = true // never reached: the run ends first
+	})
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || got != 0 || took < 300*time.Millisecond || took > 310*time.Millisecond {
+		t.Fatalf("WAIT 1 300 without replicas: %d, %v after %v; want 0 after 300 ms", got, err, took)
+	}
+	if forever {
+		t.Fatal("WAIT 1 0 without replicas returned; want it to block until the run ends")
+	}
+}

@@ -358,7 +358,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 				defer n.w.leave()
 			}
 			target := n.masterFor(host.Name)
-			c := &redisConn{node: target, host: host, timeout: o.Timeout, id: n.w.Net.NewConn()}
+			c := &redisConn{node: target, host: host, timeout: o.Timeout, readTimeout: o.Timeout, id: n.w.Net.NewConn()}
 			target.conns = append(target.conns, c)
 			if n.w.b != nil {
 				c.bubbleDial()
@@ -381,16 +381,39 @@ type redisConn struct {
 	node    *RedisNode
 	host    *Host
 	timeout time.Duration
-	peer    *server.Peer
-	wbuf    []byte
-	rbuf    []byte
-	closed  bool
+	// readTimeout is how long the next read waits: timeout, or the
+	// command's own (commandReadTimeout); negative waits for ever.
+	readTimeout time.Duration
+	peer        *server.Peer
+	wbuf        []byte
+	rbuf        []byte
+	closed      bool
 	// switched is set when Sentinel told the client that the master moved
 	// (+switch-master): the next command fails and go-redis redials.
 	switched bool
 	waiter   *Process
 	waitID   uint64
 	bb       *connBubble // in a bubble (bubble.go)
+}
+
+// commandReadTimeout is the read deadline go-redis gives a command's reply.
+// A command that blocks on the server by design (WAIT) carries its own
+// timeout, and go-redis waits that long plus 10 s instead of the client's
+// ReadTimeout (baseClient.cmdTimeout); a zero timeout blocks for ever, as
+// WAIT n 0 does on the server, so the read has no deadline (-1 here).
+func commandReadTimeout(args []string, ordinary time.Duration) time.Duration {
+	if len(args) == 3 && strings.EqualFold(args[0], "WAIT") {
+		ms, err := strconv.ParseInt(args[2], 10, 64)
+		switch {
+		case err != nil || ms < 0:
+			return ordinary // the server answers at once with an error
+		case ms == 0:
+			return -1
+		default:
+			return time.Duration(ms)*time.Millisecond + 10*time.Second
+		}
+	}
+	return ordinary
 }
 
 type timeoutError struct{}
@@ -427,6 +450,7 @@ func (c *redisConn) Write(b []byte) (int, error) {
 			break
 		}
 		c.wbuf = c.wbuf[used:]
+		c.readTimeout = commandReadTimeout(args, c.timeout)
 		c.send(w, args)
 	}
 	return len(b), nil
@@ -488,7 +512,10 @@ func (c *redisConn) Read(b []byte) (int, error) {
 			return 0, errors.New("simulated connection read outside a process")
 		}
 		c.waiter, c.waitID = p, p.prepark()
-		timer := w.After(p.Host.Clock.TrueDuration(w.now, c.timeout), func() { w.wakeup(p, c.waitID) })
+		var timer *Event
+		if c.readTimeout >= 0 {
+			timer = w.After(p.Host.Clock.TrueDuration(w.now, c.readTimeout), func() { w.wakeup(p, c.waitID) })
+		}
 		p.park()
 		timer.Cancel()
 		c.waiter = nil
