@@ -122,3 +122,29 @@ func TestWaitWithoutReplicaBlocks(t *testing.T) {
 		t.Fatal("WAIT 1 0 without replicas returned; want it to block until the run ends")
 	}
 }
+
+// go-redis's failover client closes its idle connections to the old master
+// at +switch-master (sentinel.go onFailover, ConnPool.Filter): the next
+// command goes to the new master without an error.
+func TestFailoverClientMovesIdleConnectionAtTheSwitch(t *testing.T) {
+	w := New(1)
+	a := w.NewRedisNode("A", nil)
+	b := w.NewRedisNode("B", nil)
+	a.Replicate(b, 10*time.Millisecond)
+	var before, after string
+	var err error
+	runClient(t, w, a, func(p *Process, c *redis.Client) {
+		ctx := p.Context()
+		c.Set(ctx, "k", "v", 0)
+		before = c.Get(ctx, "k").Val()
+		p.Sleep(time.Second)
+		if err := b.Promote(); err != nil {
+			t.Errorf("promote: %v", err)
+		}
+		b.Miniredis().Set("k", "on-B") // tells the two masters apart
+		after, err = c.Get(ctx, "k").Result()
+	})
+	if before != "v" || err != nil || after != "on-B" {
+		t.Fatalf("before the switch %q; first read after it: %q, %v; want on-B from the new master", before, after, err)
+	}
+}

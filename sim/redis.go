@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -388,12 +389,15 @@ type redisConn struct {
 	wbuf        []byte
 	rbuf        []byte
 	closed      bool
-	// switched is set when Sentinel told the client that the master moved
-	// (+switch-master): the next command fails and go-redis redials.
-	switched bool
-	waiter   *Process
-	waitID   uint64
-	bb       *connBubble // in a bubble (bubble.go)
+	// movedTo is set when Sentinel told the client that the master moved
+	// (+switch-master) while the connection sat idle in go-redis's pool:
+	// the failover client closes such connections at the switch
+	// (sentinel.go onFailover, ConnPool.Filter), so the next command goes
+	// out on a fresh connection to the new master, without an error.
+	movedTo *RedisNode
+	waiter  *Process
+	waitID  uint64
+	bb      *connBubble // in a bubble (bubble.go)
 }
 
 // commandReadTimeout is the read deadline go-redis gives a command's reply.
@@ -423,8 +427,7 @@ func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
 var (
-	errConnClosed  = errors.New("use of closed simulated connection")
-	errMasterMoved = errors.New("connection closed: Sentinel reports a new master")
+	errConnClosed = errors.New("use of closed simulated connection")
 )
 
 func (c *redisConn) Write(b []byte) (int, error) {
@@ -434,10 +437,8 @@ func (c *redisConn) Write(b []byte) (int, error) {
 	if c.closed {
 		return 0, errConnClosed
 	}
-	if c.switched {
-		c.closed = true
-		c.node.w.Tracef(c.host.Name, "connection to %s closed: the master moved", c.node.Name)
-		return 0, errMasterMoved
+	if c.movedTo != nil {
+		c.redial()
 	}
 	w := c.node.w
 	c.wbuf = append(c.wbuf, b...)
@@ -499,6 +500,35 @@ func (c *redisConn) send(w *World, args []string) {
 		}
 		respond(c.node.Exec(c.peer, args))
 	})
+}
+
+// switchMaster is go-redis's failover client learning that the master
+// moved to m: an idle connection is dropped from the pool (the next command
+// dials m); one in use is closed under its command, which fails.
+func (c *redisConn) switchMaster(m *RedisNode) {
+	if c.closed || c.node == m {
+		return
+	}
+	w := c.node.w
+	if c.waiter == nil {
+		c.movedTo = m
+		return
+	}
+	c.closed = true
+	w.Tracef(c.host.Name, "connection to %s closed under its command: the master moved to %s", c.node.Name, m.Name)
+	w.wakeup(c.waiter, c.waitID)
+}
+
+// redial stands for the fresh connection go-redis dials after dropping an
+// idle one at the switch: a new identity and server-side state on the new
+// master.
+func (c *redisConn) redial() {
+	old, m := c.node, c.movedTo
+	c.movedTo = nil
+	old.conns = slices.DeleteFunc(old.conns, func(x *redisConn) bool { return x == c })
+	c.node, c.peer, c.id = m, nil, m.w.Net.NewConn()
+	m.conns = append(m.conns, c)
+	m.w.Tracef(c.host.Name, "dial %s (idle connection to %s dropped at +switch-master)", m.Name, old.Name)
 }
 
 func (c *redisConn) Read(b []byte) (int, error) {

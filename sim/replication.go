@@ -321,9 +321,9 @@ func (n *RedisNode) Promote() error {
 		n.w.Tracef(l.replica.Name, "sentinel: %s now replicates from %s", l.replica.Name, n.Name)
 		n.Replicate(l.replica, l.lag)
 	}
-	for _, c := range old.conns {
-		if !c.closed && n.w.Net.Reachable(c.host.Name, n.Name) {
-			c.switched = true // +switch-master: the client reconnects
+	for _, c := range slices.Clone(old.conns) {
+		if n.w.Net.Reachable(c.host.Name, n.Name) {
+			c.switchMaster(n) // +switch-master reaches the client
 		}
 	}
 	n.rejoin(old, lag)
@@ -341,8 +341,8 @@ func (n *RedisNode) rejoin(old *RedisNode, lag time.Duration) {
 		}
 		if old.up && n.up && n.w.Net.Reachable(old.Name, n.Name) && n.w.Net.Reachable(n.Name, old.Name) {
 			n.w.Tracef(old.Name, "sentinel: old master %s rejoins as a replica of %s and drops its data", old.Name, n.Name)
-			for _, c := range old.conns {
-				c.switched = !c.closed
+			for _, c := range slices.Clone(old.conns) {
+				c.switchMaster(n)
 			}
 			old.pruneStaleLinks(true)
 			n.Replicate(old, lag)
