@@ -53,6 +53,7 @@ func (c *redisConn) bubbleWrite(b []byte) (int, error) {
 			break
 		}
 		c.wbuf = c.wbuf[used:]
+		c.readTimeout = commandReadTimeout(args, c.timeout)
 		if c.host.paused {
 			// A paused host sends nothing; what its goroutines wrote
 			// leaves when it resumes.
@@ -106,7 +107,10 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 		default:
 		}
 		c.bb.waiting, c.bb.timedOut = true, false
-		timer := w.At(w.Later(c.host.Clock.TrueDuration(w.now, c.timeout)), func() { c.bubbleTimeout(id) })
+		var timer *Event
+		if c.readTimeout >= 0 {
+			timer = w.At(w.Later(c.host.Clock.TrueDuration(w.now, c.readTimeout)), func() { c.bubbleTimeout(id) })
+		}
 		for len(c.rbuf) == 0 && !c.bb.timedOut && !c.dead() {
 			w.leave()
 			<-c.bb.ready

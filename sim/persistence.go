@@ -99,7 +99,9 @@ func (n *RedisNode) Restart(persistence string) {
 		// Its replicas reconnect and resynchronise with whatever it came
 		// back with: a master restarted without persistence empties them
 		// (Redis docs, "Safety of replication when master has persistence
-		// turned off").
+		// turned off"). Links whose replica left unseen died with the
+		// process.
+		n.pruneStaleLinks(true)
 		for _, l := range n.links {
 			if l.replica.up {
 				l.replica.fullSync(n)

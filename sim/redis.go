@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -358,7 +359,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 				defer n.w.leave()
 			}
 			target := n.masterFor(host.Name)
-			c := &redisConn{node: target, host: host, timeout: o.Timeout, id: n.w.Net.NewConn()}
+			c := &redisConn{node: target, host: host, timeout: o.Timeout, readTimeout: o.Timeout, id: n.w.Net.NewConn()}
 			target.conns = append(target.conns, c)
 			if n.w.b != nil {
 				c.bubbleDial()
@@ -381,16 +382,42 @@ type redisConn struct {
 	node    *RedisNode
 	host    *Host
 	timeout time.Duration
-	peer    *server.Peer
-	wbuf    []byte
-	rbuf    []byte
-	closed  bool
-	// switched is set when Sentinel told the client that the master moved
-	// (+switch-master): the next command fails and go-redis redials.
-	switched bool
-	waiter   *Process
-	waitID   uint64
-	bb       *connBubble // in a bubble (bubble.go)
+	// readTimeout is how long the next read waits: timeout, or the
+	// command's own (commandReadTimeout); negative waits for ever.
+	readTimeout time.Duration
+	peer        *server.Peer
+	wbuf        []byte
+	rbuf        []byte
+	closed      bool
+	// movedTo is set when Sentinel told the client that the master moved
+	// (+switch-master) while the connection sat idle in go-redis's pool:
+	// the failover client closes such connections at the switch
+	// (sentinel.go onFailover, ConnPool.Filter), so the next command goes
+	// out on a fresh connection to the new master, without an error.
+	movedTo *RedisNode
+	waiter  *Process
+	waitID  uint64
+	bb      *connBubble // in a bubble (bubble.go)
+}
+
+// commandReadTimeout is the read deadline go-redis gives a command's reply.
+// A command that blocks on the server by design (WAIT) carries its own
+// timeout, and go-redis waits that long plus 10 s instead of the client's
+// ReadTimeout (baseClient.cmdTimeout); a zero timeout blocks for ever, as
+// WAIT n 0 does on the server, so the read has no deadline (-1 here).
+func commandReadTimeout(args []string, ordinary time.Duration) time.Duration {
+	if len(args) == 3 && strings.EqualFold(args[0], "WAIT") {
+		ms, err := strconv.ParseInt(args[2], 10, 64)
+		switch {
+		case err != nil || ms < 0:
+			return ordinary // the server answers at once with an error
+		case ms == 0:
+			return -1
+		default:
+			return time.Duration(ms)*time.Millisecond + 10*time.Second
+		}
+	}
+	return ordinary
 }
 
 type timeoutError struct{}
@@ -400,8 +427,7 @@ func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
 var (
-	errConnClosed  = errors.New("use of closed simulated connection")
-	errMasterMoved = errors.New("connection closed: Sentinel reports a new master")
+	errConnClosed = errors.New("use of closed simulated connection")
 )
 
 func (c *redisConn) Write(b []byte) (int, error) {
@@ -411,10 +437,8 @@ func (c *redisConn) Write(b []byte) (int, error) {
 	if c.closed {
 		return 0, errConnClosed
 	}
-	if c.switched {
-		c.closed = true
-		c.node.w.Tracef(c.host.Name, "connection to %s closed: the master moved", c.node.Name)
-		return 0, errMasterMoved
+	if c.movedTo != nil {
+		c.redial()
 	}
 	w := c.node.w
 	c.wbuf = append(c.wbuf, b...)
@@ -427,6 +451,7 @@ func (c *redisConn) Write(b []byte) (int, error) {
 			break
 		}
 		c.wbuf = c.wbuf[used:]
+		c.readTimeout = commandReadTimeout(args, c.timeout)
 		c.send(w, args)
 	}
 	return len(b), nil
@@ -477,6 +502,35 @@ func (c *redisConn) send(w *World, args []string) {
 	})
 }
 
+// switchMaster is go-redis's failover client learning that the master
+// moved to m: an idle connection is dropped from the pool (the next command
+// dials m); one in use is closed under its command, which fails.
+func (c *redisConn) switchMaster(m *RedisNode) {
+	if c.closed || c.node == m {
+		return
+	}
+	w := c.node.w
+	if c.waiter == nil {
+		c.movedTo = m
+		return
+	}
+	c.closed = true
+	w.Tracef(c.host.Name, "connection to %s closed under its command: the master moved to %s", c.node.Name, m.Name)
+	w.wakeup(c.waiter, c.waitID)
+}
+
+// redial stands for the fresh connection go-redis dials after dropping an
+// idle one at the switch: a new identity and server-side state on the new
+// master.
+func (c *redisConn) redial() {
+	old, m := c.node, c.movedTo
+	c.movedTo = nil
+	old.conns = slices.DeleteFunc(old.conns, func(x *redisConn) bool { return x == c })
+	c.node, c.peer, c.id = m, nil, m.w.Net.NewConn()
+	m.conns = append(m.conns, c)
+	m.w.Tracef(c.host.Name, "dial %s (idle connection to %s dropped at +switch-master)", m.Name, old.Name)
+}
+
 func (c *redisConn) Read(b []byte) (int, error) {
 	if c.bb != nil {
 		return c.bubbleRead(b)
@@ -488,7 +542,10 @@ func (c *redisConn) Read(b []byte) (int, error) {
 			return 0, errors.New("simulated connection read outside a process")
 		}
 		c.waiter, c.waitID = p, p.prepark()
-		timer := w.After(p.Host.Clock.TrueDuration(w.now, c.timeout), func() { w.wakeup(p, c.waitID) })
+		var timer *Event
+		if c.readTimeout >= 0 {
+			timer = w.After(p.Host.Clock.TrueDuration(w.now, c.readTimeout), func() { w.wakeup(p, c.waitID) })
+		}
 		p.park()
 		timer.Cancel()
 		c.waiter = nil

@@ -32,6 +32,7 @@ type replicaLink struct {
 // window behind the failover scenarios.
 func (n *RedisNode) Replicate(replica *RedisNode, lag time.Duration) {
 	replica.detach()
+	n.pruneStaleLinks(false)
 	replica.master = n
 	link := &replicaLink{replica: replica, lag: lag, acked: n.offset, ackLocal: n.Clock.Local(n.w.now)}
 	n.links = append(n.links, link)
@@ -42,20 +43,36 @@ func (n *RedisNode) Replicate(replica *RedisNode, lag time.Duration) {
 	}
 }
 
-// detach ends the link from the node's current master, if any.
+// detach ends the link from the node's current master, if any. The
+// replica closes its connection; the master only learns of it if the close
+// can reach it. Across a partition (or while the master is down) the master
+// keeps the link, silent: no more REPLCONF ACKs arrive, so it stops counting
+// as a good replica only once its last ACK is older than
+// min-replicas-max-lag (replication.c refreshGoodSlavesCount) — the window
+// in which a cut-off old master still accepts writes after a failover.
 func (n *RedisNode) detach() {
 	if n.master == nil {
 		return
 	}
 	m := n.master
+	closeSeen := m.up && n.w.Net.Reachable(n.Name, m.Name)
 	m.links = slices.DeleteFunc(m.links, func(l *replicaLink) bool {
 		if l.replica == n {
 			l.cancelled = true
-			return true
+			return closeSeen
 		}
 		return false
 	})
 	n.master = nil
+}
+
+// pruneStaleLinks drops the links whose replica left while the master could
+// not see it go; they are dropped when the master learns of it (it can reach
+// the replica again, or is itself made a replica).
+func (n *RedisNode) pruneStaleLinks(all bool) {
+	n.links = slices.DeleteFunc(n.links, func(l *replicaLink) bool {
+		return l.cancelled && (all || n.w.Net.Reachable(l.replica.Name, n.Name))
+	})
 }
 
 // fullSync replaces the replica's dataset with the master's (a full
@@ -228,7 +245,9 @@ func (n *RedisNode) wait(args []string, reply func([]byte)) {
 		return
 	}
 	r := &waitRequest{target: n.offset, want: want, reply: reply}
-	if got := n.ackedCount(r.target); got >= want || len(n.links) == 0 {
+	// Without replicas WAIT still blocks until its timeout (replication.c
+	// waitCommand only answers at once when enough replicas acknowledged).
+	if got := n.ackedCount(r.target); got >= want {
 		reply(intReply(got))
 		return
 	}
@@ -296,12 +315,15 @@ func (n *RedisNode) Promote() error {
 	n.startExpiring()
 	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
 	for _, l := range slices.Clone(old.links) {
+		if l.cancelled {
+			continue // n itself, or a replica that already left, unseen
+		}
 		n.w.Tracef(l.replica.Name, "sentinel: %s now replicates from %s", l.replica.Name, n.Name)
 		n.Replicate(l.replica, l.lag)
 	}
-	for _, c := range old.conns {
-		if !c.closed && n.w.Net.Reachable(c.host.Name, n.Name) {
-			c.switched = true // +switch-master: the client reconnects
+	for _, c := range slices.Clone(old.conns) {
+		if n.w.Net.Reachable(c.host.Name, n.Name) {
+			c.switchMaster(n) // +switch-master reaches the client
 		}
 	}
 	n.rejoin(old, lag)
@@ -319,9 +341,10 @@ func (n *RedisNode) rejoin(old *RedisNode, lag time.Duration) {
 		}
 		if old.up && n.up && n.w.Net.Reachable(old.Name, n.Name) && n.w.Net.Reachable(n.Name, old.Name) {
 			n.w.Tracef(old.Name, "sentinel: old master %s rejoins as a replica of %s and drops its data", old.Name, n.Name)
-			for _, c := range old.conns {
-				c.switched = !c.closed
+			for _, c := range slices.Clone(old.conns) {
+				c.switchMaster(n)
 			}
+			old.pruneStaleLinks(true)
 			n.Replicate(old, lag)
 			return
 		}
