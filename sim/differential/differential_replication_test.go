@@ -40,7 +40,7 @@ func TestDifferentialReplication(t *testing.T) {
 			// on (no WAIT: it would wait for the stopped replica) across at
 			// least one phase, then catches up: expiries set meanwhile must
 			// still fall at the master's absolute time.
-			noWait := masterStep(1).Filter(func(s step) bool { return s.kind != cmdStep || s.args[0] != "WAIT" })
+			noWait := masterStep(1).Filter(notWait)
 			steps = append(steps, step{kind: stallStep})
 			steps = append(steps, rapid.SliceOfN(noWait, 0, 4).Draw(t, "stalled")...)
 			steps = append(steps, advance(t), step{kind: resumeStep})
@@ -49,7 +49,14 @@ func TestDifferentialReplication(t *testing.T) {
 		if rapid.Bool().Draw(t, "promote") {
 			steps = append(steps, step{kind: promoteStep})
 			// The promoted replica is node 1 and has no replica of its own.
-			for _, s := range rapid.SliceOfN(masterStep(0), 0, 6).Draw(t, "after") {
+			// No WAIT after it: RedisNode.Promote is Sentinel's failover,
+			// which turns the old master into a replica of the new one
+			// 100 ms later (sim/replication.go, rejoin), and the real test's
+			// bare REPLICAOF NO ONE does not, so from then on WAIT counts
+			// one replica in the simulation and none on the real server.
+			// Sequences reached that instant mostly once a loaded machine
+			// coarsened the grid (an 80 ms grid put WAIT 0 at 160 ms).
+			for _, s := range rapid.SliceOfN(masterStep(0).Filter(notWait), 0, 6).Draw(t, "after") {
 				if s.kind == cmdStep {
 					s.node = 1
 				}
@@ -70,3 +77,6 @@ func TestDifferentialReplication(t *testing.T) {
 	})
 	tally.report(t)
 }
+
+// notWait is every step but a WAIT command.
+func notWait(s step) bool { return s.kind != cmdStep || s.args[0] != "WAIT" }

@@ -1,7 +1,9 @@
 package differential
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -154,11 +156,36 @@ func (r *realSide) stall(time.Duration) {
 	if err := r.servers[1].Signal(syscall.SIGSTOP); err != nil {
 		r.t.Fatalf("SIGSTOP replica: %v", err)
 	}
+	r.awaitState(true)
 }
 
 func (r *realSide) resume() {
 	if err := r.servers[1].Signal(syscall.SIGCONT); err != nil {
 		r.t.Fatalf("SIGCONT replica: %v", err)
+	}
+	r.awaitState(false)
+}
+
+// awaitState polls /proc/<pid>/stat until the replica is stopped (state T)
+// or not. The 10 s bound is a hang guard, not a pace: the state changes
+// within microseconds of the signal on an idle machine.
+func (r *realSide) awaitState(stopped bool) {
+	pid := r.servers[1].Pid()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return // no /proc (not Linux): the signal is all there is
+		}
+		// The state follows the command name, which is in parentheses.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		if f := bytes.Fields(rest); len(f) > 0 && (string(f[0]) == "T") == stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("replica (pid %d) not %s within 10s of the signal: %s", pid, map[bool]string{true: "stopped", false: "running"}[stopped], stat)
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 

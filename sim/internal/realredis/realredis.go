@@ -222,6 +222,15 @@ func (s *Server) Signal(sig os.Signal) error {
 	return s.cmd.Process.Signal(sig)
 }
 
+// Pid is the running server's process id, 0 when it is not running (for a
+// test that watches its state in /proc, as after SIGSTOP).
+func (s *Server) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Client returns a go-redis client for the server with the same protocol
 // settings the simulator's clients use (RESP2, no CLIENT SETINFO, no
 // retries), so both sides decode replies the same way.
