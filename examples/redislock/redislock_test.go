@@ -30,7 +30,7 @@ func TestRedislock(t *testing.T) {
 			},
 			UnlockFunc: func(ctx context.Context) error { return held.Release(ctx) },
 		}
-	}, locktest.Options{TTL: ttl, Runs: 100, Expect: locktest.Expect{
+	}, locktest.Options{TTL: ttl, Expect: locktest.Expect{
 		locktest.Pause:   locktest.Resource,
 		locktest.Clock:   locktest.MutualExclusion | locktest.Resource,
 		locktest.Restart: locktest.MutualExclusion | locktest.Resource,

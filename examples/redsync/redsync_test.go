@@ -32,5 +32,5 @@ func TestRedsync(t *testing.T) {
 		locktest.Restart: locktest.MutualExclusion | locktest.Resource,
 		locktest.Delay:   locktest.MutualExclusion | locktest.Resource,
 		locktest.Stall:   locktest.MutualExclusion | locktest.Resource,
-	}, Runs: 100})
+	}})
 }

@@ -29,6 +29,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -198,8 +199,8 @@ type Options struct {
 	Classes []Class
 	// Expect is the outcome asserted per class (default Safe).
 	Expect Expect
-	// Runs is the number of random runs per class (default 40; flag
-	// -locktest.runs).
+	// Runs is the number of random runs per class (default 40, or 400 in
+	// the project's deep suite, LOCKLAB_DEEP=1; flag -locktest.runs).
 	Runs int
 	// Seed picks the runs (default 1; flag -locktest.seed). A class's saved
 	// counterexample (failfile) is replayed before exploring, unless
@@ -221,6 +222,18 @@ type Options struct {
 	caller string
 }
 
+// defaultRuns is the number of runs per class when Options.Runs is not
+// set: 40 finds the classic breaks of a lock (they show within the first
+// ten runs of the catalogue's classes) and keeps a suite of several locks
+// in CI within minutes; the nightly deep suite (LOCKLAB_DEEP=1, what
+// `bash scripts/test.sh --deep` sets) looks ten times as hard.
+func defaultRuns() int {
+	if os.Getenv("LOCKLAB_DEEP") == "1" {
+		return 400
+	}
+	return 40
+}
+
 func (o *Options) defaults() error {
 	if o.TTL <= 0 {
 		return fmt.Errorf("locktest: Options.TTL: expected the TTL your lock uses, such as 2*time.Second, got %v", o.TTL)
@@ -240,7 +253,7 @@ func (o *Options) defaults() error {
 		o.Nodes = 1
 	}
 	if o.Runs == 0 {
-		o.Runs = 40
+		o.Runs = defaultRuns()
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
