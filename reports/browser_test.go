@@ -188,7 +188,7 @@ func TestReportsInBrowser(t *testing.T) {
 			witness: []string{`id="lesson-herd"`, `data-label="herd zk-simple 5050"`, `data-label="herd zk-queue 100"`}},
 		browserPage{name: "handout-zk-session-expiry-pause", file: filepath.Join(course, "zk-session-expiry-pause-handout.html"), onePage: true,
 			witness: []string{`class="handout"`, `class="session"`}},
-		browserPage{name: "glossary", file: filepath.Join(course, GlossaryFile), js: true, witness: []string{`id="term-Fencing token"`}},
+		browserPage{name: "glossary", file: filepath.Join(course, GlossaryFile), js: true, witness: []string{`id="term-fencing-token"`}},
 		browserPage{name: "course-index", file: index, js: true, witness: []string{`href="setnx-expire-crash.html"`, `id="section-one-node"`, `id="section-zookeeper"`}},
 	)
 

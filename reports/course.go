@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"html/template"
 	"io"
 	"os"
 	"path/filepath"
@@ -279,7 +280,7 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 			if i+1 < len(flat) {
 				next = &crumb{Text: fmt.Sprintf("%d. %s", flat[i+1].N, flat[i+1].First.Title), Href: flat[i+1].File()}
 			}
-			lv := newLessonView(cl, sec, inputs, prev, next, ec)
+			lv := newLessonView(cl, sec, inputs, prev, next, ec, newGlossaryLinker(syl.Glossary))
 			for _, v := range lv.Runs {
 				leavePerClientViewsOut(v)
 			}
@@ -393,6 +394,15 @@ type lessonView struct {
 	Rows            []lessonRow
 	EChartsNote     string
 	HandoutRuns     []*runView
+	// The exercises and the instructor's notes (exercises.go).
+	Predict    predictExercise
+	Edit       *editExercise
+	Instructor []string
+	// Linked is the lesson's student text with glossary terms linked.
+	Linked struct {
+		Objectives, Questions []template.HTML
+		What, Why, Fix        template.HTML
+	}
 	HandoutLines    []string
 }
 
@@ -401,7 +411,7 @@ type lessonRow struct {
 	Got      []string
 }
 
-func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, next *crumb, ec echartsAsset) *lessonView {
+func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, next *crumb, ec echartsAsset, gl *glossaryLinker) *lessonView {
 	first := inputs[0].Result.Scenario
 	lv := &lessonView{N: cl.N, Section: sec.Title, SectionN: sec.N, SectionID: sec.ID, Title: first.Title, ID: first.ID, Prev: prev, Next: next,
 		Objectives: cl.Meta.Objectives, Questions: cl.Meta.Questions, Handout: cl.HandoutFile(), EChartsNote: ec.note}
@@ -464,6 +474,16 @@ func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, 
 		}
 		lv.Rows = append(lv.Rows, row)
 	}
+	lv.Predict = newPredict(first, cl.Meta.Predict)
+	lv.Edit = newEdit(first, lv.Runs, inputs, cl.Meta.Edit)
+	lv.Instructor = cl.Meta.Instructor
+	// Glossary links, in reading order, so each term links where the
+	// page first uses it.
+	lv.Linked.Objectives = gl.linkAll(lv.Objectives)
+	lv.Linked.What = gl.link(lv.Story.What)
+	lv.Linked.Why = gl.link(lv.Story.Why)
+	lv.Linked.Fix = gl.link(lv.Story.Fix)
+	lv.Linked.Questions = gl.linkAll(lv.Questions)
 	return lv
 }
 

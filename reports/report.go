@@ -35,6 +35,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"f":   coord,
 	"sub": func(a, b float64) float64 { return a - b },
 	"pct": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" },
+	"termAnchor": termAnchor,
 }).ParseFS(assets, "assets/templates.html"))
 
 // coord writes an SVG coordinate with one decimal at most ("12", "12.5").

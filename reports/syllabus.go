@@ -43,6 +43,16 @@ type SyllabusLesson struct {
 	Questions  []string `yaml:"questions"`
 	Try        []string `yaml:"try"`
 	Sources    []string `yaml:"sources"`
+	// Predict overrides the question of the predict-then-run exercise;
+	// its answer always comes from the scenario's expectation.
+	Predict string `yaml:"predict"`
+	// Edit is a hint for the edit-the-scenario exercise, whose answer is
+	// the lesson's fixed twin.
+	Edit string `yaml:"edit"`
+	// Instructor holds notes for whoever teaches the lesson: what to
+	// point at, the usual misreading, how long it takes. Shown folded on
+	// the lesson page, never on the handout.
+	Instructor []string `yaml:"instructor"`
 	// Outside, when set, says why the built course leaves this lesson
 	// out (the course must stay small enough to hand out, under 5 MB):
 	// the lesson stays in the syllabus for teachers, who run it with

@@ -1,0 +1,295 @@
+package reports
+
+// The apparatus around a lesson (issue 21, item 4): a predict-then-run
+// exercise, an edit-the-scenario exercise whose answer is the fixed twin,
+// notes for the instructor, and glossary terms linked from the lesson's
+// text. Everything a student is told the answer is comes from data — the
+// expected verdict from the scenario's own expectation, the answer to the
+// edit from the differences between the scenario and its fixed twin — so an
+// exercise cannot drift from the run it is about.
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/scenarios"
+)
+
+// predictExercise asks for the verdict before the run shows it.
+type predictExercise struct {
+	Question string
+	Command  string
+	Answer   []expectedVerdict
+}
+
+// expectedVerdict is one property and what the scenario asserts for it.
+type expectedVerdict struct {
+	Property string
+	Expected checker.Status
+}
+
+// editExercise asks the student to turn the failing scenario into one that
+// passes; the answer is the catalogue's fixed twin.
+type editExercise struct {
+	Start   string // the failing scenario's id
+	Answer  string // the fixed twin's id
+	Hint    string
+	Changes []string // what the twin changes, field by field
+	// SameFaults says the twin keeps the failure's faults, so the task
+	// can say "change the lock or its setup, not the faults".
+	SameFaults bool
+}
+
+// newPredict derives the predict-then-run exercise of a lesson from its
+// first scenario's expectation. question overrides the default wording.
+func newPredict(first *scenarios.Scenario, question string) predictExercise {
+	if question == "" {
+		question = fmt.Sprintf("Before you run %s, read its story and its parameters. Which of mutual exclusion, resource safety and liveness will hold, and which will be violated?", first.ID)
+	}
+	p := predictExercise{Question: question, Command: "locklab run " + first.ID}
+	for _, e := range []expectedVerdict{
+		{"mutual exclusion", first.Expect.MutualExclusion},
+		{"resource safety", first.Expect.Resource},
+		{"liveness", first.Expect.Liveness},
+	} {
+		if e.Expected != "" {
+			p.Answer = append(p.Answer, e)
+		}
+	}
+	return p
+}
+
+// newEdit derives the edit exercise from the lesson's first scenario and
+// its fixed twin (nil when the lesson has none: a lesson whose first run
+// already passes has nothing to fix).
+func newEdit(first *scenarios.Scenario, runs []*runView, inputs []RunInput, hint string) *editExercise {
+	for k, v := range runs {
+		if k == 0 || v.HeadingClass != "fixed" {
+			continue
+		}
+		twin := inputs[k].Result.Scenario
+		changes := scenarioChanges(first, twin)
+		same := !slices.ContainsFunc(changes, func(c string) bool { return strings.HasPrefix(c, "faults") })
+		return &editExercise{Start: first.ID, Answer: twin.ID, Hint: hint, Changes: changes, SameFaults: same}
+	}
+	return nil
+}
+
+// ignoredInDiff are the fields that name or explain a scenario rather than
+// set up its run: the edit exercise is about what the fix changes.
+var ignoredInDiff = []string{"id", "title", "narrative", "expect", "twin", "seed", "at_most", "compare", "counterexample"}
+
+// maxChanges bounds the answer's list: a twin that differs in more places
+// is better read side by side under "The scenario as YAML".
+const maxChanges = 8
+
+// scenarioChanges lists, field by field, how twin differs from first.
+func scenarioChanges(first, twin *scenarios.Scenario) []string {
+	a, errA := scenarioTree(first)
+	b, errB := scenarioTree(twin)
+	if errA != nil || errB != nil {
+		return nil
+	}
+	var out []string
+	diffTree("", a, b, &out)
+	if len(out) > maxChanges {
+		more := len(out) - maxChanges
+		out = append(out[:maxChanges], fmt.Sprintf("… and %d more (compare the two scenarios' YAML below)", more))
+	}
+	return out
+}
+
+// scenarioTree is the scenario as generic YAML data, without the fields
+// that do not change the run.
+func scenarioTree(sc *scenarios.Scenario) (map[string]any, error) {
+	data, err := yaml.Marshal(sc)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range ignoredInDiff {
+		delete(m, k)
+	}
+	return m, nil
+}
+
+// diffTree appends one line per leaf where a and b differ, named by its
+// path in the scenario file (faults[0].at), in a fixed order.
+func diffTree(path string, a, b any, out *[]string) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		if bv, ok := b.(map[string]any); ok {
+			keys := map[string]bool{}
+			for k := range av {
+				keys[k] = true
+			}
+			for k := range bv {
+				keys[k] = true
+			}
+			sorted := make([]string, 0, len(keys))
+			for k := range keys {
+				sorted = append(sorted, k)
+			}
+			slices.Sort(sorted)
+			for _, k := range sorted {
+				if k == "note" {
+					continue // a fault's note explains it; it changes nothing
+				}
+				diffTree(join(k), av[k], bv[k], out)
+			}
+			return
+		}
+	case []any:
+		if bv, ok := b.([]any); ok {
+			// Element by element; a longer list adds its tail (a token
+			// store appended to the nodes), a shorter one removes it.
+			for i := range max(len(av), len(bv)) {
+				var ae, be any
+				if i < len(av) {
+					ae = av[i]
+				}
+				if i < len(bv) {
+					be = bv[i]
+				}
+				diffTree(fmt.Sprintf("%s[%d]", path, i), ae, be, out)
+			}
+			return
+		}
+	}
+	as, bs := yamlText(a), yamlText(b)
+	switch {
+	case as == bs:
+	case a == nil:
+		*out = append(*out, fmt.Sprintf("%s: add %s", path, bs))
+	case b == nil:
+		*out = append(*out, fmt.Sprintf("%s: remove (was %s)", path, as))
+	default:
+		*out = append(*out, fmt.Sprintf("%s: %s → %s", path, as, bs))
+	}
+}
+
+// yamlText renders a YAML value on one line, as a scenario file writes it.
+func yamlText(v any) string {
+	if v == nil {
+		return ""
+	}
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := strings.TrimSpace(string(data))
+	switch v.(type) {
+	case map[string]any, []any:
+		// A list or map added or changed as a whole: flow style fits a
+		// line.
+		var n yaml.Node
+		if yaml.Unmarshal(data, &n) == nil && len(n.Content) == 1 {
+			setFlow(n.Content[0])
+			if flow, err := yaml.Marshal(n.Content[0]); err == nil {
+				s = strings.TrimSpace(string(flow))
+			}
+		}
+	}
+	return s
+}
+
+func setFlow(n *yaml.Node) {
+	n.Style |= yaml.FlowStyle
+	for _, c := range n.Content {
+		setFlow(c)
+	}
+}
+
+// glossaryLinker links glossary terms from a lesson's text to the course's
+// glossary page: each term once per page, at its first mention, so a
+// student can look a word up where it first matters.
+type glossaryLinker struct {
+	re     *regexp.Regexp
+	anchor map[string]string // lower-case term → anchor
+	used   map[string]bool
+}
+
+// newGlossaryLinker matches the glossary's terms, longest first ("Fencing
+// token" before "Token"), as whole words, case-insensitively.
+func newGlossaryLinker(glossary []GlossaryEntry) *glossaryLinker {
+	gl := &glossaryLinker{anchor: map[string]string{}, used: map[string]bool{}}
+	var alts []string
+	for _, e := range glossary {
+		for _, form := range termForms(e.Term) {
+			gl.anchor[strings.ToLower(form)] = termAnchor(e.Term)
+			alts = append(alts, regexp.QuoteMeta(html.EscapeString(form)))
+		}
+	}
+	if len(alts) == 0 {
+		return gl
+	}
+	slices.SortStableFunc(alts, func(a, b string) int { return len(b) - len(a) })
+	gl.re = regexp.MustCompile(`(?i)\b(` + strings.Join(alts, "|") + `)\b`)
+	return gl
+}
+
+// termForms are the spellings of a glossary term that link to it: the term
+// itself and, for a term written "A and B", each of A and B.
+func termForms(term string) []string {
+	forms := []string{term}
+	if a, b, ok := strings.Cut(term, " and "); ok {
+		forms = append(forms, a, b)
+	}
+	return forms
+}
+
+// termAnchor is the id of a term on the glossary page.
+func termAnchor(term string) string {
+	var b strings.Builder
+	b.WriteString("term-")
+	for _, r := range strings.ToLower(term) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
+// link escapes text and links the first mention on the page of each term.
+func (gl *glossaryLinker) link(text string) template.HTML {
+	escaped := html.EscapeString(text)
+	if gl == nil || gl.re == nil {
+		return template.HTML(escaped)
+	}
+	return template.HTML(gl.re.ReplaceAllStringFunc(escaped, func(m string) string {
+		anchor := gl.anchor[strings.ToLower(html.UnescapeString(m))]
+		if anchor == "" || gl.used[anchor] {
+			return m
+		}
+		gl.used[anchor] = true
+		return fmt.Sprintf(`<a class="term" href="%s#%s">%s</a>`, GlossaryFile, anchor, m)
+	}))
+}
+
+// linkAll links a list of texts in order.
+func (gl *glossaryLinker) linkAll(texts []string) []template.HTML {
+	out := make([]template.HTML, len(texts))
+	for i, t := range texts {
+		out[i] = gl.link(t)
+	}
+	return out
+}
