@@ -403,7 +403,7 @@ type lessonView struct {
 		Objectives, Questions []template.HTML
 		What, Why, Fix        template.HTML
 	}
-	HandoutLines    []string
+	HandoutLines []string
 }
 
 type lessonRow struct {
