@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"github.com/locklab/locklab/sim/bubblehost"
 	"os"
 	"os/exec"
@@ -80,10 +81,18 @@ type probeResult struct {
 	}
 	Details    int
 	Collisions []string
-	JS         string
-	Charts     int
-	Canvases   int
-	Error      string
+	Timelines  []struct {
+		ID            string
+		Scrollable    bool
+		OpenedOn      string
+		WitnessInView bool
+		Hint          bool
+	}
+	Zoom, ZoomFirst bool
+	JS              string
+	Charts          int
+	Canvases        int
+	Error           string
 }
 
 func TestReportsInBrowser(t *testing.T) {
@@ -280,6 +289,7 @@ func TestReportsInBrowser(t *testing.T) {
 						t.Errorf("timeline labels collide: %s", c)
 					}
 				}
+				checkPhoneTimelines(t, got, width)
 				dom, err := cdpDOM(b, p.file)
 				if err != nil {
 					t.Fatal(err)
@@ -364,5 +374,44 @@ func printedPages(b *cdpBrowser, file string) (int, error) {
 	if err := p.navigate("file://" + file); err != nil {
 		return 0, err
 	}
+	// Paper keeps a compact legend: what each colour of the timeline means.
+	if _, err := p.b.call(p.session, "Emulation.setEmulatedMedia", map[string]any{"media": "print"}); err != nil {
+		return 0, err
+	}
+	shown, err := p.eval(`(function(){var l=document.querySelector("figure.timeline .legend");if(!l){return "no legend";}var cs=getComputedStyle(l);return cs.display==="none"?"hidden":"shown "+cs.fontSize;})()`)
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(shown, "shown ") {
+		return 0, fmt.Errorf("printed, the timeline's legend is %s", shown)
+	}
+	if _, err := p.b.call(p.session, "Emulation.setEmulatedMedia", map[string]any{"media": ""}); err != nil {
+		return 0, err
+	}
 	return p.pdfPages()
+}
+
+// checkPhoneTimelines: at 390 px a timeline with a violation scrolls inside
+// its box, says so, and opens on the violation; a run report shows its
+// close-up of the violation before the whole run. At 1280 px nothing moves.
+func checkPhoneTimelines(t *testing.T, got probeResult, width int) {
+	t.Helper()
+	narrow := width < 700
+	for _, tl := range got.Timelines {
+		switch {
+		case !tl.Scrollable && tl.Hint:
+			t.Errorf("timeline %s fits its box at %d px but shows the hint that it scrolls", tl.ID, width)
+		case !tl.Scrollable:
+			// A handout's timeline fits the width of the paper.
+		case narrow && (tl.OpenedOn == "" || !tl.WitnessInView):
+			t.Errorf("timeline %s does not open on its violation at %d px (opened on %q, in view %v)", tl.ID, width, tl.OpenedOn, tl.WitnessInView)
+		case narrow && !tl.Hint:
+			t.Errorf("timeline %s scrolls at %d px without the hint that says so", tl.ID, width)
+		case !narrow && tl.Hint:
+			t.Errorf("timeline %s shows the phone's scroll hint at %d px", tl.ID, width)
+		}
+	}
+	if got.Zoom && got.ZoomFirst != narrow {
+		t.Errorf("at %d px the close-up of the violation comes first: %v; want %v", width, got.ZoomFirst, narrow)
+	}
 }

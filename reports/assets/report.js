@@ -70,6 +70,21 @@
     });
   });
 
+  // A timeline wider than its box (a phone: the SVG keeps a readable
+  // size and scrolls) opens on the violation rather than on second 0: the
+  // first witness shape is scrolled into view, a little margin before it.
+  function openOnViolation() {
+    Array.prototype.forEach.call(document.querySelectorAll("figure.timeline"), function (fig) {
+      if (fig.scrollWidth <= fig.clientWidth + 1) { return; }
+      var w = fig.querySelector("svg.tl [id].witness");
+      if (!w) { return; }
+      var left = w.getBoundingClientRect().left - fig.getBoundingClientRect().left + fig.scrollLeft;
+      fig.scrollLeft = Math.max(0, left - 40);
+      fig.setAttribute("data-opened-on", w.id);
+    });
+  }
+  openOnViolation();
+
   // Interactive charts, when a local ECharts copy is on the page. A chart
   // inside a closed <details> has no size yet: it is drawn when its
   // section opens, and resized with the window.

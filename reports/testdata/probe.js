@@ -65,6 +65,25 @@
         }
       }
     });
+    // Timelines that carry a violation: on a narrow screen they scroll,
+    // say so, and open on the violation (report.js).
+    out.timelines = [];
+    Array.prototype.forEach.call(document.querySelectorAll("figure.timeline"), function (fig) {
+      var w = fig.querySelector("svg.tl [id].witness");
+      if (!w) { return; }
+      var fr = fig.getBoundingClientRect(), wr = w.getBoundingClientRect();
+      var hint = fig.querySelector(".scroll-hint");
+      out.timelines.push({
+        id: fig.id,
+        scrollable: fig.scrollWidth > fig.clientWidth + 1,
+        openedOn: fig.getAttribute("data-opened-on") || "",
+        witnessInView: wr.right > fr.left && wr.left < fr.right,
+        hint: !!hint && getComputedStyle(hint).display !== "none"
+      });
+    });
+    var full = document.querySelector(".tl-section .tl-full"), zoom = document.querySelector(".tl-section .tl-zoom");
+    out.zoomFirst = !!(full && zoom) && zoom.getBoundingClientRect().top < full.getBoundingClientRect().top;
+    out.zoom = !!zoom;
     Array.prototype.forEach.call(document.querySelectorAll("details[data-viz]"), function (d) {
       var f = d.querySelector("iframe");
       out.viz.push({ state: d.getAttribute("data-viz-state") || "", boxes: Number(d.getAttribute("data-viz-boxes") || 0), height: f ? f.getBoundingClientRect().height : 0, labels: d.getAttribute("data-viz-labels") || "", ms: d.getAttribute("data-viz-ms") === "1" });
