@@ -78,6 +78,10 @@ type probeResult struct {
 		Height float64
 		Labels string
 		MS     bool
+		// Fits: no sideways scrolling inside the frame; ContentHeight
+		// is the drawing's height, which the frame must show whole.
+		Fits          bool
+		ContentHeight float64
 	}
 	Details    int
 	Collisions []string
@@ -269,6 +273,9 @@ func TestReportsInBrowser(t *testing.T) {
 				for i, v := range got.Viz {
 					if v.State != "drawn" || v.Boxes == 0 || v.Height < 100 {
 						t.Errorf("porcupine view %d was not drawn when opened: %+v", i, v)
+					}
+					if !v.Fits || v.Height < v.ContentHeight {
+						t.Errorf("porcupine view %d does not fit its frame at %d px: fits sideways %v, frame %.0f px high for %.0f px of drawing", i, width, v.Fits, v.Height, v.ContentHeight)
 					}
 					// Its rows are named after the run's clients, its times
 					// in ms (a view with no hold has no labels).

@@ -529,17 +529,33 @@ func capTrace(v *runView, n int) {
 	v.TraceOmitted += more
 }
 
-// vizProbe is appended to porcupine's page: once drawn, it tells the
-// report its height and how many boxes it drew (the frame is sandboxed, so
-// the report cannot look inside).
+// vizProbe is appended to porcupine's page: once drawn, it fits the
+// drawing to the frame's width (porcupine sizes its SVG in pixels, which
+// left a long history scrolling sideways inside a phone's frame; a viewBox
+// lets it scale) and tells the report its height, how many boxes it drew
+// and whether it fits (the frame is sandboxed, so the report cannot look
+// inside).
 const vizProbe = `<script>
+function locklabVizFit(svg) {
+  var w = Number(svg.getAttribute("width")), h = Number(svg.getAttribute("height"));
+  if (w > 0 && h > 0 && !svg.getAttribute("viewBox")) { svg.setAttribute("viewBox", "0 0 " + w + " " + h); }
+  // Without a viewBox, height:auto would collapse the drawing to 150 px.
+  if (!svg.getAttribute("viewBox")) { return; }
+  svg.style.maxWidth = "100%";
+  svg.style.height = "auto";
+}
 function locklabVizPost() {
   var svg = document.querySelector("#canvas svg");
+  // The drawing and porcupine's legend above it (an SVG 660 px wide).
+  Array.prototype.forEach.call(document.querySelectorAll("body svg"), locklabVizFit);
+  var legend = document.getElementById("legend");
+  if (legend) { legend.style.maxWidth = "100%"; }
   var boxes = svg ? svg.querySelectorAll("rect").length : 0;
   var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
   var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"), function (t) { return t.textContent; }) : [];
   var ms = texts.some(function (t) { return / ms\b/.test(t); });
-  parent.postMessage({ locklabViz: true, h: h, boxes: boxes, labels: texts.slice(0, 20).join(" "), ms: ms }, "*");
+  var fits = document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1;
+  parent.postMessage({ locklabViz: true, h: h, boxes: boxes, labels: texts.slice(0, 20).join(" "), ms: ms, fits: fits }, "*");
 }
 locklabVizPost();
 window.addEventListener("resize", locklabVizPost);

@@ -61,12 +61,14 @@
     if (!m || m.locklabViz !== true) { return; }
     Array.prototype.forEach.call(document.querySelectorAll("details[data-viz] iframe"), function (f) {
       if (f.contentWindow !== e.source) { return; }
-      f.style.height = Math.max(160, Math.min(2000, Math.ceil(m.h) + 8)) + "px";
+      f.style.height = Math.max(160, Math.min(6000, Math.ceil(m.h) + 8)) + "px";
       var d = f.closest("details");
       if (m.boxes > 0) { d.setAttribute("data-viz-state", "drawn"); }
       d.setAttribute("data-viz-labels", String(m.labels || "").slice(0, 400));
       d.setAttribute("data-viz-ms", m.ms ? "1" : "0");
       d.setAttribute("data-viz-boxes", String(m.boxes));
+      d.setAttribute("data-viz-fits", m.fits ? "1" : "0");
+      d.setAttribute("data-viz-h", String(Math.ceil(m.h)));
     });
   });
 

@@ -86,7 +86,7 @@
     out.zoom = !!zoom;
     Array.prototype.forEach.call(document.querySelectorAll("details[data-viz]"), function (d) {
       var f = d.querySelector("iframe");
-      out.viz.push({ state: d.getAttribute("data-viz-state") || "", boxes: Number(d.getAttribute("data-viz-boxes") || 0), height: f ? f.getBoundingClientRect().height : 0, labels: d.getAttribute("data-viz-labels") || "", ms: d.getAttribute("data-viz-ms") === "1" });
+      out.viz.push({ state: d.getAttribute("data-viz-state") || "", boxes: Number(d.getAttribute("data-viz-boxes") || 0), height: f ? f.getBoundingClientRect().height : 0, labels: d.getAttribute("data-viz-labels") || "", ms: d.getAttribute("data-viz-ms") === "1", fits: d.getAttribute("data-viz-fits") === "1", contentHeight: Number(d.getAttribute("data-viz-h") || 0) });
     });
     return JSON.stringify(out);
   }
