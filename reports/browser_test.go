@@ -83,9 +83,10 @@ type probeResult struct {
 		Fits          bool
 		ContentHeight float64
 	}
-	Details    int
-	Collisions []string
-	Timelines  []struct {
+	Details     int
+	Collisions  []string
+	BarOverlaps []string
+	Timelines   []struct {
 		ID            string
 		Scrollable    bool
 		OpenedOn      string
@@ -184,6 +185,12 @@ func TestReportsInBrowser(t *testing.T) {
 			some = append(some, s)
 		}
 	}
+	// LOCKLAB_BROWSER_COURSE=1 looks at the whole course instead, every
+	// lesson page (slow; for work on the drawings).
+	wholeCourse := os.Getenv("LOCKLAB_BROWSER_COURSE") == "1"
+	if wholeCourse {
+		some = all
+	}
 	course := filepath.Join(dir, "course")
 	index, err := WriteCourse(course, some, CourseOptions{})
 	if err != nil {
@@ -204,6 +211,16 @@ func TestReportsInBrowser(t *testing.T) {
 		browserPage{name: "glossary", file: filepath.Join(course, GlossaryFile), js: true, witness: []string{`id="term-fencing-token"`}},
 		browserPage{name: "course-index", file: index, js: true, witness: []string{`href="setnx-expire-crash.html"`, `id="section-one-node"`, `id="section-zookeeper"`}},
 	)
+
+	if wholeCourse {
+		entries, _ := os.ReadDir(course)
+		for _, e := range entries {
+			n := e.Name()
+			if strings.HasSuffix(n, ".html") && !strings.HasSuffix(n, "-handout.html") && n != "index.html" && n != GlossaryFile && n != PorcupineFile {
+				pagesToSee = append(pagesToSee, browserPage{name: "all-" + strings.TrimSuffix(n, ".html"), file: filepath.Join(course, n), js: true})
+			}
+		}
+	}
 
 	// A matrix.
 	file = filepath.Join(dir, "matrix.html")
@@ -294,6 +311,9 @@ func TestReportsInBrowser(t *testing.T) {
 				if width == 1280 {
 					for _, c := range got.Collisions {
 						t.Errorf("timeline labels collide: %s", c)
+					}
+					for _, c := range got.BarOverlaps {
+						t.Errorf("timeline label crosses a bar: %s", c)
 					}
 				}
 				checkPhoneTimelines(t, got, width)

@@ -410,7 +410,9 @@ func (b *tlBuilder) votes(r row) {
 		if a.Held {
 			title += fmt.Sprintf("; granted, valid until %s", checker.Sec(a.Validity))
 			vx := b.x(a.Validity)
-			t.Plot = append(t.Plot, shape{Kind: "rect", X: x, Y: y + 3, W: math.Max(vx-x, 1), H: 9, Fill: color, Opacity: 0.18, Stroke: color, SW: 1, Class: "validity", Title: title,
+			// As tall as the vote mark: the attempt's label sits inside
+			// its validity, not half over the outline.
+			t.Plot = append(t.Plot, shape{Kind: "rect", X: x, Y: y + 1, W: math.Max(vx-x, 1), H: 13, Fill: color, Opacity: 0.18, Stroke: color, SW: 1, Class: "validity", Title: title,
 				Label: fmt.Sprintf("validity %s %s %s", a.Client, checker.Sec(a.To), checker.Sec(a.Validity))})
 			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
 		}

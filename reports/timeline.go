@@ -115,6 +115,7 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 		b.color[c] = clientColor(i)
 	}
 	b.layout(clients)
+	settleLabels(t)
 	return t
 }
 

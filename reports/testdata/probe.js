@@ -65,6 +65,34 @@
         }
       }
     });
+    // Labels that a bar crosses: a label sits inside a bar or beside it,
+    // never half over one (its edge or outline would stripe the text).
+    // Bars are the drawn intervals: holds, key spans, validity, votes,
+    // roles, sessions, znodes, fault windows.
+    out.barOverlaps = [];
+    var barSel = "rect.hold, rect.key-span, rect.key-nominal, rect.validity, rect.vote, rect.role, rect.session, rect.znode, rect.fault, rect.want";
+    Array.prototype.forEach.call(document.querySelectorAll("svg.tl"), function (svg) {
+      // Bars are clipped to the plot (a zoomed view cuts the bars that
+      // began before it); getBBox does not know, so clip here too.
+      var clip = svg.querySelector("clipPath rect"), cx0 = -1e9, cx1 = 1e9;
+      if (clip) { var cb = clip.getBBox(); cx0 = cb.x; cx1 = cb.x + cb.width; }
+      var bars = Array.prototype.map.call(svg.querySelectorAll(barSel), function (r) {
+        var b = r.getBBox();
+        return { c: r.getAttribute("class"), t: (r.querySelector("title") || {}).textContent || "", x0: Math.max(b.x, cx0), y0: b.y, x1: Math.min(b.x + b.width, cx1), y1: b.y + b.height };
+      }).filter(function (b) { return b.x1 > b.x0; });
+      Array.prototype.forEach.call(svg.querySelectorAll("text"), function (t) {
+        var a = t.getBBox();
+        if (a.width === 0) { return; }
+        var x0 = a.x + 1, y0 = a.y + 2, x1 = a.x + a.width - 1, y1 = a.y + a.height - 2;
+        for (var i = 0; i < bars.length && out.barOverlaps.length < 30; i++) {
+          var b = bars[i];
+          var w = Math.min(x1, b.x1) - Math.max(x0, b.x0), h = Math.min(y1, b.y1) - Math.max(y0, b.y0);
+          if (w <= 0 || h <= 0) { continue; }
+          var inside = x0 >= b.x0 - 0.5 && x1 <= b.x1 + 0.5 && y0 >= b.y0 - 0.5 && y1 <= b.y1 + 0.5;
+          if (!inside) { out.barOverlaps.push("\u201c" + t.textContent + "\u201d over a " + b.c + " bar (" + b.t.slice(0, 60) + ")"); }
+        }
+      });
+    });
     // Timelines that carry a violation: on a narrow screen they scroll,
     // say so, and open on the violation (report.js).
     out.timelines = [];
