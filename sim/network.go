@@ -305,10 +305,14 @@ func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Durat
 	)
 	id := p.prepark()
 	req := &Message{Conn: conn, From: p.Host.Name, To: to, Client: p.Host.Name, Dir: Request, Op: op, Summary: summary}
-	w.Record(p.Name, event.Event{Kind: event.CommandSent, Node: to, Client: p.Host.Name, Op: op, Command: summary})
+	if w.Tracing() {
+		w.Record(p.Name, event.Event{Kind: event.CommandSent, Node: to, Client: p.Host.Name, Op: op, Command: summary})
+	}
 	w.Net.Send(req, func() {
 		reply, rs := serve()
-		w.Record(to, event.Event{Kind: event.CommandExecuted, Node: to, Client: p.Host.Name, Op: op, Command: summary, Reply: rs})
+		if w.Tracing() {
+			w.Record(to, event.Event{Kind: event.CommandExecuted, Node: to, Client: p.Host.Name, Op: op, Command: summary, Reply: rs})
+		}
 		rep := &Message{Conn: conn, From: to, To: p.Host.Name, Client: p.Host.Name, Dir: Reply, Op: op, Summary: rs}
 		w.Net.Send(rep, func() {
 			if p.done {
@@ -325,7 +329,9 @@ func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Durat
 		return nil, ErrTimeout
 	}
 	if !got {
-		w.Record(p.Name, event.Event{Kind: event.ReplyTimeout, Node: to, Client: p.Host.Name, Op: op})
+		if w.Tracing() {
+			w.Record(p.Name, event.Event{Kind: event.ReplyTimeout, Node: to, Client: p.Host.Name, Op: op})
+		}
 		return nil, ErrTimeout
 	}
 	return result, nil

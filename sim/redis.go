@@ -464,7 +464,9 @@ func (c *redisConn) send(w *World, args []string) {
 		summary = commandSummary(args)
 	}
 	op := strings.ToUpper(args[0])
-	w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
+	if w.Tracing() {
+		w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
+	}
 	req := &Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
 	if c.bb != nil {
 		req.order = c.bb.id
