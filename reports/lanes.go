@@ -353,7 +353,7 @@ func (b *tlBuilder) votes(r row) {
 		line[c] = r.y + 6 + subLineH*float64(i)
 		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 10, Fill: b.color[c], Weight: "700", Anchor: "end"})
 	}
-	quorum := len(b.mech.Nodes)/2 + 1
+	quorum := len(b.mech.Voters)/2 + 1
 	lastEnd := map[string]float64{}
 	// Failed attempts in a row share one path of ticks and one tooltip.
 	type failRun struct {
@@ -379,9 +379,9 @@ func (b *tlBuilder) votes(r row) {
 			fr.to = a.To
 			p := &t.Plot[fr.idx]
 			p.D += fmt.Sprintf("M%.1f %.1fv13", x, y+1)
-			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Nodes))
+			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Voters))
 			if x+6 > lastEnd[a.Client] && fr.n == 1 {
-				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Nodes), quorum)
+				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Voters), quorum)
 				if w := boldWidth(label, 10); x+6+w < t.X1 {
 					t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
 					lastEnd[a.Client] = x + 6 + w + 4
@@ -406,7 +406,7 @@ func (b *tlBuilder) votes(r row) {
 			}
 			tally = append(tally, v.Node+mark)
 		}
-		title := fmt.Sprintf("%s's attempt %s → %s: %s; %d of %d nodes, quorum %d", a.Client, checker.Sec(a.From), checker.Sec(a.To), strings.Join(tally, " "), a.Yes(), len(b.mech.Nodes), quorum)
+		title := fmt.Sprintf("%s's attempt %s → %s: %s; %d of %d nodes, quorum %d", a.Client, checker.Sec(a.From), checker.Sec(a.To), strings.Join(tally, " "), a.Yes(), len(b.mech.Voters), quorum)
 		if a.Held {
 			title += fmt.Sprintf("; granted, valid until %s", checker.Sec(a.Validity))
 			vx := b.x(a.Validity)
@@ -415,7 +415,7 @@ func (b *tlBuilder) votes(r row) {
 			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
 		}
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
-		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Nodes))
+		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Voters))
 		if a.Held {
 			var yes []string
 			for _, v := range a.Votes {
@@ -574,25 +574,23 @@ func (b *tlBuilder) notifications() {
 }
 
 // fenceLabel is how the store row labels a fenced write: the comparison
-// the storage made.
-func fenceLabel(a checker.Access, highest int64) string {
-	if a.Fence == 0 {
+// the store made, with the highest token it had seen then (Access.Highest,
+// which counts reads too), never a reconstruction.
+func fenceLabel(a checker.Access) string {
+	switch {
+	case a.Fence == 0:
 		return ""
+	case a.Accepted && a.Highest == 0:
+		return fmt.Sprintf("token %d ✓", a.Fence)
+	case a.Accepted:
+		return fmt.Sprintf("%d ≥ %d ✓", a.Fence, a.Highest)
+	case a.Fence < a.Highest:
+		return fmt.Sprintf("%d < %d ✗", a.Fence, a.Highest)
+	default:
+		// Not lower, yet refused: under the strict rule the token has
+		// already written once.
+		return fmt.Sprintf("%d already used ✗", a.Fence)
 	}
-	if a.Accepted {
-		if highest == 0 {
-			return fmt.Sprintf("token %d ✓", a.Fence)
-		}
-		return fmt.Sprintf("%d ≥ %d ✓", a.Fence, highest)
-	}
-	var x, y int64
-	if n, _ := fmt.Sscanf(a.Reason, "token %d is lower than %d", &x, &y); n == 2 {
-		return fmt.Sprintf("%d < %d ✗", x, y)
-	}
-	if n, _ := fmt.Sscanf(a.Reason, "token %d has already written", &x); n == 1 {
-		return fmt.Sprintf("%d already used ✗", x)
-	}
-	return fmt.Sprintf("token %d ✗", a.Fence)
 }
 
 // mechLegend explains the mechanism lanes this timeline draws.

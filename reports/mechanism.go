@@ -131,6 +131,11 @@ type serverSpan struct {
 // mechanism is everything derived from one run.
 type mechanism struct {
 	Nodes      []string // Redis nodes, in host order
+	// Voters are the Redlock nodes: those a client asked for the lock
+	// (sent the SET of its token to), in host order. A fencing token
+	// store is a Redis node but casts no vote, so the quorum counts
+	// Voters, never Nodes.
+	Voters []string
 	Keys       map[string][]keySpan
 	Fences     []fenceIssue
 	Attempts   []voteAttempt
@@ -437,6 +442,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		}
 	}
 	sort.SliceStable(m.Attempts, func(i, j int) bool { return m.Attempts[i].From < m.Attempts[j].From })
+	m.Voters = voters(m)
 	return m
 }
 
@@ -477,4 +483,21 @@ func looksLikeToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// voters lists the nodes some Redlock attempt asked, in host order.
+func voters(m *mechanism) []string {
+	asked := map[string]bool{}
+	for _, a := range m.Attempts {
+		for _, v := range a.Votes {
+			asked[v.Node] = true
+		}
+	}
+	var out []string
+	for _, n := range m.Nodes {
+		if asked[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -660,12 +660,7 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 		}
 		byRow[key] = append(byRow[key], m)
 	}
-	var highest int64 // the highest fencing token the store has seen
 	for _, a := range acc {
-		before := highest
-		if a.Accepted && a.Fence > highest {
-			highest = a.Fence
-		}
 		if a.At < b.from || a.At > b.to {
 			continue
 		}
@@ -701,7 +696,7 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 			if !a.Accepted {
 				txt = "rejects " + a.Client
 			}
-			if fl := fenceLabel(a, before); fl != "" {
+			if fl := fenceLabel(a); fl != "" {
 				txt += ": " + fl
 			}
 			addMark("store:"+scenarios.ResourceHost, accessMark{x, txt})

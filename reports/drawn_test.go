@@ -1,0 +1,220 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/bubblehost"
+	"github.com/locklab/locklab/sim/event"
+)
+
+// drawnRun is one catalogue scenario's run with its derived mechanism.
+type drawnRun struct {
+	id  string
+	res *scenarios.Result
+	m   *mechanism
+}
+
+func catalogueMechanisms(t *testing.T) []drawnRun {
+	t.Helper()
+	bubblehost.Bind(t)
+	all, _ := scenarios.Catalogue()
+	var out []drawnRun
+	for _, s := range all {
+		if s.Clients.Count > 20 {
+			continue // large scenarios draw the dense view, no mechanism
+		}
+		res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+		if err != nil {
+			t.Fatalf("%s: %v", s.ID, err)
+		}
+		out = append(out, drawnRun{s.ID, res, deriveMechanism(res)})
+	}
+	return out
+}
+
+// Every drawn element of every catalogue scenario names the events it came
+// from, on the node it is drawn on: a vote on node N is N's answer to that
+// SET; a key bar on N starts with a write of that token that N ran or
+// applied and ends with N's own release, expiry, crash or overwrite; a
+// replication arrow is an effect the named master shipped to the named
+// replica; a promotion is the node's; a fencing label is the store's
+// comparison. Drawing any of these from another node fails here.
+func TestDrawnElementsAreEvents(t *testing.T) {
+	for _, r := range catalogueMechanisms(t) {
+		if r.m == nil {
+			t.Errorf("%s: no mechanism derived from a kept run", r.id)
+			continue
+		}
+		for _, err := range drawnMismatches(r.res, r.m) {
+			t.Errorf("%s: %s", r.id, err)
+		}
+	}
+}
+
+// drawnMismatches checks m against res's events.
+func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
+	var errs []string
+	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	has := func(match func(e *event.Event) bool) bool {
+		for i := range res.Events {
+			if match(&res.Events[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	key := res.Scenario.Key
+	for _, a := range m.Attempts {
+		for _, v := range a.Votes {
+			ran := func(e *event.Event) bool {
+				return e.Kind == event.CommandExecuted && e.Node == v.Node && e.At >= a.From && e.At <= a.To &&
+					strings.Contains(e.Command, " "+key+" "+a.Token)
+			}
+			granted := has(func(e *event.Event) bool { return ran(e) && e.Reply == "+OK" })
+			if (v.Got == "yes") != granted {
+				errf("%s's attempt at %v: vote of %s drawn %q, the node granted: %v", a.Client, a.From, v.Node, v.Got, granted)
+			}
+		}
+	}
+	for _, v := range m.Voters {
+		if !has(func(e *event.Event) bool {
+			return e.Kind == event.CommandSent && e.Node == v && strings.Contains(e.Command, " "+key+" ")
+		}) {
+			errf("%s counted as a Redlock voter but no client asked it for %s", v, key)
+		}
+	}
+	for node, spans := range m.Keys {
+		for _, k := range spans {
+			if k.From >= 0 && !has(func(e *event.Event) bool {
+				return e.At == k.From && e.Node == node && (e.Kind == event.NodeRestarted ||
+					(e.Kind == event.CommandExecuted || e.Kind == event.ReplicationApplied) && strings.Contains(e.Command, k.Token))
+			}) {
+				errf("key bar of %s on %s from %v: no write of that token ran on %s then", k.Owner, node, k.From, node)
+			}
+			switch k.End {
+			case "released":
+				if !has(func(e *event.Event) bool {
+					return e.At == k.To && e.Node == node && (e.Kind == event.CommandExecuted || e.Kind == event.ReplicationApplied)
+				}) {
+					errf("key bar of %s on %s released at %v: %s ran no command then", k.Owner, node, k.To, node)
+				}
+			case "crash":
+				if !has(func(e *event.Event) bool { return e.At == k.To && e.Node == node && e.Kind == event.NodeCrashed }) {
+					errf("key bar of %s on %s ends in a crash at %v that %s did not have", k.Owner, node, k.To, node)
+				}
+			}
+		}
+	}
+	for _, p := range m.Repl {
+		kind := event.ReplicationApplied
+		if p.Lost {
+			kind = event.ReplicationLost
+		}
+		if !has(func(e *event.Event) bool {
+			return e.Kind == kind && e.At == p.Arrived && e.From == p.From && e.To == p.To && e.Command == p.Summary
+		}) {
+			errf("replication %s → %s of %q at %v (lost %v): no such event", p.From, p.To, p.Summary, p.Arrived, p.Lost)
+		}
+	}
+	for _, p := range m.Promotions {
+		if !has(func(e *event.Event) bool {
+			return e.Kind == event.Promoted && e.At == p.At && e.Node == p.Node && e.From == p.Old
+		}) {
+			errf("promotion of %s in place of %s at %v: no such event", p.Node, p.Old, p.At)
+		}
+	}
+	for _, a := range res.History.Accesses {
+		if a.Kind != "write" {
+			continue
+		}
+		label := fenceLabel(a)
+		var x, y int64
+		if n, _ := fmt.Sscanf(label, "%d ≥ %d ✓", &x, &y); n == 2 && (!a.Accepted || x < y || x != a.Fence || y != a.Highest) {
+			errf("store label %q for a write the store decided accepted=%v with token %d against %d", label, a.Accepted, a.Fence, a.Highest)
+		}
+		if n, _ := fmt.Sscanf(label, "%d < %d ✗", &x, &y); n == 2 && (a.Accepted || x >= y) {
+			errf("store label %q for a write the store decided accepted=%v", label, a.Accepted)
+		}
+	}
+	return errs
+}
+
+// The checks above do catch a lane drawn from the wrong node: moving the
+// first replication arrow's master, or a key bar to another node, is
+// reported.
+func TestDrawnCheckCatchesTheWrongNode(t *testing.T) {
+	bubblehost.Bind(t)
+	s, err := scenarios.Get("wait-one-of-two-failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := deriveMechanism(res)
+	if errs := drawnMismatches(res, m); len(errs) > 0 {
+		t.Fatalf("the run's own drawing fails: %v", errs)
+	}
+	if len(m.Repl) == 0 || len(m.Nodes) < 2 {
+		t.Fatal("no replication drawn in the failover lesson")
+	}
+	last := &m.Repl[len(m.Repl)-1]
+	if last.From == "A" {
+		t.Fatalf("the last replication of the failover lesson is drawn from A: %+v", *last)
+	}
+	last.From = "A"
+	if errs := drawnMismatches(res, m); len(errs) == 0 {
+		t.Error("a replication arrow drawn from A after A's failover passed the check")
+	}
+	m = deriveMechanism(res)
+	var from, to string
+	for _, n := range m.Nodes {
+		if len(m.Keys[n]) > 0 && from == "" {
+			from = n
+		} else if to == "" {
+			to = n
+		}
+	}
+	m.Keys[to] = append(m.Keys[to], m.Keys[from]...)
+	if errs := drawnMismatches(res, m); len(errs) == 0 {
+		t.Errorf("%s's key bars drawn on %s passed the check", from, to)
+	}
+}
+
+// The fenced twin of the Redlock clock-jump lesson holds with 3 of 5
+// Redlock nodes: the fencing token store is a Redis node but no voter.
+func TestFencedRedlockCountsOnlyRedlockNodes(t *testing.T) {
+	bubblehost.Bind(t)
+	s, err := scenarios.Get("redlock-clock-jump-fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := deriveMechanism(res)
+	if len(m.Nodes) != 6 || len(m.Voters) != 5 {
+		t.Fatalf("nodes %v, voters %v; want the 5 Redlock nodes as voters beside the token store", m.Nodes, m.Voters)
+	}
+	for _, v := range m.Voters {
+		if v == "T" {
+			t.Fatalf("the token store T counted as a voter: %v", m.Voters)
+		}
+	}
+	var tl strings.Builder
+	if err := WriteRun(&tl, res, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	page := tl.String()
+	if strings.Contains(page, "/6 votes") || strings.Contains(page, "quorum 4") {
+		t.Error("the report still counts 6 nodes and a quorum of 4")
+	}
+	if !strings.Contains(page, "/5 votes") || !strings.Contains(page, "quorum 3") {
+		t.Error("the report draws no tally out of 5 with a quorum of 3")
+	}
+}
