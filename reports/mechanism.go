@@ -130,12 +130,12 @@ type serverSpan struct {
 
 // mechanism is everything derived from one run.
 type mechanism struct {
-	Nodes      []string // Redis nodes, in host order
+	Nodes []string // Redis nodes, in host order
 	// Voters are the Redlock nodes: those a client asked for the lock
 	// (sent the SET of its token to), in host order. A fencing token
 	// store is a Redis node but casts no vote, so the quorum counts
 	// Voters, never Nodes.
-	Voters []string
+	Voters     []string
 	Keys       map[string][]keySpan
 	Fences     []fenceIssue
 	Attempts   []voteAttempt
