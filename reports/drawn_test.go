@@ -218,3 +218,83 @@ func TestFencedRedlockCountsOnlyRedlockNodes(t *testing.T) {
 		t.Error("the report draws no tally out of 5 with a quorum of 3")
 	}
 }
+
+// runPage runs a catalogue scenario with its events kept and returns the
+// result, its mechanism and its report page.
+func runPage(t *testing.T, id string) (*scenarios.Result, *mechanism, string) {
+	t.Helper()
+	bubblehost.Bind(t)
+	s, err := scenarios.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page strings.Builder
+	if err := WriteRun(&page, res, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	return res, deriveMechanism(res), page.String()
+}
+
+// The stuck holder holds: the unavailable stretch names c1 as the holder
+// that does not let go (the checker's Stuck), and each of the watchdog's
+// renewals the node granted is drawn on c1's key.
+func TestWatchdogStuckHolderDrawsHolderAndRenewals(t *testing.T) {
+	res, m, page := runPage(t, "watchdog-stuck-holder")
+	if strings.Contains(page, "nobody holds the lock") {
+		t.Error(`the report says "nobody holds the lock" over c1's hold`)
+	}
+	if !strings.Contains(page, "c1 holds the lock without letting go") {
+		t.Error("the report does not name c1 as the stuck holder")
+	}
+	granted := map[string]int{}
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && strings.Contains(e.Command, "<compare-and-pexpire>") && e.Reply == ":1" {
+			granted[e.Node]++
+		}
+	}
+	drawn := map[string]int{}
+	for n, spans := range m.Keys {
+		for _, k := range spans {
+			drawn[n] += len(k.Renewals)
+			if len(k.Renewals) != k.Renewed {
+				t.Errorf("%s's key on %s: %d renewals counted, %d drawn", k.Owner, n, k.Renewed, len(k.Renewals))
+			}
+		}
+	}
+	if len(granted) == 0 || fmt.Sprint(granted) != fmt.Sprint(drawn) {
+		t.Errorf("renewals granted per node %v, drawn %v", granted, drawn)
+	}
+	if !strings.Contains(page, "key-renewal") {
+		t.Error("no renewal ticks in the report")
+	}
+}
+
+// The reentrant lesson's key reaches hold count 2 (the retried acquire
+// counts twice): the bar says so, even though it ends at 1.
+func TestReentrantDrawsTheCountReached(t *testing.T) {
+	res, m, page := runPage(t, "reentrant-retry-double-count")
+	// The count the node's script reached: acquires granted (nil reply)
+	// for a token whose key was live, counted from the events.
+	most := 0
+	for _, spans := range m.Keys {
+		for _, k := range spans {
+			most = max(most, k.MaxCount)
+		}
+	}
+	acquires := 0
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && strings.Contains(e.Command, "<reentrant-acquire>") && e.Reply == "$-1" {
+			acquires++
+		}
+	}
+	if most < 2 || acquires < 2 {
+		t.Fatalf("hold count drawn up to %d after %d granted acquires; the lesson's count reaches 2", most, acquires)
+	}
+	if !strings.Contains(page, fmt.Sprintf("count up to %d", most)) {
+		t.Errorf("the key's label does not say count up to %d", most)
+	}
+}

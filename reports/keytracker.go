@@ -159,6 +159,7 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)
 					if s := state[n]; s.live {
 						s.span.Renewed++
+						s.span.Renewals = append(s.span.Renewals, at)
 					}
 				}
 			}
@@ -173,6 +174,7 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 					kt.open(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
 					state[n].span.Count = 1
 				}
+				state[n].span.MaxCount = max(state[n].span.MaxCount, state[n].span.Count)
 			}
 		case "<reentrant-release>":
 			// 1: the last hold, the key is deleted; 0: one hold fewer,

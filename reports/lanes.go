@@ -197,6 +197,9 @@ func (b *tlBuilder) keyLane(node string, r row) {
 		}
 		if k.Count > 0 {
 			title += fmt.Sprintf("; hold count %d", k.Count)
+			if k.MaxCount > k.Count {
+				title += fmt.Sprintf(" (%d at most)", k.MaxCount)
+			}
 		}
 		if k.Renewed > 0 {
 			title += fmt.Sprintf("; renewed %d times", k.Renewed)
@@ -225,14 +228,20 @@ func (b *tlBuilder) keyLane(node string, r row) {
 		} else {
 			label += " · no TTL"
 		}
-		if k.Count > 1 || (k.Count == 1 && k.End == "expired") {
-			label += fmt.Sprintf(" · count %d", k.Count)
+		if k.MaxCount > 1 {
+			label += fmt.Sprintf(" · count up to %d", k.MaxCount)
+		} else if k.Count == 1 && k.End == "expired" {
+			label += " · count 1"
+		}
+		if k.Renewed > 0 {
+			label += fmt.Sprintf(" · renewed %d×", k.Renewed)
 		}
 		vis0, vis1 := math.Max(x0, t.X0), math.Min(x0+w, t.X1)
 		if vis0 > lastEnd && boldWidth(label, 10)+8 < vis1-vis0 {
 			t.Plot = append(t.Plot, shape{Kind: "text", X: vis0 + 4, Y: y + 13, Text: label, Size: 10, Fill: "#0f172a", Weight: "700"})
 			lastEnd = vis1
 		}
+		b.renewalTicks(node, k, y)
 		if k.End == "expired" || k.End == "crash" {
 			mark := "expires"
 			if k.End == "crash" {
@@ -241,6 +250,26 @@ func (b *tlBuilder) keyLane(node string, r row) {
 			t.Plot = append(t.Plot, shape{Kind: "line", X: x1, Y: y - 2, X2: x1, Y2: y + keyBarH + 2, Stroke: "#0f172a", SW: 1.5, Title: fmt.Sprintf("%s's key %s on %s at %s", k.Owner, mark, node, checker.Sec(k.To))})
 		}
 	}
+}
+
+// renewalTicks draws each renewal of a key (a watchdog's or a client's
+// compare-and-pexpire that the node granted) as a tick on its bar: one
+// path and one tooltip for all of them.
+func (b *tlBuilder) renewalTicks(node string, k keySpan, y float64) {
+	var d strings.Builder
+	n := 0
+	for _, at := range k.Renewals {
+		if at < b.from || at > b.to {
+			continue
+		}
+		fmt.Fprintf(&d, "M%.1f %.1fv%.0f", b.x(at), y+keyBarH-6, 6.0)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#0f172a", SW: 1, Fill: "none", Class: "key-renewal",
+		Title: fmt.Sprintf("%d renewals of %s's key on %s granted by the node (%d in view)", len(k.Renewals), k.Owner, node, n)})
 }
 
 // burstEnd returns the end (exclusive) of a run of consecutive key spans

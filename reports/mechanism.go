@@ -35,9 +35,14 @@ type keySpan struct {
 	// the bar snaps short.
 	TTL     time.Duration
 	Nominal time.Duration
-	Count   int  // reentrant hold count (0 when not a hash lock)
-	Renewed int  // renewals (compare-and-pexpire) during the span
-	Replica bool // the key arrived by replication
+	Count   int // reentrant hold count at the span's end (0 when not a hash lock)
+	// MaxCount is the highest hold count the span reached: a reentrant
+	// lock taken twice shows 2 even when it ends at 1.
+	MaxCount int
+	Renewed  int // renewals (compare-and-pexpire) during the span
+	// Renewals are the true times of those renewals, each drawn.
+	Renewals []time.Duration
+	Replica  bool // the key arrived by replication
 }
 
 // fenceIssue is an INCR of the fencing counter on a node.

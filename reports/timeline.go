@@ -210,7 +210,7 @@ func (b *tlBuilder) layout(clients []string) {
 	}
 	if u := w.Liveness; u != nil && b.visible(u.From, u.To) {
 		witnessLanes = append(witnessLanes, lane{
-			text:  fmt.Sprintf("UNAVAILABLE for %s (bound %s): nobody holds the lock while %s wait", dur(u.To-u.From), dur(u.Bound), strings.Join(u.Waiting, ", ")),
+			text:  fmt.Sprintf("UNAVAILABLE for %s (bound %s): %s while %s wait", dur(u.To-u.From), dur(u.Bound), unavailableHolder(u), strings.Join(u.Waiting, ", ")),
 			x:     b.xc(u.From),
 			color: witnessRed, weight: "700",
 		})
@@ -961,4 +961,17 @@ func signed(d time.Duration) string {
 		return "+" + dur(d)
 	}
 	return "-" + dur(-d)
+}
+
+// unavailableHolder says who held the lock during an unavailable stretch,
+// as the checker found it: nobody, or a holder stuck past the longest
+// hold (a hung worker whose watchdog keeps renewing).
+func unavailableHolder(u *checker.Unavailable) string {
+	switch len(u.Stuck) {
+	case 0:
+		return "nobody holds the lock"
+	case 1:
+		return u.Stuck[0] + " holds the lock without letting go"
+	}
+	return strings.Join(u.Stuck, ", ") + " hold the lock without letting go"
 }
