@@ -89,7 +89,7 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 	for node, spans := range m.Keys {
 		for _, k := range spans {
 			if k.From >= 0 && !has(func(e *event.Event) bool {
-				return e.At == k.From && e.Node == node && (e.Kind == event.NodeRestarted ||
+				return e.At == k.From && e.Node == node && (e.Kind == event.NodeRestarted || e.Kind == event.ReplicationFullSync ||
 					(e.Kind == event.CommandExecuted || e.Kind == event.ReplicationApplied) && strings.Contains(e.Command, k.Token))
 			}) {
 				errf("key bar of %s on %s from %v: no write of that token ran on %s then", k.Owner, node, k.From, node)
@@ -101,6 +101,12 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 				}) {
 					errf("key bar of %s on %s released at %v: %s ran no command then", k.Owner, node, k.To, node)
 				}
+			case "full sync":
+				if !has(func(e *event.Event) bool {
+					return e.At == k.To && e.Node == node && e.Kind == event.ReplicationFullSync
+				}) {
+					errf("key bar of %s on %s replaced by a full sync at %v that %s did not have", k.Owner, node, k.To, node)
+				}
 			case "crash":
 				if !has(func(e *event.Event) bool { return e.At == k.To && e.Node == node && e.Kind == event.NodeCrashed }) {
 					errf("key bar of %s on %s ends in a crash at %v that %s did not have", k.Owner, node, k.To, node)
@@ -109,14 +115,49 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 		}
 	}
 	for _, p := range m.Repl {
-		kind := event.ReplicationApplied
-		if p.Lost {
-			kind = event.ReplicationLost
-		}
 		if !has(func(e *event.Event) bool {
-			return e.Kind == kind && e.At == p.Arrived && e.From == p.From && e.To == p.To && e.Command == p.Summary
+			kind := e.Kind == event.ReplicationApplied
+			if p.Lost {
+				kind = e.Kind == event.ReplicationLost || e.Kind == event.MessageLost || e.Kind == event.MessageDropped
+			}
+			return kind && e.At == p.Arrived && e.From == p.From && e.To == p.To && e.Command == p.Summary
 		}) {
 			errf("replication %s → %s of %q at %v (lost %v): no such event", p.From, p.To, p.Summary, p.Arrived, p.Lost)
+		}
+	}
+	// The other way round: every effect shipped, lost or dropped between
+	// two Redis nodes is drawn (the old master's replications after it
+	// rejoins, a replication a fault dropped), and no key bar outlives a
+	// full sync that replaced its node's data.
+	drawnRepl := map[string]int{}
+	for _, p := range m.Repl {
+		drawnRepl[fmt.Sprint(p.Arrived, p.From, p.To, p.Summary)]++
+	}
+	isNode := map[string]bool{}
+	for _, n := range m.Nodes {
+		isNode[n] = true
+	}
+	for _, e := range res.Events {
+		replication := e.Kind == event.ReplicationApplied || e.Kind == event.ReplicationLost ||
+			(e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE"
+		if !replication || !isNode[e.From] || !isNode[e.To] {
+			continue
+		}
+		k := fmt.Sprint(e.At, e.From, e.To, e.Command)
+		if drawnRepl[k] == 0 {
+			errf("%s %s → %s of %q at %v is not drawn", e.Kind, e.From, e.To, e.Command, e.At)
+			continue
+		}
+		drawnRepl[k]--
+	}
+	for _, e := range res.Events {
+		if e.Kind != event.ReplicationFullSync {
+			continue
+		}
+		for _, k := range m.Keys[e.Node] {
+			if k.From >= 0 && k.From < e.At && k.To > e.At {
+				errf("%s's key on %s drawn from %v to %v, across %s's full sync from %s at %v", k.Owner, e.Node, k.From, k.To, e.Node, e.From, e.At)
+			}
 		}
 	}
 	for _, p := range m.Promotions {

@@ -39,6 +39,22 @@ func (kt *keyTracker) close(n string, at time.Duration, why string) {
 	kt.m.Keys[n] = append(kt.m.Keys[n], s.span)
 }
 
+// resync replaces node n's key with master's at true time at: a full
+// synchronization copies the master's dataset and drops the replica's own.
+func (kt *keyTracker) resync(n, master string, at time.Duration) {
+	kt.close(n, at, "full sync")
+	ms := kt.state[master]
+	if ms == nil || !ms.live {
+		return
+	}
+	s := kt.state[n]
+	s.live, s.set, s.deadline = true, ms.set, ms.deadline
+	s.span = ms.span
+	s.span.Node, s.span.From, s.span.Replica = n, at, true
+	s.span.Renewals = nil
+	s.span.Renewed = 0
+}
+
 // expire closes a key whose deadline passed on its node's clock by t, at
 // the true time the node's clock reached the deadline.
 func (kt *keyTracker) expire(n string, t time.Duration) {

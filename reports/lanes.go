@@ -297,6 +297,8 @@ func keyEndPhrase(k keySpan) string {
 		return "lost when the node crashed"
 	case "overwritten":
 		return "overwritten"
+	case "full sync":
+		return "replaced by a full sync from the master"
 	}
 	return "still there at the end"
 }

@@ -27,7 +27,8 @@ type keySpan struct {
 	Token    string
 	From, To time.Duration // true time
 	// End says why the span ends: "released", "expired", "crash",
-	// "overwritten" or "end of run".
+	// "overwritten", "full sync" (a replica took its master's dataset)
+	// or "end of run".
 	End string
 	// TTL is the time to live the last write gave the key (on the node's
 	// clock); Nominal is when the key would have expired had the node's
@@ -375,6 +376,14 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Summary: e.Command}
 			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
 			m.Repl = append(m.Repl, ev)
+		case (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE" && isNode[e.From] && isNode[e.To]:
+			// An effect the network lost or a fault dropped on its way
+			// to the replica.
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Summary: e.Command}
+			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
+			m.Repl = append(m.Repl, ev)
+		case isNode[actor] && e.Kind == event.ReplicationFullSync:
+			kt.resync(e.Node, e.From, e.At)
 		case isNode[actor] && e.Kind == event.Promoted:
 			m.Promotions = append(m.Promotions, promotion{Node: e.Node, Old: e.From, At: e.At})
 		case isNode[actor] && e.Kind == event.NodeCrashed:
@@ -388,6 +397,9 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			}
 		case isNode[actor] && e.Kind == event.NodeRestarted:
 			s := state[actor]
+			if s.live {
+				break // a full sync at the restart already gave it the master's key
+			}
 			if s.span.From == -1 && e.Keys != 0 {
 				s.live, s.span.From, s.span.End = true, e.At, ""
 			} else {

@@ -184,7 +184,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 	}
 	if n.cut[[2]string{m.From, m.To}] {
 		n.Dropped++
-		w.Record(m.From, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Command: m.Summary, Client: m.Client, Reason: "partition"})
+		w.Record(m.From, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: "partition"})
 		return
 	}
 	var extra time.Duration
@@ -193,11 +193,11 @@ func (n *Network) Send(m *Message, deliver func()) {
 		drop, delay, reason := f(m)
 		if drop {
 			n.Dropped++
-			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Command: m.Summary, Client: m.Client, Reason: reason})
+			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: reason})
 			return
 		}
 		if delay > 0 {
-			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Command: m.Summary, Client: m.Client, Delay: delay, Reason: reason})
+			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Delay: delay, Reason: reason})
 			extra += delay
 			why = reason
 		}
@@ -225,7 +225,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		defer n.arrive(id)
 		if n.down[m.To] {
 			n.Dropped++
-			w.Record(m.To, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Command: m.Summary, Client: m.Client, Reason: m.To + " is down"})
+			w.Record(m.To, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: m.To + " is down"})
 			return
 		}
 		for _, o := range n.observers {
