@@ -339,3 +339,23 @@ func TestReentrantDrawsTheCountReached(t *testing.T) {
 		t.Errorf("the key's label does not say count up to %d", most)
 	}
 }
+
+// Above 12 clients the timeline keeps its mechanism: the ensemble herd
+// (20 clients) draws every watch notification a client received, one per
+// WATCH frame event.
+func TestHerdDrawsEveryWatchNotification(t *testing.T) {
+	res, m, page := runPage(t, "zk-ensemble-herd")
+	if res.Scenario.Clients.Count <= 12 {
+		t.Fatalf("the herd has %d clients; this test is about more than 12", res.Scenario.Clients.Count)
+	}
+	watches := 0
+	for _, e := range res.Events {
+		if e.Kind == event.FrameReceived && strings.HasPrefix(e.Command, "WATCH ") && e.Actor == e.Client {
+			watches++
+		}
+	}
+	drawn := strings.Count(page, "watch notification to ")
+	if watches == 0 || len(m.Notifies) != watches || drawn != watches {
+		t.Fatalf("%d WATCH frames received, %d derived, %d drawn", watches, len(m.Notifies), drawn)
+	}
+}

@@ -23,7 +23,9 @@ const (
 // mechRows lists the extra rows the mechanism needs, in drawing order.
 func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 	m := b.mech
-	if m == nil || b.dense {
+	// Above 12 clients the client rows are compact, but the mechanism is
+	// still drawn: node keys, replication, the queue, notifications.
+	if m == nil {
 		return nil
 	}
 	var out []rowSpec
@@ -78,7 +80,7 @@ func sessionClients(m *mechanism, order []string) []string {
 // nodeRowHeight is the height of a Redis node's row: the key lane, plus the
 // clock drawing when the node's clock is not true time.
 func (b *tlBuilder) nodeRowHeight(name string, trivial bool) float64 {
-	if b.mech == nil || b.dense || !b.nodeHasKeys(name) {
+	if b.mech == nil || !b.nodeHasKeys(name) {
 		return 40
 	}
 	if trivial {
@@ -99,7 +101,7 @@ func (b *tlBuilder) nodeHasKeys(name string) bool {
 // drawMechanism draws every mechanism lane.
 func (b *tlBuilder) drawMechanism() {
 	m := b.mech
-	if m == nil || b.dense {
+	if m == nil {
 		return
 	}
 	for _, n := range m.Nodes {
@@ -627,7 +629,7 @@ func fenceLabel(a checker.Access) string {
 // mechLegend explains the mechanism lanes this timeline draws.
 func (b *tlBuilder) mechLegend() []legendItem {
 	m := b.mech
-	if m == nil || b.dense {
+	if m == nil {
 		return nil
 	}
 	var out []legendItem

@@ -778,7 +778,7 @@ func (b *tlBuilder) clock(h scenarios.Host, r row) {
 		lo, hi = min(lo, p.off), max(hi, p.off)
 	}
 	top, bot := r.y+7, r.y+r.h-7
-	keyed := h.Role != "client" && b.mech != nil && !b.dense && b.nodeHasKeys(h.Name)
+	keyed := h.Role != "client" && b.mech != nil && b.nodeHasKeys(h.Name)
 	if keyed {
 		// The key lane takes the top of the row; the clock sits under it.
 		if trivialClock(h) {
