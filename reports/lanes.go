@@ -24,8 +24,10 @@ const (
 func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 	m := b.mech
 	// Above 12 clients the client rows are compact, but the mechanism is
-	// still drawn: node keys, replication, the queue, notifications.
-	if m == nil {
+	// still drawn (node keys, replication, the queue, notifications) up
+	// to 40 clients; a larger herd draws its clients only, to keep a
+	// course page light.
+	if m == nil || b.huge {
 		return nil
 	}
 	var out []rowSpec
@@ -80,7 +82,7 @@ func sessionClients(m *mechanism, order []string) []string {
 // nodeRowHeight is the height of a Redis node's row: the key lane, plus the
 // clock drawing when the node's clock is not true time.
 func (b *tlBuilder) nodeRowHeight(name string, trivial bool) float64 {
-	if b.mech == nil || !b.nodeHasKeys(name) {
+	if b.mech == nil || b.huge || !b.nodeHasKeys(name) {
 		return 40
 	}
 	if trivial {
@@ -101,7 +103,7 @@ func (b *tlBuilder) nodeHasKeys(name string) bool {
 // drawMechanism draws every mechanism lane.
 func (b *tlBuilder) drawMechanism() {
 	m := b.mech
-	if m == nil {
+	if m == nil || b.huge {
 		return
 	}
 	for _, n := range m.Nodes {
@@ -339,6 +341,18 @@ func (b *tlBuilder) fenceIssues() {
 // it arrived), a cross where it was lost, and the promotion.
 func (b *tlBuilder) replication() {
 	t := b.t
+	lost := map[[2]string]*lostRun{}
+	var lostOrder [][2]string
+	// Many effects between the same two nodes (an old master catching up
+	// after it rejoins) are drawn as one path with one tooltip.
+	perPair := map[[2]string]int{}
+	for _, ev := range b.mech.Repl {
+		if !ev.Lost && b.visible(ev.Sent, ev.Arrived) {
+			perPair[[2]string{ev.From, ev.To}]++
+		}
+	}
+	applied := map[[2]string]*lostRun{}
+	var appliedOrder [][2]string
 	for _, ev := range b.mech.Repl {
 		rf, ok1 := b.rowOf["node:"+ev.From]
 		rt, ok2 := b.rowOf["node:"+ev.To]
@@ -353,16 +367,54 @@ func (b *tlBuilder) replication() {
 		y0, y1 := rf.y+keyBarTop+keyBarH/2, rt.y+keyBarTop+keyBarH/2
 		title := fmt.Sprintf("replication %s → %s: %s, sent %s", ev.From, ev.To, ev.Summary, checker.Sec(sent))
 		if ev.Lost {
-			title += fmt.Sprintf(", lost (%s was down before it could be delivered)", ev.From)
+			// Lost effects between two nodes are drawn as one path and
+			// one tooltip: a partition loses hundreds.
+			k := [2]string{ev.From, ev.To}
+			r := lost[k]
+			if r == nil {
+				r = &lostRun{first: ev, x: x1, y: (y0 + y1) / 2}
+				lost[k] = r
+				lostOrder = append(lostOrder, k)
+			}
 			ym := (y0 + y1) / 2
-			t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, ym), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title})
-			b.cross(x1, ym, 6, witnessRed, title)
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x1 + 9, Y: ym + 4, Text: "replication lost", Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1fM%.1f %.1fl8 8M%.1f %.1fl-8 8", x0, y0, x1, ym, x1-4, ym-4, x1+4, ym-4)
+			r.n++
+			r.last = ev
+			continue
+		}
+		if k := [2]string{ev.From, ev.To}; perPair[k] > 12 {
+			r := applied[k]
+			if r == nil {
+				r = &lostRun{first: ev}
+				applied[k] = r
+				appliedOrder = append(appliedOrder, k)
+			}
+			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1)
+			r.n++
+			r.last = ev
 			continue
 		}
 		title += fmt.Sprintf(", applied %s (lag %s)", checker.Sec(ev.Arrived), dur(ev.Arrived-sent))
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl", Title: title})
 		t.Plot = append(t.Plot, shape{Kind: "circle", X: x1, Y: y1, R: 2.5, Fill: "#0f766e", Title: title})
+	}
+	for _, k := range appliedOrder {
+		r := applied[k]
+		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl",
+			Title: fmt.Sprintf("%d replications %s → %s applied from %s to %s, the first %s", r.n, k[0], k[1], checker.Sec(r.first.Arrived), checker.Sec(r.last.Arrived), r.first.Summary)})
+	}
+	for _, k := range lostOrder {
+		r := lost[k]
+		title := fmt.Sprintf("replication %s → %s: %s, lost (%s) at %s", k[0], k[1], r.first.Summary, r.first.Why, checker.Sec(r.first.Arrived))
+		if r.n > 1 {
+			title = fmt.Sprintf("%d replications %s → %s lost from %s to %s, the first %s (%s)", r.n, k[0], k[1], checker.Sec(r.first.Arrived), checker.Sec(r.last.Arrived), r.first.Summary, r.first.Why)
+		}
+		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title})
+		label := "replication lost"
+		if r.n > 1 {
+			label = fmt.Sprintf("%d replications lost", r.n)
+		}
+		t.Plot = append(t.Plot, shape{Kind: "text", X: r.x + 9, Y: r.y + 4, Text: label, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
 	}
 	for _, p := range b.mech.Promotions {
 		r, ok := b.rowOf["node:"+p.Node]
@@ -374,6 +426,14 @@ func (b *tlBuilder) replication() {
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl6 9l-12 0z", x, r.y+2), Fill: "#7c2d12", Title: title, Class: "promotion"})
 		t.Plot = append(t.Plot, shape{Kind: "text", X: x + 8, Y: r.y + r.h - 4, Text: "promoted to master", Size: 10, Fill: "#7c2d12", Weight: "700", Halo: true})
 	}
+}
+
+// lostRun gathers the lost replications from one node to another.
+type lostRun struct {
+	d           strings.Builder
+	n           int
+	first, last replEvent
+	x, y        float64 // where the first was lost
 }
 
 // votes draws each Redlock attempt on its client's line: a tick per node
@@ -595,6 +655,10 @@ func (b *tlBuilder) queue(r row) {
 // notifications marks each watch notification on the client that got it.
 func (b *tlBuilder) notifications() {
 	t := b.t
+	if b.dense {
+		b.herdNotifications()
+		return
+	}
 	for _, n := range b.mech.Notifies {
 		r, ok := b.rowOf[n.Client]
 		if !ok || n.At < b.from || n.At > b.to {
@@ -603,6 +667,39 @@ func (b *tlBuilder) notifications() {
 		x := b.x(n.At)
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl5 -8l-10 0z", x, r.y+14), Fill: "#0e7490", Class: "notify",
 			Title: fmt.Sprintf("watch notification to %s at %s: %s", n.Client, checker.Sec(n.At), n.Event)})
+	}
+}
+
+// herdNotifications is the compact herd view above 12 clients: each
+// client's watch notifications are one path of small marks on its row with
+// one tooltip that counts them, so a herd of hundreds stays light.
+func (b *tlBuilder) herdNotifications() {
+	type marks struct {
+		d           strings.Builder
+		n           int
+		first, last time.Duration
+	}
+	per := map[string]*marks{}
+	var order []string
+	for _, n := range b.mech.Notifies {
+		r, ok := b.rowOf[n.Client]
+		if !ok || n.At < b.from || n.At > b.to {
+			continue
+		}
+		mk := per[n.Client]
+		if mk == nil {
+			mk = &marks{first: n.At}
+			per[n.Client] = mk
+			order = append(order, n.Client)
+		}
+		fmt.Fprintf(&mk.d, "M%.1f %.1fl3 -5l-6 0z", b.x(n.At), r.y+10)
+		mk.n++
+		mk.last = n.At
+	}
+	for _, c := range order {
+		mk := per[c]
+		b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: mk.d.String(), Fill: "#0e7490", Class: "notify",
+			Title: fmt.Sprintf("%d watch notifications to %s from %s to %s", mk.n, c, checker.Sec(mk.first), checker.Sec(mk.last))})
 	}
 }
 
@@ -629,7 +726,7 @@ func fenceLabel(a checker.Access) string {
 // mechLegend explains the mechanism lanes this timeline draws.
 func (b *tlBuilder) mechLegend() []legendItem {
 	m := b.mech
-	if m == nil {
+	if m == nil || b.huge {
 		return nil
 	}
 	var out []legendItem

@@ -87,6 +87,7 @@ type replEvent struct {
 	Sent     time.Duration
 	Arrived  time.Duration // when it reached the replica (or would have)
 	Lost     bool
+	Why      string // a lost effect: why ("partition", "A is down", a fault's reason)
 	Summary  string
 	HasSent  bool // the master's command was found (lag is known)
 }
@@ -373,13 +374,13 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			m.Repl = append(m.Repl, ev)
 			kt.apply(actor, e.Command, "", e.At, true)
 		case isNode[actor] && e.Kind == event.ReplicationLost:
-			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Summary: e.Command}
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.From + " was down before it could be delivered", Summary: e.Command}
 			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
 			m.Repl = append(m.Repl, ev)
 		case (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE" && isNode[e.From] && isNode[e.To]:
 			// An effect the network lost or a fault dropped on its way
 			// to the replica.
-			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Summary: e.Command}
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.Reason, Summary: e.Command}
 			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
 			m.Repl = append(m.Repl, ev)
 		case isNode[actor] && e.Kind == event.ReplicationFullSync:

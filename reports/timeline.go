@@ -80,6 +80,7 @@ type tlBuilder struct {
 	t        *timeline
 	from, to time.Duration
 	dense    bool
+	huge     bool // more than 40 clients: no mechanism lanes (see mechRows)
 	color    map[string]string
 	rowOf    map[string]row
 	mech     *mechanism
@@ -111,6 +112,7 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	b := &tlBuilder{res: res, t: t, from: from, to: to, color: map[string]string{}, rowOf: map[string]row{}, mech: mech}
 	clients := res.Scenario.ClientNames()
 	b.dense = len(clients) > 12
+	b.huge = len(clients) > 40
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
 	}
@@ -778,7 +780,7 @@ func (b *tlBuilder) clock(h scenarios.Host, r row) {
 		lo, hi = min(lo, p.off), max(hi, p.off)
 	}
 	top, bot := r.y+7, r.y+r.h-7
-	keyed := h.Role != "client" && b.mech != nil && b.nodeHasKeys(h.Name)
+	keyed := h.Role != "client" && b.mech != nil && !b.huge && b.nodeHasKeys(h.Name)
 	if keyed {
 		// The key lane takes the top of the row; the clock sits under it.
 		if trivialClock(h) {
