@@ -40,8 +40,12 @@ type Access struct {
 	// Value is the value read, or the value written.
 	Value int64 `json:"value"`
 	// Based is, for a write, the value the client had read before computing it.
-	Based    int64  `json:"based,omitempty"`
-	Fence    int64  `json:"fence,omitempty"`
+	Based int64 `json:"based,omitempty"`
+	Fence int64 `json:"fence,omitempty"`
+	// Highest is the highest fencing token the store had seen when it
+	// compared Fence (0: none yet, or no fencing): the store's side of the
+	// comparison, so a drawing of it needs no re-reading of Reason.
+	Highest  int64  `json:"highest,omitempty"`
 	Accepted bool   `json:"accepted"`
 	Reason   string `json:"reason,omitempty"`
 }

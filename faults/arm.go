@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"strings"
 	"time"
 
@@ -158,11 +159,11 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 		// run of an algorithm on another backend (zk-simple's single "zk"
 		// beside an ensemble's zk1…zk3). The fault cannot act here, and
 		// reaching for the missing host dereferenced nil (issue 25).
-		w.Tracef("faults", "skip %s: no %s in this run", f.String(), f.Target)
+		w.Record("faults", event.Event{Kind: event.FaultSkipped, Fault: f.String(), Node: f.Target})
 		return
 	}
 	rec := Applied{At: now, Fault: f, Text: f.String()}
-	w.Tracef("faults", "apply %s", f.String())
+	w.Record("faults", event.Event{Kind: event.FaultApplied, Fault: f.String(), Node: f.Target})
 	switch f.Kind {
 	case Pause:
 		h := t.Clients[f.Target]
@@ -181,7 +182,7 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 		}
 	case Failover:
 		if err := t.Nodes[f.Target].Promote(); err != nil {
-			w.Tracef("faults", "failover refused: %v", err)
+			w.Record("faults", event.Event{Kind: event.FaultRefused, Fault: f.String(), Node: f.Target, Reason: err.Error()})
 		}
 	case ClockJump:
 		t.Hosts[f.Target].Clock.Jump(now, f.Jump.D())
@@ -215,7 +216,7 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 		if f.Duration > 0 {
 			w.After(f.Duration.D(), func() {
 				cut(w, f, false)
-				w.Tracef("faults", "heal %s", f.String())
+				w.Record("faults", event.Event{Kind: event.FaultHealed, Fault: f.String(), Node: f.Target})
 			})
 		}
 	case Heal:

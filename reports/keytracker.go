@@ -39,6 +39,22 @@ func (kt *keyTracker) close(n string, at time.Duration, why string) {
 	kt.m.Keys[n] = append(kt.m.Keys[n], s.span)
 }
 
+// resync replaces node n's key with master's at true time at: a full
+// synchronization copies the master's dataset and drops the replica's own.
+func (kt *keyTracker) resync(n, master string, at time.Duration) {
+	kt.close(n, at, "full sync")
+	ms := kt.state[master]
+	if ms == nil || !ms.live {
+		return
+	}
+	s := kt.state[n]
+	s.live, s.set, s.deadline = true, ms.set, ms.deadline
+	s.span = ms.span
+	s.span.Node, s.span.From, s.span.Replica = n, at, true
+	s.span.Renewals = nil
+	s.span.Renewed = 0
+}
+
 // expire closes a key whose deadline passed on its node's clock by t, at
 // the true time the node's clock reached the deadline.
 func (kt *keyTracker) expire(n string, t time.Duration) {
@@ -159,6 +175,7 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)
 					if s := state[n]; s.live {
 						s.span.Renewed++
+						s.span.Renewals = append(s.span.Renewals, at)
 					}
 				}
 			}
@@ -173,6 +190,7 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 					kt.open(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
 					state[n].span.Count = 1
 				}
+				state[n].span.MaxCount = max(state[n].span.MaxCount, state[n].span.Count)
 			}
 		case "<reentrant-release>":
 			// 1: the last hold, the key is deleted; 0: one hold fewer,

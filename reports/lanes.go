@@ -23,7 +23,11 @@ const (
 // mechRows lists the extra rows the mechanism needs, in drawing order.
 func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 	m := b.mech
-	if m == nil || b.dense {
+	// Above 12 clients the client rows are compact, but the mechanism is
+	// still drawn (node keys, replication, the queue, notifications) up
+	// to 40 clients; a larger herd draws its clients only, to keep a
+	// course page light.
+	if m == nil || b.huge {
 		return nil
 	}
 	var out []rowSpec
@@ -78,7 +82,7 @@ func sessionClients(m *mechanism, order []string) []string {
 // nodeRowHeight is the height of a Redis node's row: the key lane, plus the
 // clock drawing when the node's clock is not true time.
 func (b *tlBuilder) nodeRowHeight(name string, trivial bool) float64 {
-	if b.mech == nil || b.dense || !b.nodeHasKeys(name) {
+	if b.mech == nil || b.huge || !b.nodeHasKeys(name) {
 		return 40
 	}
 	if trivial {
@@ -99,7 +103,7 @@ func (b *tlBuilder) nodeHasKeys(name string) bool {
 // drawMechanism draws every mechanism lane.
 func (b *tlBuilder) drawMechanism() {
 	m := b.mech
-	if m == nil || b.dense {
+	if m == nil || b.huge {
 		return
 	}
 	for _, n := range m.Nodes {
@@ -197,6 +201,9 @@ func (b *tlBuilder) keyLane(node string, r row) {
 		}
 		if k.Count > 0 {
 			title += fmt.Sprintf("; hold count %d", k.Count)
+			if k.MaxCount > k.Count {
+				title += fmt.Sprintf(" (%d at most)", k.MaxCount)
+			}
 		}
 		if k.Renewed > 0 {
 			title += fmt.Sprintf("; renewed %d times", k.Renewed)
@@ -225,14 +232,20 @@ func (b *tlBuilder) keyLane(node string, r row) {
 		} else {
 			label += " · no TTL"
 		}
-		if k.Count > 1 || (k.Count == 1 && k.End == "expired") {
-			label += fmt.Sprintf(" · count %d", k.Count)
+		if k.MaxCount > 1 {
+			label += fmt.Sprintf(" · count up to %d", k.MaxCount)
+		} else if k.Count == 1 && k.End == "expired" {
+			label += " · count 1"
+		}
+		if k.Renewed > 0 {
+			label += fmt.Sprintf(" · renewed %d×", k.Renewed)
 		}
 		vis0, vis1 := math.Max(x0, t.X0), math.Min(x0+w, t.X1)
 		if vis0 > lastEnd && boldWidth(label, 10)+8 < vis1-vis0 {
 			t.Plot = append(t.Plot, shape{Kind: "text", X: vis0 + 4, Y: y + 13, Text: label, Size: 10, Fill: "#0f172a", Weight: "700"})
 			lastEnd = vis1
 		}
+		b.renewalTicks(node, k, y)
 		if k.End == "expired" || k.End == "crash" {
 			mark := "expires"
 			if k.End == "crash" {
@@ -241,6 +254,26 @@ func (b *tlBuilder) keyLane(node string, r row) {
 			t.Plot = append(t.Plot, shape{Kind: "line", X: x1, Y: y - 2, X2: x1, Y2: y + keyBarH + 2, Stroke: "#0f172a", SW: 1.5, Title: fmt.Sprintf("%s's key %s on %s at %s", k.Owner, mark, node, checker.Sec(k.To))})
 		}
 	}
+}
+
+// renewalTicks draws each renewal of a key (a watchdog's or a client's
+// compare-and-pexpire that the node granted) as a tick on its bar: one
+// path and one tooltip for all of them.
+func (b *tlBuilder) renewalTicks(node string, k keySpan, y float64) {
+	var d strings.Builder
+	n := 0
+	for _, at := range k.Renewals {
+		if at < b.from || at > b.to {
+			continue
+		}
+		fmt.Fprintf(&d, "M%.1f %.1fv%.0f", b.x(at), y+keyBarH-6, 6.0)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#0f172a", SW: 1, Fill: "none", Class: "key-renewal",
+		Title: fmt.Sprintf("%d renewals of %s's key on %s granted by the node (%d in view)", len(k.Renewals), k.Owner, node, n)})
 }
 
 // burstEnd returns the end (exclusive) of a run of consecutive key spans
@@ -268,6 +301,8 @@ func keyEndPhrase(k keySpan) string {
 		return "lost when the node crashed"
 	case "overwritten":
 		return "overwritten"
+	case "full sync":
+		return "replaced by a full sync from the master"
 	}
 	return "still there at the end"
 }
@@ -306,6 +341,18 @@ func (b *tlBuilder) fenceIssues() {
 // it arrived), a cross where it was lost, and the promotion.
 func (b *tlBuilder) replication() {
 	t := b.t
+	lost := map[[2]string]*lostRun{}
+	var lostOrder [][2]string
+	// Many effects between the same two nodes (an old master catching up
+	// after it rejoins) are drawn as one path with one tooltip.
+	perPair := map[[2]string]int{}
+	for _, ev := range b.mech.Repl {
+		if !ev.Lost && b.visible(ev.Sent, ev.Arrived) {
+			perPair[[2]string{ev.From, ev.To}]++
+		}
+	}
+	applied := map[[2]string]*lostRun{}
+	var appliedOrder [][2]string
 	for _, ev := range b.mech.Repl {
 		rf, ok1 := b.rowOf["node:"+ev.From]
 		rt, ok2 := b.rowOf["node:"+ev.To]
@@ -320,16 +367,54 @@ func (b *tlBuilder) replication() {
 		y0, y1 := rf.y+keyBarTop+keyBarH/2, rt.y+keyBarTop+keyBarH/2
 		title := fmt.Sprintf("replication %s → %s: %s, sent %s", ev.From, ev.To, ev.Summary, checker.Sec(sent))
 		if ev.Lost {
-			title += fmt.Sprintf(", lost (%s was down before it could be delivered)", ev.From)
+			// Lost effects between two nodes are drawn as one path and
+			// one tooltip: a partition loses hundreds.
+			k := [2]string{ev.From, ev.To}
+			r := lost[k]
+			if r == nil {
+				r = &lostRun{first: ev, x: x1, y: (y0 + y1) / 2}
+				lost[k] = r
+				lostOrder = append(lostOrder, k)
+			}
 			ym := (y0 + y1) / 2
-			t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, ym), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title})
-			b.cross(x1, ym, 6, witnessRed, title)
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x1 + 9, Y: ym + 4, Text: "replication lost", Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1fM%.1f %.1fl8 8M%.1f %.1fl-8 8", x0, y0, x1, ym, x1-4, ym-4, x1+4, ym-4)
+			r.n++
+			r.last = ev
+			continue
+		}
+		if k := [2]string{ev.From, ev.To}; perPair[k] > 12 {
+			r := applied[k]
+			if r == nil {
+				r = &lostRun{first: ev}
+				applied[k] = r
+				appliedOrder = append(appliedOrder, k)
+			}
+			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1)
+			r.n++
+			r.last = ev
 			continue
 		}
 		title += fmt.Sprintf(", applied %s (lag %s)", checker.Sec(ev.Arrived), dur(ev.Arrived-sent))
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl", Title: title})
 		t.Plot = append(t.Plot, shape{Kind: "circle", X: x1, Y: y1, R: 2.5, Fill: "#0f766e", Title: title})
+	}
+	for _, k := range appliedOrder {
+		r := applied[k]
+		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl",
+			Title: fmt.Sprintf("%d replications %s → %s applied from %s to %s, the first %s", r.n, k[0], k[1], checker.Sec(r.first.Arrived), checker.Sec(r.last.Arrived), r.first.Summary)})
+	}
+	for _, k := range lostOrder {
+		r := lost[k]
+		title := fmt.Sprintf("replication %s → %s: %s, lost (%s) at %s", k[0], k[1], r.first.Summary, r.first.Why, checker.Sec(r.first.Arrived))
+		if r.n > 1 {
+			title = fmt.Sprintf("%d replications %s → %s lost from %s to %s, the first %s (%s)", r.n, k[0], k[1], checker.Sec(r.first.Arrived), checker.Sec(r.last.Arrived), r.first.Summary, r.first.Why)
+		}
+		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title})
+		label := "replication lost"
+		if r.n > 1 {
+			label = fmt.Sprintf("%d replications lost", r.n)
+		}
+		t.Plot = append(t.Plot, shape{Kind: "text", X: r.x + 9, Y: r.y + 4, Text: label, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
 	}
 	for _, p := range b.mech.Promotions {
 		r, ok := b.rowOf["node:"+p.Node]
@@ -343,6 +428,14 @@ func (b *tlBuilder) replication() {
 	}
 }
 
+// lostRun gathers the lost replications from one node to another.
+type lostRun struct {
+	d           strings.Builder
+	n           int
+	first, last replEvent
+	x, y        float64 // where the first was lost
+}
+
 // votes draws each Redlock attempt on its client's line: a tick per node
 // answer, the tally against the quorum, and for a granted lock the validity
 // window the client computed.
@@ -353,7 +446,7 @@ func (b *tlBuilder) votes(r row) {
 		line[c] = r.y + 6 + subLineH*float64(i)
 		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 10, Fill: b.color[c], Weight: "700", Anchor: "end"})
 	}
-	quorum := len(b.mech.Nodes)/2 + 1
+	quorum := len(b.mech.Voters)/2 + 1
 	lastEnd := map[string]float64{}
 	// Failed attempts in a row share one path of ticks and one tooltip.
 	type failRun struct {
@@ -379,9 +472,9 @@ func (b *tlBuilder) votes(r row) {
 			fr.to = a.To
 			p := &t.Plot[fr.idx]
 			p.D += fmt.Sprintf("M%.1f %.1fv13", x, y+1)
-			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Nodes))
+			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Voters))
 			if x+6 > lastEnd[a.Client] && fr.n == 1 {
-				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Nodes), quorum)
+				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Voters), quorum)
 				if w := boldWidth(label, 10); x+6+w < t.X1 {
 					t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
 					lastEnd[a.Client] = x + 6 + w + 4
@@ -406,7 +499,7 @@ func (b *tlBuilder) votes(r row) {
 			}
 			tally = append(tally, v.Node+mark)
 		}
-		title := fmt.Sprintf("%s's attempt %s → %s: %s; %d of %d nodes, quorum %d", a.Client, checker.Sec(a.From), checker.Sec(a.To), strings.Join(tally, " "), a.Yes(), len(b.mech.Nodes), quorum)
+		title := fmt.Sprintf("%s's attempt %s → %s: %s; %d of %d nodes, quorum %d", a.Client, checker.Sec(a.From), checker.Sec(a.To), strings.Join(tally, " "), a.Yes(), len(b.mech.Voters), quorum)
 		if a.Held {
 			title += fmt.Sprintf("; granted, valid until %s", checker.Sec(a.Validity))
 			vx := b.x(a.Validity)
@@ -417,7 +510,7 @@ func (b *tlBuilder) votes(r row) {
 			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
 		}
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
-		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Nodes))
+		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Voters))
 		if a.Held {
 			var yes []string
 			for _, v := range a.Votes {
@@ -564,6 +657,10 @@ func (b *tlBuilder) queue(r row) {
 // notifications marks each watch notification on the client that got it.
 func (b *tlBuilder) notifications() {
 	t := b.t
+	if b.dense {
+		b.herdNotifications()
+		return
+	}
 	for _, n := range b.mech.Notifies {
 		r, ok := b.rowOf[n.Client]
 		if !ok || n.At < b.from || n.At > b.to {
@@ -575,32 +672,63 @@ func (b *tlBuilder) notifications() {
 	}
 }
 
-// fenceLabel is how the store row labels a fenced write: the comparison
-// the storage made.
-func fenceLabel(a checker.Access, highest int64) string {
-	if a.Fence == 0 {
-		return ""
+// herdNotifications is the compact herd view above 12 clients: each
+// client's watch notifications are one path of small marks on its row with
+// one tooltip that counts them, so a herd of hundreds stays light.
+func (b *tlBuilder) herdNotifications() {
+	type marks struct {
+		d           strings.Builder
+		n           int
+		first, last time.Duration
 	}
-	if a.Accepted {
-		if highest == 0 {
-			return fmt.Sprintf("token %d ✓", a.Fence)
+	per := map[string]*marks{}
+	var order []string
+	for _, n := range b.mech.Notifies {
+		r, ok := b.rowOf[n.Client]
+		if !ok || n.At < b.from || n.At > b.to {
+			continue
 		}
-		return fmt.Sprintf("%d ≥ %d ✓", a.Fence, highest)
+		mk := per[n.Client]
+		if mk == nil {
+			mk = &marks{first: n.At}
+			per[n.Client] = mk
+			order = append(order, n.Client)
+		}
+		fmt.Fprintf(&mk.d, "M%.1f %.1fl3 -5l-6 0z", b.x(n.At), r.y+10)
+		mk.n++
+		mk.last = n.At
 	}
-	var x, y int64
-	if n, _ := fmt.Sscanf(a.Reason, "token %d is lower than %d", &x, &y); n == 2 {
-		return fmt.Sprintf("%d < %d ✗", x, y)
+	for _, c := range order {
+		mk := per[c]
+		b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: mk.d.String(), Fill: "#0e7490", Class: "notify",
+			Title: fmt.Sprintf("%d watch notifications to %s from %s to %s", mk.n, c, checker.Sec(mk.first), checker.Sec(mk.last))})
 	}
-	if n, _ := fmt.Sscanf(a.Reason, "token %d has already written", &x); n == 1 {
-		return fmt.Sprintf("%d already used ✗", x)
+}
+
+// fenceLabel is how the store row labels a fenced write: the comparison
+// the store made, with the highest token it had seen then (Access.Highest,
+// which counts reads too), never a reconstruction.
+func fenceLabel(a checker.Access) string {
+	switch {
+	case a.Fence == 0:
+		return ""
+	case a.Accepted && a.Highest == 0:
+		return fmt.Sprintf("token %d ✓", a.Fence)
+	case a.Accepted:
+		return fmt.Sprintf("%d ≥ %d ✓", a.Fence, a.Highest)
+	case a.Fence < a.Highest:
+		return fmt.Sprintf("%d < %d ✗", a.Fence, a.Highest)
+	default:
+		// Not lower, yet refused: under the strict rule the token has
+		// already written once.
+		return fmt.Sprintf("%d already used ✗", a.Fence)
 	}
-	return fmt.Sprintf("token %d ✗", a.Fence)
 }
 
 // mechLegend explains the mechanism lanes this timeline draws.
 func (b *tlBuilder) mechLegend() []legendItem {
 	m := b.mech
-	if m == nil || b.dense {
+	if m == nil || b.huge {
 		return nil
 	}
 	var out []legendItem

@@ -1,7 +1,7 @@
 package reports
 
 import (
-	"regexp"
+	"github.com/locklab/locklab/sim/event"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +27,8 @@ type keySpan struct {
 	Token    string
 	From, To time.Duration // true time
 	// End says why the span ends: "released", "expired", "crash",
-	// "overwritten" or "end of run".
+	// "overwritten", "full sync" (a replica took its master's dataset)
+	// or "end of run".
 	End string
 	// TTL is the time to live the last write gave the key (on the node's
 	// clock); Nominal is when the key would have expired had the node's
@@ -35,9 +36,14 @@ type keySpan struct {
 	// the bar snaps short.
 	TTL     time.Duration
 	Nominal time.Duration
-	Count   int  // reentrant hold count (0 when not a hash lock)
-	Renewed int  // renewals (compare-and-pexpire) during the span
-	Replica bool // the key arrived by replication
+	Count   int // reentrant hold count at the span's end (0 when not a hash lock)
+	// MaxCount is the highest hold count the span reached: a reentrant
+	// lock taken twice shows 2 even when it ends at 1.
+	MaxCount int
+	Renewed  int // renewals (compare-and-pexpire) during the span
+	// Renewals are the true times of those renewals, each drawn.
+	Renewals []time.Duration
+	Replica  bool // the key arrived by replication
 }
 
 // fenceIssue is an INCR of the fencing counter on a node.
@@ -81,6 +87,7 @@ type replEvent struct {
 	Sent     time.Duration
 	Arrived  time.Duration // when it reached the replica (or would have)
 	Lost     bool
+	Why      string // a lost effect: why ("partition", "A is down", a fault's reason)
 	Summary  string
 	HasSent  bool // the master's command was found (lag is known)
 }
@@ -130,7 +137,12 @@ type serverSpan struct {
 
 // mechanism is everything derived from one run.
 type mechanism struct {
-	Nodes      []string // Redis nodes, in host order
+	Nodes []string // Redis nodes, in host order
+	// Voters are the Redlock nodes: those a client asked for the lock
+	// (sent the SET of its token to), in host order. A fencing token
+	// store is a Redis node but casts no vote, so the quorum counts
+	// Voters, never Nodes.
+	Voters     []string
 	Keys       map[string][]keySpan
 	Fences     []fenceIssue
 	Attempts   []voteAttempt
@@ -227,13 +239,10 @@ func (c nodeClock) trueAt(from, deadline time.Duration) time.Duration {
 	return max(from, deadline-last.off)
 }
 
-// offsetSuffix ends a replication line that carries an effect.
-var offsetSuffix = regexp.MustCompile(` \(offset [0-9]+\)$`)
-
-// deriveMechanism reads res's trace. It returns nil when the run kept no
-// trace.
+// deriveMechanism reads res's events. It returns nil when the run kept
+// none.
 func deriveMechanism(res *scenarios.Result) *mechanism {
-	if res == nil || len(res.Trace) == 0 {
+	if res == nil || len(res.Events) == 0 {
 		return nil
 	}
 	sc := res.Scenario
@@ -302,8 +311,9 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	znodeIdx := map[string]int{}
 	ens := newEnsembleState()
 
-	for _, e := range res.Trace {
-		actor, text := e.Actor, e.Text
+	for i := range res.Events {
+		e := &res.Events[i]
+		actor := e.Actor
 		base, _, _ := strings.Cut(actor, "/")
 		for _, n := range m.Nodes {
 			kt.expire(n, e.At)
@@ -312,8 +322,8 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			continue
 		}
 		switch {
-		case isClient[base] && strings.HasPrefix(text, "send "):
-			cmd, to, _ := strings.Cut(strings.TrimPrefix(text, "send "), " → ")
+		case isClient[base] && e.Kind == event.CommandSent:
+			cmd, to := e.Command, e.Node
 			f := strings.Fields(cmd)
 			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
 				owner[f[2]] = base
@@ -337,58 +347,47 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			if len(f) >= 2 && f[0] == "CREATE" && strings.Contains(cmd, "ephemeral") {
 				zkCreates = append(zkCreates, struct{ client, prefix string }{base, f[1]})
 			}
-		case isClient[base] && strings.HasPrefix(text, "holds "):
+		case isClient[base] && e.Kind == event.HoldBegan:
 			if a := open[base]; a != nil {
 				a.Held = true
-				if i := strings.Index(text, "valid until "); i >= 0 {
-					v := strings.Fields(text[i+len("valid until "):])
-					if len(v) > 0 {
-						if d, err := time.ParseDuration(v[0]); err == nil {
-							a.Validity = clocks[base].trueAt(0, d)
-						}
-					}
-				}
+				a.Validity = clocks[base].trueAt(0, e.Validity)
 				finish(base, e.At)
 			}
-		case isClient[base] && strings.HasPrefix(text, "acquire failed"):
+		case isClient[base] && e.Kind == event.AcquireFailed:
 			finish(base, e.At)
-		case isClient[base] && strings.HasPrefix(text, "zk state "):
-			st := strings.TrimPrefix(text, "zk state ")
-			if cur := zkState[base]; cur != nil {
-				cur.To = e.At
-				m.Sessions = append(m.Sessions, *cur)
+		case isClient[base] && e.Kind == event.Note:
+			// The single-server ZooKeeper client's state lines are notes
+			// (sim/zk retires with issue 21 item 5).
+			if st, ok := retiringZKState(e); ok {
+				if cur := zkState[base]; cur != nil {
+					cur.To = e.At
+					m.Sessions = append(m.Sessions, *cur)
+				}
+				zkState[base] = &sessionSpan{Client: base, State: st, From: e.At}
 			}
-			zkState[base] = &sessionSpan{Client: base, State: st, From: e.At}
-		case isNode[actor] && strings.HasPrefix(text, "replicated "):
-			// "replicated CMD → REPLY", or "replicated EFFECT (offset N)"
-			// when the stream carries effects (SET … PXAT, DEL).
-			rest := strings.TrimPrefix(text, "replicated ")
-			summary, reply, ok := strings.Cut(rest, " → ")
-			if !ok {
-				summary, reply = offsetSuffix.ReplaceAllString(rest, ""), ""
-			}
-			ev := replEvent{From: masterOf[actor], To: actor, Arrived: e.At, Summary: summary}
-			ev.Sent, ev.HasSent = sentTime(ev.From, summary, e.At)
+		case isNode[actor] && e.Kind == event.ReplicationApplied:
+			// The master that shipped the effect, as the replication
+			// stream says: after a failover it is not the one the host
+			// list started with.
+			ev := replEvent{From: e.From, To: actor, Arrived: e.At, Summary: e.Command}
+			ev.Sent, ev.HasSent = sentTime(ev.From, e.Command, e.At)
 			m.Repl = append(m.Repl, ev)
-			kt.apply(actor, summary, reply, e.At, true)
-		case isNode[actor] && strings.HasPrefix(text, "replication of "):
-			rest := strings.TrimPrefix(text, "replication of ")
-			j := strings.LastIndex(rest, " to ")
-			if j < 0 {
-				break
-			}
-			summary := rest[:j]
-			replica, _, _ := strings.Cut(rest[j+len(" to "):], " lost")
-			ev := replEvent{From: actor, To: replica, Arrived: e.At, Lost: true, Summary: summary}
-			ev.Sent, ev.HasSent = sentTime(actor, summary, e.At)
+			kt.apply(actor, e.Command, "", e.At, true)
+		case isNode[actor] && e.Kind == event.ReplicationLost:
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.From + " was down before it could be delivered", Summary: e.Command}
+			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
 			m.Repl = append(m.Repl, ev)
-		case isNode[actor] && strings.HasPrefix(text, "failover: "):
-			old := ""
-			if i := strings.Index(text, "in place of "); i >= 0 {
-				old = strings.TrimSpace(text[i+len("in place of "):])
-			}
-			m.Promotions = append(m.Promotions, promotion{Node: actor, Old: old, At: e.At})
-		case isNode[actor] && text == "node crash":
+		case (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE" && isNode[e.From] && isNode[e.To]:
+			// An effect the network lost or a fault dropped on its way
+			// to the replica.
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.Reason, Summary: e.Command}
+			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
+			m.Repl = append(m.Repl, ev)
+		case isNode[actor] && e.Kind == event.ReplicationFullSync:
+			kt.resync(e.Node, e.From, e.At)
+		case isNode[actor] && e.Kind == event.Promoted:
+			m.Promotions = append(m.Promotions, promotion{Node: e.Node, Old: e.From, At: e.At})
+		case isNode[actor] && e.Kind == event.NodeCrashed:
 			s := state[actor]
 			if s.live {
 				saved := *s
@@ -397,40 +396,38 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				s.live = false
 				s.span.From = -1 // remembered, for a restart that keeps it
 			}
-		case isNode[actor] && strings.HasPrefix(text, "node restart"):
+		case isNode[actor] && e.Kind == event.NodeRestarted:
 			s := state[actor]
-			if s.span.From == -1 && !strings.Contains(text, ", 0 keys)") {
+			if s.live {
+				break // a full sync at the restart already gave it the master's key
+			}
+			if s.span.From == -1 && e.Keys != 0 {
 				s.live, s.span.From, s.span.End = true, e.At, ""
 			} else {
 				*s = keyState{}
 			}
-		case isNode[actor] && strings.Contains(text, " → "):
-			if i := strings.LastIndex(text, " → "); i > 0 {
-				cmd, reply := text[:i], text[i+len(" → "):]
-				if strings.HasPrefix(cmd, "lost ") || strings.HasPrefix(cmd, "delayed ") || strings.HasPrefix(cmd, "dropped ") {
-					break
-				}
-				for range replicasOf(masterOf, actor) {
-					if changed(reply) {
-						sentAt[actor+"|"+cmd] = append(sentAt[actor+"|"+cmd], e.At)
-						for _, w := range strings.Fields(cmd) {
-							if looksLikeToken(w) {
-								tokenWrite[actor+"|"+w] = e.At
-							}
+		case isNode[actor] && e.Kind == event.CommandExecuted:
+			cmd, reply := e.Command, e.Reply
+			for range replicasOf(masterOf, actor) {
+				if changed(reply) {
+					sentAt[actor+"|"+cmd] = append(sentAt[actor+"|"+cmd], e.At)
+					for _, w := range strings.Fields(cmd) {
+						if looksLikeToken(w) {
+							tokenWrite[actor+"|"+w] = e.At
 						}
 					}
 				}
-				kt.apply(actor, cmd, reply, e.At, false)
-				if m.Redlock {
-					f := strings.Fields(cmd)
-					if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
-						if a := open[owner[f[2]]]; a != nil && a.Token == f[2] {
-							for j := range a.Votes {
-								if a.Votes[j].Node == actor {
-									a.Votes[j].Got = "no"
-									if reply == "+OK" {
-										a.Votes[j].Got = "yes"
-									}
+			}
+			kt.apply(actor, cmd, reply, e.At, false)
+			if m.Redlock {
+				f := strings.Fields(cmd)
+				if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
+					if a := open[owner[f[2]]]; a != nil && a.Token == f[2] {
+						for j := range a.Votes {
+							if a.Votes[j].Node == actor {
+								a.Votes[j].Got = "no"
+								if reply == "+OK" {
+									a.Votes[j].Got = "yes"
 								}
 							}
 						}
@@ -463,6 +460,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		}
 	}
 	sort.SliceStable(m.Attempts, func(i, j int) bool { return m.Attempts[i].From < m.Attempts[j].From })
+	m.Voters = voters(m)
 	return m
 }
 
@@ -503,4 +501,21 @@ func looksLikeToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// voters lists the nodes some Redlock attempt asked, in host order.
+func voters(m *mechanism) []string {
+	asked := map[string]bool{}
+	for _, a := range m.Attempts {
+		for _, v := range a.Votes {
+			asked[v.Node] = true
+		}
+	}
+	var out []string
+	for _, n := range m.Nodes {
+		if asked[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -80,6 +80,7 @@ type tlBuilder struct {
 	t        *timeline
 	from, to time.Duration
 	dense    bool
+	huge     bool // more than 40 clients: no mechanism lanes (see mechRows)
 	color    map[string]string
 	rowOf    map[string]row
 	mech     *mechanism
@@ -111,6 +112,7 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	b := &tlBuilder{res: res, t: t, from: from, to: to, color: map[string]string{}, rowOf: map[string]row{}, mech: mech}
 	clients := res.Scenario.ClientNames()
 	b.dense = len(clients) > 12
+	b.huge = len(clients) > 40
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
 	}
@@ -211,7 +213,7 @@ func (b *tlBuilder) layout(clients []string) {
 	}
 	if u := w.Liveness; u != nil && b.visible(u.From, u.To) {
 		witnessLanes = append(witnessLanes, lane{
-			text:  fmt.Sprintf("UNAVAILABLE for %s (bound %s): nobody holds the lock while %s wait", dur(u.To-u.From), dur(u.Bound), strings.Join(u.Waiting, ", ")),
+			text:  fmt.Sprintf("UNAVAILABLE for %s (bound %s): %s while %s wait", dur(u.To-u.From), dur(u.Bound), unavailableHolder(u), strings.Join(u.Waiting, ", ")),
 			x:     b.xc(u.From),
 			color: witnessRed, weight: "700",
 		})
@@ -661,12 +663,7 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 		}
 		byRow[key] = append(byRow[key], m)
 	}
-	var highest int64 // the highest fencing token the store has seen
 	for _, a := range acc {
-		before := highest
-		if a.Accepted && a.Fence > highest {
-			highest = a.Fence
-		}
 		if a.At < b.from || a.At > b.to {
 			continue
 		}
@@ -702,7 +699,7 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 			if !a.Accepted {
 				txt = "rejects " + a.Client
 			}
-			if fl := fenceLabel(a, before); fl != "" {
+			if fl := fenceLabel(a); fl != "" {
 				txt += ": " + fl
 			}
 			addMark("store:"+scenarios.ResourceHost, accessMark{x, txt})
@@ -784,7 +781,7 @@ func (b *tlBuilder) clock(h scenarios.Host, r row) {
 		lo, hi = min(lo, p.off), max(hi, p.off)
 	}
 	top, bot := r.y+7, r.y+r.h-7
-	keyed := h.Role != "client" && b.mech != nil && !b.dense && b.nodeHasKeys(h.Name)
+	keyed := h.Role != "client" && b.mech != nil && !b.huge && b.nodeHasKeys(h.Name)
 	if keyed {
 		// The key lane takes the top of the row; the clock sits under it.
 		if trivialClock(h) {
@@ -967,4 +964,17 @@ func signed(d time.Duration) string {
 		return "+" + dur(d)
 	}
 	return "-" + dur(-d)
+}
+
+// unavailableHolder says who held the lock during an unavailable stretch,
+// as the checker found it: nobody, or a holder stuck past the longest
+// hold (a hung worker whose watchdog keeps renewing).
+func unavailableHolder(u *checker.Unavailable) string {
+	switch len(u.Stuck) {
+	case 0:
+		return "nobody holds the lock"
+	case 1:
+		return u.Stuck[0] + " holds the lock without letting go"
+	}
+	return strings.Join(u.Stuck, ", ") + " hold the lock without letting go"
 }

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"html/template"
 	"sort"
 	"strings"
@@ -451,8 +452,15 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// lockEvent marks the trace rows about the lock itself: a hold begins or
+// is lost, a write is refused or skipped, a key or a session expires.
+var lockEvent = map[event.Kind]bool{
+	event.HoldBegan: true, event.HoldLost: true, event.WriteRejected: true, event.WriteSkipped: true,
+	event.KeyExpired: true, event.SessionExpired: true,
+}
+
 func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
-	entries := res.Trace
+	entries := res.Events
 	type window struct{ from, to time.Duration }
 	var hot []window
 	w := res.Report.Witness
@@ -468,12 +476,13 @@ func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 	seen := map[string]bool{}
 	var actors []string
 	rows := make([]traceRow, 0, len(entries))
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i]
 		class := ""
 		switch {
 		case e.Actor == "faults":
 			class = "ev-fault"
-		case strings.Contains(e.Text, "holds ") || strings.Contains(e.Text, "lost the lock") || strings.Contains(e.Text, "rejected") || strings.Contains(e.Text, "expired"):
+		case lockEvent[e.Kind]:
 			class = "ev-lock"
 		}
 		for _, h := range hot {
@@ -482,7 +491,7 @@ func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
 				break
 			}
 		}
-		rows = append(rows, traceRow{At: fmt.Sprintf("%.6f", e.At.Seconds()), Actor: e.Actor, Text: e.Text, Class: strings.TrimSpace(class)})
+		rows = append(rows, traceRow{At: fmt.Sprintf("%.6f", e.At.Seconds()), Actor: e.Actor, Text: e.Text(), Class: strings.TrimSpace(class)})
 		if !seen[e.Actor] {
 			seen[e.Actor] = true
 			actors = append(actors, e.Actor)

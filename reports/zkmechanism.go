@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/scenarios"
-	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/event"
 )
 
 // The ZooKeeper side of the mechanism: lock znodes, watch notifications
@@ -13,62 +13,6 @@ import (
 // model (sim/zk, deriveZK) or of the simulated ensemble that the real
 // go-zookeeper client talks to (sim/zk/ensemble, deriveEnsemble), which
 // also gives each client's connection and each server's role.
-
-// deriveZK reads one line of the ZooKeeper server.
-func deriveZK(m *mechanism, e sim.TraceEntry, creates *[]struct{ client, prefix string }, idx map[string]int) {
-	text := e.Text
-	switch {
-	case strings.HasPrefix(text, "CREATE ") && strings.Contains(text, "→ created "):
-		i := strings.Index(text, "→ created ")
-		path := strings.Fields(text[i+len("→ created "):])[0]
-		who := ""
-		for k := len(*creates) - 1; k >= 0; k-- {
-			if strings.HasPrefix(path, (*creates)[k].prefix) {
-				who = (*creates)[k].client
-				*creates = append((*creates)[:k:k], (*creates)[k+1:]...)
-				break
-			}
-		}
-		if who == "" {
-			return // a persistent parent, not a lock node
-		}
-		short := path[strings.LastIndex(path, "/")+1:]
-		if j := strings.LastIndex(short, "-"); j >= 0 && j+1 < len(short) {
-			short = short[j+1:]
-		}
-		if s := strings.TrimLeft(short, "0"); s != "" {
-			short = s
-		} else if short != "" {
-			short = "0"
-		}
-		idx[path] = len(m.Znodes)
-		m.Znodes = append(m.Znodes, znodeSpan{Path: path, Short: short, Owner: who, From: e.At})
-	case strings.HasPrefix(text, "DELETE ") && strings.HasSuffix(text, "→ ok"):
-		path := strings.Fields(text)[1]
-		if i, ok := idx[path]; ok && m.Znodes[i].End == "" {
-			m.Znodes[i].To, m.Znodes[i].End = e.At, "deleted"
-		}
-	case strings.HasPrefix(text, "delete ephemeral "):
-		path := strings.Fields(text)[2]
-		if i, ok := idx[path]; ok && m.Znodes[i].End == "" {
-			m.Znodes[i].To, m.Znodes[i].End = e.At, "session expired"
-		}
-	case strings.HasPrefix(text, "notify "):
-		f := strings.Fields(text)
-		if len(f) >= 2 {
-			ev := ""
-			if i := strings.Index(text, "): "); i >= 0 {
-				ev = text[i+3:]
-			}
-			m.Notifies = append(m.Notifies, notify{Client: f[1], At: e.At, Event: ev})
-		}
-	case strings.HasPrefix(text, "session ") && strings.Contains(text, " expired"):
-		f := strings.Fields(text)
-		if len(f) >= 4 && f[2] == "of" {
-			m.Expiries = append(m.Expiries, sessionExpiry{Client: f[3], At: e.At})
-		}
-	}
-}
 
 // ensembleState follows the simulated ZooKeeper ensemble's trace
 // (sim/zk/ensemble, where the unmodified go-zookeeper client talks to
@@ -146,50 +90,45 @@ func isEnsembleServer(h scenarios.Host) bool { return strings.HasPrefix(h.Role, 
 // give the lock znodes as their owners saw them and the connection states;
 // server lines ("session 0x… created for CONN", "session 0x… expired") give
 // the expiries, which also delete the session's ephemeral nodes.
-func deriveEnsemble(m *mechanism, s *ensembleState, e sim.TraceEntry, client bool, hosts []scenarios.Host) bool {
-	text := e.Text
-	// Server roles: "leads from the start" (the others follow), "elected
-	// leader", "follows zkN and serves", "stops serving", "crash",
-	// "restart" (not serving until it joins a leader).
-	if !client && strings.HasPrefix(e.Actor, "zk") {
-		switch {
-		case strings.HasPrefix(text, "leads from the start"):
-			for _, h := range hosts {
-				if isEnsembleServer(h) && h.Name != e.Actor {
-					s.setRole(m, h.Name, "follower", e.At)
-				}
+func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool, hosts []scenarios.Host) bool {
+	switch e.Kind {
+	// Server roles: the first leader (the others follow), an elected
+	// leader, a follower that serves, a server that stops serving for want
+	// of a quorum, a crash, a restart (not serving until it joins a
+	// leader).
+	case event.LeaderAtStart:
+		for _, h := range hosts {
+			if isEnsembleServer(h) && h.Name != e.Node {
+				s.setRole(m, h.Name, "follower", e.At)
 			}
-			s.setRole(m, e.Actor, "leader", e.At)
-			return true
-		case strings.HasPrefix(text, "elected leader"):
-			s.setRole(m, e.Actor, "leader", e.At)
-			return true
-		case strings.HasPrefix(text, "follows "):
-			s.setRole(m, e.Actor, "follower", e.At)
-			return true
-		case text == "stops serving":
-			// A crashed server also "stops serving": it stays crashed.
-			if cur := s.role[e.Actor]; cur == nil || cur.State != "crashed" {
-				s.setRole(m, e.Actor, "not serving", e.At)
-			}
-			return true
-		case text == "crash":
-			s.setRole(m, e.Actor, "crashed", e.At)
-			return true
-		case strings.HasPrefix(text, "restart"):
-			s.setRole(m, e.Actor, "not serving", e.At)
+		}
+		s.setRole(m, e.Node, "leader", e.At)
+	case event.LeaderElected:
+		s.setRole(m, e.Node, "leader", e.At)
+	case event.ServerFollows:
+		s.setRole(m, e.Node, "follower", e.At)
+	case event.ServerStopped:
+		// A crashed server also stops serving: it stays crashed.
+		if cur := s.role[e.Node]; cur == nil || cur.State != "crashed" {
+			s.setRole(m, e.Node, "not serving", e.At)
+		}
+	case event.ServerCrashed:
+		s.setRole(m, e.Node, "crashed", e.At)
+	case event.ServerRestarted:
+		s.setRole(m, e.Node, "not serving", e.At)
+
+	case event.FrameReceived:
+		if !client {
 			return true
 		}
-	}
-	if rest, ok := strings.CutPrefix(text, "recv "); ok && client {
-		conn, msg, _ := strings.Cut(rest, " ")
-		who := connClient(conn)
+		// A reply as the client read it; the message is ZooKeeper's
+		// (opcode, path, result), summarized by the ensemble.
+		conn, who, msg := e.Conn, e.Client, e.Command
 		switch {
 		case strings.HasPrefix(msg, "CONNECT → session "):
 			id := strings.TrimPrefix(msg, "CONNECT → session ")
 			s.sessionOf[conn], s.clientOf[id], s.current[who] = id, who, conn
-			_, server, _ := strings.Cut(conn, ">")
-			s.setState(m, who, "CONNECTED "+server, e.At)
+			s.setState(m, who, "CONNECTED "+e.Node, e.At)
 		case strings.HasPrefix(msg, "CONNECT refused"):
 			s.current[who] = conn
 			s.setState(m, who, "EXPIRED", e.At)
@@ -206,49 +145,37 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e sim.TraceEntry, client boo
 		case strings.HasPrefix(msg, "WATCH "):
 			m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: strings.TrimPrefix(msg, "WATCH ")})
 		}
-		return true
-	}
-	if client {
-		// "c1#1>zk1 closed by the server", "connection c1#1>zk1 reset: why":
-		// the client is disconnected until it reaches a server again.
-		conn := ""
-		if c, ok := strings.CutSuffix(text, " closed by the server"); ok {
-			conn = c
-		} else if c, ok := strings.CutPrefix(text, "connection "); ok && strings.Contains(c, " reset: ") {
-			conn, _, _ = strings.Cut(c, " ")
-		}
-		if conn == "" {
+
+	// The server closed the connection, or the client's connection
+	// reset: the client is disconnected until it reaches a server again.
+	case event.ConnClosedBy, event.ConnReset:
+		if !client || e.Kind == event.ConnClosedBy && e.Reason != "server" {
 			return false
 		}
-		who := connClient(conn)
-		if s.current[who] == conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "CONNECTED") {
+		who := e.Client
+		if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "CONNECTED") {
 			s.setState(m, who, "DISCONNECTED", e.At)
 		}
-		return true
-	}
-	if rest, ok := strings.CutPrefix(text, "session "); ok {
-		id, tail, _ := strings.Cut(rest, " ")
-		switch {
-		case strings.HasPrefix(tail, "created for "):
-			conn := strings.Fields(strings.TrimPrefix(tail, "created for "))[0]
-			s.sessionOf[conn], s.clientOf[id] = id, connClient(conn)
-		case strings.HasPrefix(tail, "expired"):
-			who := s.clientOf[id]
-			if who == "" {
-				return true
-			}
-			m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At})
-			// Closing the session deletes its ephemeral nodes (the leader
-			// commits closeSession; every server applies it).
-			for i := range m.Znodes {
-				if s.znodeSess[i] == id && m.Znodes[i].End == "" {
-					m.Znodes[i].To, m.Znodes[i].End = e.At, "session expired"
-				}
+
+	case event.SessionCreated:
+		s.sessionOf[e.Conn], s.clientOf[e.Session] = e.Session, e.Client
+	case event.SessionExpired:
+		who := s.clientOf[e.Session]
+		if who == "" {
+			return true
+		}
+		m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At})
+		// Closing the session deletes its ephemeral nodes (the leader
+		// commits closeSession; every server applies it).
+		for i := range m.Znodes {
+			if s.znodeSess[i] == e.Session && m.Znodes[i].End == "" {
+				m.Znodes[i].To, m.Znodes[i].End = e.At, "session expired"
 			}
 		}
-		return true
+	default:
+		return false
 	}
-	return false
+	return true
 }
 
 // addZnode starts the life of a lock znode; its short name is the sequence

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
@@ -380,7 +381,7 @@ func (b *zkEnsemble) replace(h *sim.Host, s *clientSession, why string) <-chan *
 	s.replacing = done
 	s.mu.Unlock()
 	if b.w.Tracing() {
-		b.w.Tracef(h.Name, "%s; closes its ZooKeeper handle and opens a new one (new session) starting at zk%d", why, start+1)
+		b.w.Record(h.Name, event.Event{Kind: event.SessionReopened, Client: h.Name, Node: fmt.Sprintf("zk%d", start+1), Reason: why})
 	}
 	b.w.WaitAtEnd(done)
 	go func() {

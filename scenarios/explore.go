@@ -413,8 +413,10 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 			break
 		}
 	}
-	// The counterexample's own run, traced, is the one to show and replay.
-	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare}); err == nil {
+	// The counterexample's own run, traced, is the one to show and replay;
+	// its events are kept, as for 'locklab run --report', so its report
+	// draws the mechanism.
+	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare, KeepTrace: true}); err == nil {
 		curRes = r
 	}
 	cur.Expect = Expect{}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -79,9 +80,12 @@ type Result struct {
 	TraceSHA256 string
 	TraceLines  int
 	Trace       []sim.TraceEntry
-	Messages    int
-	Dropped     int
-	End         time.Duration
+	// Events are the run's typed record (kept with KeepTrace); Trace is
+	// these events rendered as text.
+	Events   []event.Event
+	Messages int
+	Dropped  int
+	End      time.Duration
 	// Warnings name faults that changed nothing: never fired, or matched
 	// no message.
 	Warnings []string
@@ -416,6 +420,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.TraceSHA256 = w.Trace.SHA256()
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
+	res.Events = w.Trace.Events
 	res.Messages, res.Dropped = w.Net.Sent, w.Net.Dropped
 	for i := range res.Hosts {
 		if h := targets.Hosts[res.Hosts[i].Name]; h != nil {
@@ -531,7 +536,7 @@ func (wl *workload) run(p *sim.Process) {
 			call := w.Now()
 			l, err := wl.lock.Acquire(env)
 			if err != nil {
-				w.Tracef(wl.name, "acquire failed: %v", err)
+				w.Record(wl.name, event.Event{Kind: event.AcquireFailed, Client: wl.name, Reason: err.Error()})
 				p.Sleep(wl.sc.Wait.Delay.D() + draw(w.Rand(), Range{Max: wl.sc.Wait.Jitter.D()}))
 				continue
 			}
@@ -539,10 +544,10 @@ func (wl *workload) run(p *sim.Process) {
 			wl.rec.acquired(wl.name, call, l)
 			name := wl.name
 			l.WhenLost(func() {
-				w.Tracef(name, "learns it lost the lock")
+				w.Record(name, event.Event{Kind: event.HoldLost, Client: name, Token: l.Token, Fence: l.Fence})
 				wl.rec.stop(name, "lost")
 			})
-			w.Tracef(wl.name, "holds %s (token %s, fence %d, valid until %s on its clock)", l.Resource, l.Token, l.Fence, l.Validity.Sub(sim.Epoch))
+			w.Record(wl.name, event.Event{Kind: event.HoldBegan, Client: wl.name, Resource: l.Resource, Token: l.Token, Fence: l.Fence, Validity: l.Validity.Sub(sim.Epoch)})
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
@@ -550,14 +555,14 @@ func (wl *workload) run(p *sim.Process) {
 				// The client consults its lease and stops acting: its hold
 				// ends here, at the check, not at the deadline it passed.
 				wl.rec.stop(wl.name, "validity")
-				w.Tracef(wl.name, "lease expired on its own clock: skips the write")
+				w.Record(wl.name, event.Event{Kind: event.WriteSkipped, Client: wl.name, Token: lease.Token, Fence: lease.Fence})
 			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
-				w.Tracef(wl.name, "write rejected by the resource")
+				w.Record(wl.name, event.Event{Kind: event.WriteRejected, Client: wl.name, Token: lease.Token, Fence: lease.Fence})
 			}
 		}
 		wl.rec.stop(wl.name, "release")
 		if err := wl.lock.Release(env, lease); err != nil {
-			w.Tracef(wl.name, "release failed: %v", err)
+			w.Record(wl.name, event.Event{Kind: event.ReleaseFailed, Client: wl.name, Token: lease.Token, Reason: err.Error()})
 		}
 		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 	}

@@ -7,6 +7,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 )
 
 var errHostDown = errors.New("simulated connection: client host crashed")
@@ -74,7 +75,7 @@ func (c *redisConn) bubbleDeliver(reply []byte, rs string) {
 	w := c.node.w
 	switch {
 	case c.closed || c.host.crashed:
-		w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
+		w.Record(c.host.Name, event.Event{Kind: event.ReplyDiscarded, Node: c.node.Name, Client: c.host.Name, Reply: rs})
 	case c.host.paused:
 		c.host.held = append(c.host.held, func() { c.bubbleDeliver(reply, rs) })
 	default:
@@ -130,7 +131,7 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 	if c.dead() {
 		return 0, errConnClosed
 	}
-	w.Tracef(c.host.Name, "timeout waiting for %s", c.node.Name)
+	w.Record(c.host.Name, event.Event{Kind: event.ReplyTimeout, Node: c.node.Name, Client: c.host.Name})
 	return 0, timeoutError{}
 }
 
@@ -141,7 +142,7 @@ func (c *redisConn) bubbleClose() error {
 	if !c.closed {
 		c.closed = true
 		if !w.b.ended {
-			w.Tracef(c.host.Name, "close connection to %s", c.node.Name)
+			w.Record(c.host.Name, event.Event{Kind: event.ConnectionClosed, Node: c.node.Name, Client: c.host.Name})
 		}
 		c.signal()
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/locklab/locklab/sim/event"
 	"slices"
 	"time"
 )
@@ -32,7 +33,7 @@ func (n *RedisNode) expireSweep() {
 	slices.Sort(gone)
 	for _, k := range gone {
 		delete(n.shadow, k)
-		n.w.Tracef(n.Name, "key %s expired: propagate DEL", k)
+		n.w.Record(n.Name, event.Event{Kind: event.KeyExpired, Node: n.Name, Key: k, Clock: local})
 		n.emit([]string{"DEL", k})
 	}
 }

@@ -10,6 +10,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"slices"
 	"time"
 )
@@ -148,11 +149,11 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		d, extra, why := f(m)
 		if d {
 			n.Dropped++
-			w.Tracef(m.From, "dropped %s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Summary, why)
+			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: why})
 			return true, 0, why
 		}
 		if extra > 0 {
-			w.Tracef(m.From, "delayed %s %s→%s %s by %v (%s)", m.Dir, m.From, m.To, m.Summary, extra, why)
+			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Delay: extra, Reason: why})
 			delay += extra
 			reason = why
 		}

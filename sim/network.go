@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"time"
 )
 
@@ -183,7 +184,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 	}
 	if n.cut[[2]string{m.From, m.To}] {
 		n.Dropped++
-		w.Tracef(m.From, "lost %s %s→%s %s (partition)", m.Dir, m.From, m.To, m.Summary)
+		w.Record(m.From, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: "partition"})
 		return
 	}
 	var extra time.Duration
@@ -192,11 +193,11 @@ func (n *Network) Send(m *Message, deliver func()) {
 		drop, delay, reason := f(m)
 		if drop {
 			n.Dropped++
-			w.Tracef(m.From, "dropped %s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Summary, reason)
+			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: reason})
 			return
 		}
 		if delay > 0 {
-			w.Tracef(m.From, "delayed %s %s→%s %s by %v (%s)", m.Dir, m.From, m.To, m.Summary, delay, reason)
+			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Delay: delay, Reason: reason})
 			extra += delay
 			why = reason
 		}
@@ -224,7 +225,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		defer n.arrive(id)
 		if n.down[m.To] {
 			n.Dropped++
-			w.Tracef(m.To, "lost %s %s→%s %s (%s is down)", m.Dir, m.From, m.To, m.Summary, m.To)
+			w.Record(m.To, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: m.To + " is down"})
 			return
 		}
 		for _, o := range n.observers {
@@ -304,10 +305,14 @@ func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Durat
 	)
 	id := p.prepark()
 	req := &Message{Conn: conn, From: p.Host.Name, To: to, Client: p.Host.Name, Dir: Request, Op: op, Summary: summary}
-	w.Tracef(p.Name, "send %s → %s", summary, to)
+	if w.Tracing() {
+		w.Record(p.Name, event.Event{Kind: event.CommandSent, Node: to, Client: p.Host.Name, Op: op, Command: summary})
+	}
 	w.Net.Send(req, func() {
 		reply, rs := serve()
-		w.Tracef(to, "%s → %s", summary, rs)
+		if w.Tracing() {
+			w.Record(to, event.Event{Kind: event.CommandExecuted, Node: to, Client: p.Host.Name, Op: op, Command: summary, Reply: rs})
+		}
 		rep := &Message{Conn: conn, From: to, To: p.Host.Name, Client: p.Host.Name, Dir: Reply, Op: op, Summary: rs}
 		w.Net.Send(rep, func() {
 			if p.done {
@@ -324,7 +329,9 @@ func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Durat
 		return nil, ErrTimeout
 	}
 	if !got {
-		w.Tracef(p.Name, "timeout waiting for %s from %s", op, to)
+		if w.Tracing() {
+			w.Record(p.Name, event.Event{Kind: event.ReplyTimeout, Node: to, Client: p.Host.Name, Op: op})
+		}
 		return nil, ErrTimeout
 	}
 	return result, nil

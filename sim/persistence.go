@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/locklab/locklab/sim/event"
 	"time"
 )
 
@@ -39,7 +40,7 @@ func (n *RedisNode) Crash() {
 		r.timer.Cancel()
 	}
 	n.waits = nil
-	n.w.Tracef(n.Name, "node crash")
+	n.w.Record(n.Name, event.Event{Kind: event.NodeCrashed, Node: n.Name})
 }
 
 // Restart brings a crashed node back with what its persistence mode saved,
@@ -111,5 +112,5 @@ func (n *RedisNode) Restart(persistence string) {
 	} else if n.master.up {
 		n.fullSync(n.master)
 	}
-	n.w.Tracef(n.Name, "node restart with persistence %q (%d writes replayed, %d keys)", persistence, len(keep), len(n.mr.Keys()))
+	n.w.Record(n.Name, event.Event{Kind: event.NodeRestarted, Node: n.Name, Persistence: persistence, Count: len(keep), Keys: len(n.mr.Keys())})
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
@@ -47,7 +48,7 @@ func (h *Host) Pause() {
 		return
 	}
 	h.paused = true
-	h.w.Tracef(h.Name, "pause")
+	h.w.Record(h.Name, event.Event{Kind: event.HostPaused})
 	h.w.hostChanged(h, HostPaused)
 }
 
@@ -57,7 +58,7 @@ func (h *Host) Resume() {
 		return
 	}
 	h.paused = false
-	h.w.Tracef(h.Name, "resume")
+	h.w.Record(h.Name, event.Event{Kind: event.HostResumed})
 	pending := h.pending
 	h.pending = nil
 	held := h.held
@@ -78,7 +79,7 @@ func (h *Host) Crash() {
 		return
 	}
 	h.crashed = true
-	h.w.Tracef(h.Name, "crash")
+	h.w.Record(h.Name, event.Event{Kind: event.HostCrashed})
 	for _, p := range h.procs {
 		if !p.done {
 			p.crashed = true
@@ -308,7 +309,7 @@ func (p *Process) Hang() {
 		return
 	}
 	p.frozen = true
-	p.w.Tracef(p.Name, "hangs")
+	p.w.Record(p.Name, event.Event{Kind: event.ProcessHung})
 }
 
 // Unhang lets a hung process continue; a wake-up that arrived meanwhile is
@@ -318,7 +319,7 @@ func (p *Process) Unhang() {
 		return
 	}
 	p.frozen = false
-	p.w.Tracef(p.Name, "continues")
+	p.w.Record(p.Name, event.Event{Kind: event.ProcessContinued})
 	if p.frozenWake {
 		p.frozenWake = false
 		id := p.parkID

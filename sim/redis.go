@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"io"
 	"net"
 	"slices"
@@ -364,7 +365,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 			if n.w.b != nil {
 				c.bubbleDial()
 			}
-			n.w.Tracef(host.Name, "dial %s", target.Name)
+			n.w.Record(host.Name, event.Event{Kind: event.ConnectionDialed, Node: target.Name, Client: host.Name})
 			return c, nil
 		},
 	}
@@ -463,7 +464,9 @@ func (c *redisConn) send(w *World, args []string) {
 		summary = commandSummary(args)
 	}
 	op := strings.ToUpper(args[0])
-	w.Tracef(c.host.Name, "send %s → %s", summary, c.node.Name)
+	if w.Tracing() {
+		w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
+	}
 	req := &Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
 	if c.bb != nil {
 		req.order = c.bb.id
@@ -477,7 +480,9 @@ func (c *redisConn) send(w *World, args []string) {
 			if w.Tracing() || c.bb != nil {
 				rs = replySummary(reply)
 			}
-			w.Tracef(c.node.Name, "%s → %s", summary, rs)
+			if w.Tracing() {
+				w.Record(c.node.Name, event.Event{Kind: event.CommandExecuted, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args, Reply: rs, Clock: c.node.Clock.Local(w.now)})
+			}
 			rep := &Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs, order: req.order}
 			w.Net.Send(rep, func() {
 				if c.bb != nil {
@@ -485,7 +490,7 @@ func (c *redisConn) send(w *World, args []string) {
 					return
 				}
 				if c.closed {
-					w.Tracef(c.host.Name, "reply on closed connection discarded: %s", rs)
+					w.Record(c.host.Name, event.Event{Kind: event.ReplyDiscarded, Node: c.node.Name, Client: c.host.Name, Reply: rs})
 					return
 				}
 				c.rbuf = append(c.rbuf, reply...)
@@ -515,7 +520,7 @@ func (c *redisConn) switchMaster(m *RedisNode) {
 		return
 	}
 	c.closed = true
-	w.Tracef(c.host.Name, "connection to %s closed under its command: the master moved to %s", c.node.Name, m.Name)
+	w.Record(c.host.Name, event.Event{Kind: event.ConnectionMoved, Node: c.node.Name, To: m.Name, Client: c.host.Name})
 	w.wakeup(c.waiter, c.waitID)
 }
 
@@ -528,7 +533,7 @@ func (c *redisConn) redial() {
 	old.conns = slices.DeleteFunc(old.conns, func(x *redisConn) bool { return x == c })
 	c.node, c.peer, c.id = m, nil, m.w.Net.NewConn()
 	m.conns = append(m.conns, c)
-	m.w.Tracef(c.host.Name, "dial %s (idle connection to %s dropped at +switch-master)", m.Name, old.Name)
+	m.w.Record(c.host.Name, event.Event{Kind: event.ConnectionDialed, Node: m.Name, From: old.Name, Client: c.host.Name})
 }
 
 func (c *redisConn) Read(b []byte) (int, error) {
@@ -561,7 +566,7 @@ func (c *redisConn) Read(b []byte) (int, error) {
 	if c.closed {
 		return 0, io.EOF
 	}
-	w.Tracef(c.host.Name, "timeout waiting for %s", c.node.Name)
+	w.Record(c.host.Name, event.Event{Kind: event.ReplyTimeout, Node: c.node.Name, Client: c.host.Name})
 	return 0, timeoutError{}
 }
 
@@ -571,7 +576,7 @@ func (c *redisConn) Close() error {
 	}
 	if !c.closed {
 		c.closed = true
-		c.node.w.Tracef(c.host.Name, "close connection to %s", c.node.Name)
+		c.node.w.Record(c.host.Name, event.Event{Kind: event.ConnectionClosed, Node: c.node.Name, Client: c.host.Name})
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"slices"
 	"strconv"
 	"time"
@@ -96,7 +97,7 @@ func (n *RedisNode) fullSync(m *RedisNode) {
 		}
 	}
 	n.offset = m.offset
-	n.w.Tracef(n.Name, "full sync from %s: %d keys, offset %d", m.Name, len(n.shadow), n.offset)
+	n.w.Record(n.Name, event.Event{Kind: event.ReplicationFullSync, Node: n.Name, From: m.Name, Keys: len(n.shadow), Offset: n.offset})
 }
 
 // ship sends one effect (or a GETACK, when args is nil) down the link.
@@ -112,7 +113,7 @@ func (n *RedisNode) ship(link *replicaLink, args []string, offset int64) {
 	w.Net.Later(link.lag, func() {
 		if !n.up || n.incarnation != incarnation {
 			if args != nil {
-				w.Tracef(n.Name, "replication of %s to %s lost: %s is down", summary, replica.Name, n.Name)
+				w.Record(n.Name, event.Event{Kind: event.ReplicationLost, Node: replica.Name, From: n.Name, To: replica.Name, Command: summary, Args: args, Offset: offset})
 			}
 			return
 		}
@@ -131,7 +132,9 @@ func (n *RedisNode) ship(link *replicaLink, args []string, offset int64) {
 			replica.syncClock()
 			replica.applyEffect(args)
 			replica.offset = offset
-			w.Tracef(replica.Name, "replicated %s (offset %d)", summary, offset)
+			if w.Tracing() {
+				w.Record(replica.Name, event.Event{Kind: event.ReplicationApplied, Node: replica.Name, From: n.Name, To: replica.Name, Command: summary, Args: args, Offset: offset, Clock: replica.Clock.Local(w.now)})
+			}
 		})
 	})
 }
@@ -313,12 +316,12 @@ func (n *RedisNode) Promote() error {
 	old.promoted = n
 	n.syncClock()
 	n.startExpiring()
-	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
+	n.w.Record(n.Name, event.Event{Kind: event.Promoted, Node: n.Name, From: old.Name})
 	for _, l := range slices.Clone(old.links) {
 		if l.cancelled {
 			continue // n itself, or a replica that already left, unseen
 		}
-		n.w.Tracef(l.replica.Name, "sentinel: %s now replicates from %s", l.replica.Name, n.Name)
+		n.w.Record(l.replica.Name, event.Event{Kind: event.ReplicaFollows, Node: l.replica.Name, To: n.Name})
 		n.Replicate(l.replica, l.lag)
 	}
 	for _, c := range slices.Clone(old.conns) {
@@ -340,7 +343,7 @@ func (n *RedisNode) rejoin(old *RedisNode, lag time.Duration) {
 			return // superseded by a later failover
 		}
 		if old.up && n.up && n.w.Net.Reachable(old.Name, n.Name) && n.w.Net.Reachable(n.Name, old.Name) {
-			n.w.Tracef(old.Name, "sentinel: old master %s rejoins as a replica of %s and drops its data", old.Name, n.Name)
+			n.w.Record(old.Name, event.Event{Kind: event.MasterRejoined, Node: old.Name, To: n.Name})
 			for _, c := range slices.Clone(old.conns) {
 				c.switchMaster(n)
 			}

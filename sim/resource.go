@@ -64,6 +64,15 @@ func (inv *Inventory) stale(fence int64) string {
 	return fmt.Sprintf("token %d is lower than %d", fence, inv.Highest)
 }
 
+// compared is the highest token an access with token fence is compared
+// against (0 when the store does not fence or the access has no token).
+func (inv *Inventory) compared(fence int64) int64 {
+	if inv.Rule == FenceNone || fence == 0 {
+		return 0
+	}
+	return inv.Highest
+}
+
 func (inv *Inventory) see(fence int64) {
 	if inv.Rule != FenceNone && fence > inv.Highest {
 		inv.Highest = fence
@@ -78,7 +87,7 @@ func (inv *Inventory) Read(p *Process, fence int64) (int64, error) {
 		summary += fmt.Sprintf(" token=%d", fence)
 	}
 	r, err := p.Call(inv.Host.Name, "READ", summary, inv.Timeout, func() (any, string) {
-		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "read", Value: inv.Value, Fence: fence, Accepted: true}
+		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "read", Value: inv.Value, Fence: fence, Highest: inv.compared(fence), Accepted: true}
 		if why := inv.stale(fence); why != "" {
 			a.Accepted, a.Reason = false, why
 			inv.Log = append(inv.Log, a)
@@ -105,7 +114,7 @@ func (inv *Inventory) Write(p *Process, value, based, fence int64) (bool, error)
 		summary += fmt.Sprintf(" token=%d", fence)
 	}
 	r, err := p.Call(inv.Host.Name, "WRITE", summary, inv.Timeout, func() (any, string) {
-		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "write", Value: value, Based: based, Fence: fence, Accepted: true}
+		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "write", Value: value, Based: based, Fence: fence, Highest: inv.compared(fence), Accepted: true}
 		if why := inv.stale(fence); why != "" {
 			a.Accepted, a.Reason = false, why
 		} else if inv.Rule == FenceGreater && inv.written[fence] {

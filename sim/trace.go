@@ -9,29 +9,42 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/locklab/locklab/sim/event"
 )
 
-// Trace is the run's event log. Every line goes into a SHA-256 digest; the
-// lines themselves are kept only when Keep is set (reports want them, a
-// thousand exploration runs do not).
+// Trace is the run's record: typed events (package event), each rendered
+// to one text line that goes into a SHA-256 digest. Events and lines are
+// kept only when Keep is set (reports want them, a thousand exploration
+// runs do not).
 type Trace struct {
 	Keep bool
 	// Off skips tracing altogether (no digest): exploration and shrinking
 	// run thousands of runs whose traces nobody reads; the counterexample is
 	// run again with tracing on.
-	Off     bool
+	Off bool
+	// Events are the run's facts, in trace order (kept with Keep).
+	Events []event.Event
+	// Entries are the same events rendered as text lines, for people.
 	Entries []TraceEntry
 	h       hash.Hash
 	n       int
 	buf     []byte
-	// sorted (a bubble run) holds lines back until the kernel's next
+	// sorted (a bubble run) holds events back until the kernel's next
 	// step and sorts them: goroutines racing at one instant write them in
 	// any order.
 	sorted  bool
-	pending []TraceEntry
+	pending []heldEvent
 }
 
-// TraceEntry is one line of the trace.
+// heldEvent is an event of a bubble run waiting to be sorted, with its
+// rendered line (the sort's last key).
+type heldEvent struct {
+	e    event.Event
+	text string
+}
+
+// TraceEntry is one line of the text trace: an event rendered.
 type TraceEntry struct {
 	At    time.Duration `json:"at_ns"`
 	Actor string        `json:"actor"`
@@ -42,66 +55,68 @@ func (e TraceEntry) String() string {
 	return fmt.Sprintf("%12.6f %-10s %s", e.At.Seconds(), e.Actor, e.Text)
 }
 
-// NewTrace returns an empty trace that keeps its lines.
+// NewTrace returns an empty trace that keeps its events.
 func NewTrace() *Trace { return &Trace{Keep: true, h: sha256.New()} }
 
-// addf formats one line straight into a reused buffer: tracing is on the
-// hot path of every simulated command.
-func (t *Trace) addf(at time.Duration, actor, format string, args ...any) {
+// add records one event: its line is rendered straight into a reused
+// buffer, as tracing is on the hot path of every simulated command.
+func (t *Trace) add(e *event.Event) {
 	if t.Off {
 		return
 	}
 	t.n++
 	if t.sorted {
-		t.pending = append(t.pending, TraceEntry{At: at, Actor: actor, Text: fmt.Sprintf(format, args...)})
+		t.pending = append(t.pending, heldEvent{*e, string(e.AppendText(nil))})
 		return
 	}
-	b := strconv.AppendInt(t.buf[:0], int64(at), 10)
+	b := strconv.AppendInt(t.buf[:0], int64(e.At), 10)
 	b = append(b, ' ')
-	b = append(b, actor...)
+	b = append(b, e.Actor...)
 	b = append(b, ' ')
 	start := len(b)
-	b = fmt.Appendf(b, format, args...)
+	b = e.AppendText(b)
 	if t.Keep {
-		t.Entries = append(t.Entries, TraceEntry{At: at, Actor: actor, Text: string(b[start:])})
+		t.Events = append(t.Events, *e)
+		t.Entries = append(t.Entries, TraceEntry{At: e.At, Actor: e.Actor, Text: string(b[start:])})
 	}
 	b = append(b, '\n')
 	t.h.Write(b)
 	t.buf = b
 }
 
-// flush writes the held-back lines of a bubble run, sorted by time, actor
-// and text.
+// flush writes the held-back events of a bubble run, sorted by time, actor
+// and rendered line.
 func (t *Trace) flush() {
 	if len(t.pending) == 0 {
 		return
 	}
-	slices.SortStableFunc(t.pending, func(a, b TraceEntry) int {
-		if c := cmp.Compare(a.At, b.At); c != 0 {
+	slices.SortStableFunc(t.pending, func(a, b heldEvent) int {
+		if c := cmp.Compare(a.e.At, b.e.At); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Actor, b.Actor); c != 0 {
+		if c := cmp.Compare(a.e.Actor, b.e.Actor); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Text, b.Text)
+		return cmp.Compare(a.text, b.text)
 	})
-	for _, e := range t.pending {
-		b := strconv.AppendInt(t.buf[:0], int64(e.At), 10)
+	for _, p := range t.pending {
+		b := strconv.AppendInt(t.buf[:0], int64(p.e.At), 10)
 		b = append(b, ' ')
-		b = append(b, e.Actor...)
+		b = append(b, p.e.Actor...)
 		b = append(b, ' ')
-		b = append(b, e.Text...)
+		b = append(b, p.text...)
 		b = append(b, '\n')
 		t.h.Write(b)
 		t.buf = b
 		if t.Keep {
-			t.Entries = append(t.Entries, e)
+			t.Events = append(t.Events, p.e)
+			t.Entries = append(t.Entries, TraceEntry{At: p.e.At, Actor: p.e.Actor, Text: p.text})
 		}
 	}
 	t.pending = t.pending[:0]
 }
 
-// Len is the number of lines traced so far.
+// Len is the number of events traced so far.
 func (t *Trace) Len() int { return t.n }
 
 // SHA256 is the hex digest of every line traced so far.

@@ -12,6 +12,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -153,9 +154,24 @@ func (w *World) Later(d time.Duration) time.Duration {
 	return w.now + d
 }
 
-// Tracef appends one line to the run's trace, stamped with true time.
+// Tracef records an untyped note, stamped with true time: a line of text
+// no reader can take facts from. Prefer Record with a typed event.
 func (w *World) Tracef(actor, format string, args ...any) {
-	w.Trace.addf(w.now, actor, format, args...)
+	if w.Trace.Off {
+		return
+	}
+	w.Trace.add(&event.Event{At: w.now, Actor: actor, Kind: event.Note, Note: fmt.Sprintf(format, args...)})
+}
+
+// Record adds one typed event to the run's record, stamped with true time
+// and the actor that produced it. Callers whose fields cost something to
+// compute check Tracing first.
+func (w *World) Record(actor string, e event.Event) {
+	if w.Trace.Off {
+		return
+	}
+	e.At, e.Actor = w.now, actor
+	w.Trace.add(&e)
 }
 
 // Tracing reports whether trace lines are recorded; callers skip building

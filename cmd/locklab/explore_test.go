@@ -37,8 +37,27 @@ func TestExploreRedlockClockJumpAndReplay(t *testing.T) {
 	if _, err := os.Stat(out); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(strings.TrimSuffix(out, ".yaml") + ".html"); err != nil {
+	page, err := os.ReadFile(strings.TrimSuffix(out, ".yaml") + ".html")
+	if err != nil {
 		t.Fatalf("no report beside the counterexample: %v", err)
+	}
+	// The explore report draws the mechanism, as 'run --report' of the
+	// same counterexample does (issue 21: it drew none).
+	runReport := filepath.Join(dir, "run.html")
+	if code, _, stderr := runCLI(t, "run", out, "--report", runReport); code != 0 {
+		t.Fatalf("run --report of the counterexample: exit %d\n%s", code, stderr)
+	}
+	runPage, err := os.ReadFile(runReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Redlock quorum", "votes"} {
+		if !strings.Contains(string(runPage), want) {
+			t.Fatalf("run --report draws no %q", want)
+		}
+		if !strings.Contains(string(page), want) {
+			t.Errorf("explore's report draws no %q (run --report of the same file does)", want)
+		}
 	}
 	// The replay command reproduces it, byte for byte.
 	code, rout, _ := runCLI(t, "replay", out, "--json")

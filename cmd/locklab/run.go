@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/locklab/locklab/sim/event"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +64,7 @@ func runList(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-const runUsage = `Usage: locklab run SCENARIO [--seed N] [--json] [--trace] [--report FILE]
+const runUsage = `Usage: locklab run SCENARIO [--seed N] [--json] [--trace] [--report FILE] [--events FILE]
 
 Runs a scenario — a built-in id from 'locklab list' or a path to a scenario
 file (see 'locklab help scenario') — checks mutual exclusion, resource safety
@@ -78,7 +80,12 @@ Flags:
              write a self-contained HTML report of the run to FILE ("-":
              stdout, the summary then goes to stderr); an existing FILE is
              replaced only with --force
-  --force    replace an existing report file
+  --events FILE
+             write the run's typed events to FILE as JSON Lines, one object
+             per line with at_ns, actor, kind and the kind's fields ("-":
+             stdout); the trace digest is the same with or without it; an
+             existing FILE is replaced only with --force
+  --force    replace an existing report or events file
 
 ` + limitsHelp + `
 A scenario file written by 'locklab explore' carries a counterexample
@@ -142,6 +149,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "")
 	trace := fs.Bool("trace", false, "")
 	reportPath := fs.String("report", "", "")
+	eventsPath := fs.String("events", "", "")
 	force := fs.Bool("force", false, "")
 	limits := limitFlags(fs)
 	pos, err := parseInterspersed(fs, args)
@@ -161,6 +169,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if *reportPath != "" && *reportPath != "-" && exists(*reportPath) && !*force {
 		return usagef("--report: %s exists; pass --force to replace it, or name another file", term(*reportPath, false))
 	}
+	if *eventsPath == "-" && (*asJSON || *reportPath == "-") {
+		return usagef("--events - wants stdout, and so does %s; write the events to a file", map[bool]string{true: "--json", false: "--report -"}[*asJSON])
+	}
+	if *eventsPath != "" && *eventsPath != "-" && exists(*eventsPath) && !*force {
+		return usagef("--events: %s exists; pass --force to replace it, or name another file", term(*eventsPath, false))
+	}
 	sc, err := scenarios.LoadWith(pos[0], lim)
 	if err != nil {
 		return &usageError{err.Error()}
@@ -179,14 +193,17 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	// With --report -, the HTML is stdout and the summary goes to stderr.
 	textOut := stdout
-	if *reportPath == "-" {
+	if *reportPath == "-" || *eventsPath == "-" {
 		textOut = stderr
 	}
 	for _, w := range sc.Warnings {
 		fmt.Fprintf(stderr, "locklab: warning: %s\n", term(w.Error(), false))
 	}
-	res, cmp, err := scenarios.RunCompared(sc, seed, scenarios.Options{KeepTrace: *trace || *reportPath != ""})
+	res, cmp, err := scenarios.RunCompared(sc, seed, scenarios.Options{KeepTrace: *trace || *reportPath != "" || *eventsPath != ""})
 	if err != nil {
+		return err
+	}
+	if err := writeEvents(*eventsPath, stdout, res.Events); err != nil {
 		return err
 	}
 	out := buildRunOutput(res, pos[0])
@@ -433,4 +450,24 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeEvents writes the run's events as JSON Lines to path ("-": stdout;
+// "": not asked for).
+func writeEvents(path string, stdout io.Writer, events []event.Event) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		return event.WriteJSONLines(stdout, events)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := event.WriteJSONLines(f, events); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

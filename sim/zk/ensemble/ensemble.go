@@ -62,6 +62,7 @@ package ensemble
 import (
 	"crypto/sha256"
 	"fmt"
+	record "github.com/locklab/locklab/sim/event"
 	"hash"
 	"io"
 	"sort"
@@ -543,7 +544,11 @@ func (s *server) applyTxn(t *txn) {
 		c := t.origin
 		switch t.kind {
 		case opCreateSession:
-			e.tracef(s.name, "session 0x%x created for %s (timeout %v)", t.session, c.stream(), time.Duration(t.connect.resp.Timeout)*time.Millisecond)
+			if e.tracing() {
+				ev := c.connEvent(record.SessionCreated)
+				ev.Node, ev.Session, ev.Timeout = s.name, fmt.Sprintf("0x%x", t.session), time.Duration(t.connect.resp.Timeout)*time.Millisecond
+				e.record(s.name, ev)
+			}
 			c.sendDown(t.connect.resp.Frame(), false)
 		case opCloseSession:
 			c.sendDown(wire.ReplyHeader(t.xid, t.zxid, wire.ErrOK).Frame(), false)
@@ -609,7 +614,9 @@ func (e *Ensemble) expireTick() {
 			tick := e.cfg.TickTime
 			rounded := e.start.Add((dl.Sub(e.start) + tick - 1) / tick * tick)
 			if !rounded.After(now) {
-				e.tracef(e.servers[e.leader].name, "session 0x%x expired (no contact for %v)", id, now.Sub(s.lastTouch))
+				if e.tracing() {
+					e.record(e.servers[e.leader].name, record.Event{Kind: record.SessionExpired, Node: e.servers[e.leader].name, Session: fmt.Sprintf("0x%x", id), Delay: now.Sub(s.lastTouch), Timeout: s.timeout})
+				}
 				s.closing = true
 				e.stats.SessionsExpired++
 				e.commit(&proposal{kind: opCloseSession, sess: id})
@@ -637,7 +644,7 @@ func (e *Ensemble) crash(name string) {
 	if s == nil || !s.up {
 		return
 	}
-	e.tracef(name, "crash")
+	e.record(name, record.Event{Kind: record.ServerCrashed, Node: name})
 	if e.w != nil {
 		e.w.Net.SetDown(name, true)
 	}
@@ -660,7 +667,7 @@ func (e *Ensemble) Restart(name string) {
 		return
 	}
 	s.up = true
-	e.tracef(name, "restart (%d transactions in its log)", s.logged)
+	e.record(name, record.Event{Kind: record.ServerRestarted, Node: name, Count: s.logged})
 	if e.w != nil {
 		e.w.Net.SetDown(name, false)
 	}
@@ -798,7 +805,7 @@ func (e *Ensemble) Drop(host string) {
 
 func (s *server) stopServing() {
 	if s.serving {
-		s.e.tracef(s.name, "stops serving")
+		s.e.record(s.name, record.Event{Kind: record.ServerStopped, Node: s.name})
 	}
 	s.serving = false
 	s.heldFwd = nil
@@ -833,7 +840,7 @@ func (e *Ensemble) checkQuorum() {
 
 func (e *Ensemble) loseLeader() {
 	if e.leader >= 0 {
-		e.tracef(e.servers[e.leader].name, "leader lost (epoch %d)", e.epoch)
+		e.record(e.servers[e.leader].name, record.Event{Kind: record.LeaderLost, Node: e.servers[e.leader].name, Epoch: e.epoch})
 	}
 	e.leader = -1
 	for _, s := range e.servers {
@@ -890,7 +897,7 @@ func (e *Ensemble) elect() {
 		e.stats.Elections++
 		e.leader = best.id - 1
 		e.epoch++
-		e.tracef(best.name, "elected leader (epoch %d, %d of %d servers)", e.epoch, len(group), len(e.servers))
+		e.record(best.name, record.Event{Kind: record.LeaderElected, Node: best.name, Epoch: e.epoch, Count: len(group), Total: len(e.servers)})
 		e.counter = 0
 		for _, s := range group {
 			s.follow()
@@ -910,7 +917,7 @@ func (e *Ensemble) elect() {
 // follow syncs a server with the log (DIFF/SNAP) and lets it serve.
 func (s *server) follow() {
 	if !s.serving && s.e.leader >= 0 && s.e.servers[s.e.leader] != s {
-		s.e.tracef(s.name, "follows %s and serves", s.e.servers[s.e.leader].name)
+		s.e.record(s.name, record.Event{Kind: record.ServerFollows, Node: s.name, To: s.e.servers[s.e.leader].name})
 	}
 	s.logged = len(s.e.log)
 	s.applyUpTo(s.logged)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	record "github.com/locklab/locklab/sim/event"
 	"io"
 	"net"
 	"os"
@@ -495,7 +496,11 @@ func (c *Conn) heldOrGone(up bool, msg []byte, fin bool, m *sim.Message) bool {
 	if c.e.cut(c.host, c.server.name) || hasStalled(c.stalled, up) {
 		c.stalled = append(c.stalled, stalledMsg{up: up, msg: msg, fin: fin, m: m})
 		if m != nil {
-			c.e.tracef(c.host, "%s held (link cut or host paused): %s", c.stream(), m.Summary)
+			if c.e.tracing() {
+				ev := c.connEvent(record.FrameHeld)
+				ev.Command, ev.Op, ev.Dir = m.Summary, m.Op, string(m.Dir)
+				c.e.record(c.host, ev)
+			}
 		}
 		return true
 	}
@@ -535,7 +540,11 @@ func (c *Conn) release() {
 // into the world's trace ("" for none).
 func (c *Conn) reset(why string) {
 	if why != "" && c.rdErr == nil && !c.closed {
-		c.e.tracef(c.host, "connection %s reset: %s", c.stream(), why)
+		if c.e.tracing() {
+			ev := c.connEvent(record.ConnReset)
+			ev.Reason = why
+			c.e.record(c.host, ev)
+		}
 	}
 	if c.rdErr == nil {
 		c.rdErr = errReset
@@ -556,7 +565,9 @@ func (c *Conn) serverClose() {
 	if c.srvGone {
 		return
 	}
-	c.e.tracef(c.server.name, "closes connection %s", c.stream())
+	if c.e.tracing() {
+		c.e.record(c.server.name, c.connEvent(record.ConnServerClosed))
+	}
 	c.server.dropConn(c)
 	c.sendDown(nil, true)
 }
@@ -716,7 +727,7 @@ func (e *Ensemble) dial(host, name, network string) (*Conn, <-chan struct{}, boo
 		return nil, nil, false, &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
 	}
 	if e.cut(host, name) {
-		e.tracef(host, "connect to %s: no answer (partition)", name)
+		e.record(host, record.Event{Kind: record.ConnectNoAnswer, Client: host, Node: name})
 		return nil, nil, true, nil
 	}
 	// Connections are numbered per client host: one host dials from
@@ -726,7 +737,9 @@ func (e *Ensemble) dial(host, name, network string) (*Conn, <-chan struct{}, boo
 	c := &Conn{e: e, id: e.hostConns[host], host: host, server: s, notify: make(chan struct{}, 1)}
 	s.conns = append(s.conns, c)
 	e.conns = append(e.conns, c)
-	e.tracef(host, "connect %s", c.stream())
+	if e.tracing() {
+		e.record(host, c.connEvent(record.ConnectStarted))
+	}
 	return c, nil, false, nil
 }
 

@@ -26,6 +26,7 @@ package ensemble
 import (
 	"encoding/binary"
 	"fmt"
+	record "github.com/locklab/locklab/sim/event"
 	"regexp"
 	"time"
 
@@ -60,7 +61,7 @@ func NewOnWorld(w *sim.World, cfg Config) *Ensemble {
 	// to the highest id, every server serving); the trace still says who
 	// leads, so that a reader, and the reports' server lanes, know it from
 	// the first line.
-	e.tracef(e.servers[e.leader].name, "leads from the start (epoch %d, %d servers serving)", e.epoch, len(e.servers))
+	e.record(e.servers[e.leader].name, record.Event{Kind: record.LeaderAtStart, Node: e.servers[e.leader].name, Epoch: e.epoch, Count: len(e.servers), Total: len(e.servers)})
 	return e
 }
 
@@ -95,12 +96,22 @@ func (d worldDriver) at(t time.Time, kind int, host string, key int64, fn func()
 	})
 }
 
-// tracef writes a line to the world's trace (world mode only; e.mu and
+// tracing reports whether events go to a world's record (world mode with
+// tracing on): fields that cost a Sprintf are built only then.
+func (e *Ensemble) tracing() bool { return e.w != nil && e.w.Tracing() }
+
+// record adds an event to the world's record (world mode only; e.mu and
 // the kernel held).
-func (e *Ensemble) tracef(actor, format string, args ...any) {
-	if e.w != nil && e.w.Tracing() {
-		e.w.Tracef(actor, format, args...)
+func (e *Ensemble) record(actor string, ev record.Event) {
+	if e.tracing() {
+		e.w.Record(actor, ev)
 	}
+}
+
+// connEvent is an event about connection c: its client host, its server
+// and its name.
+func (c *Conn) connEvent(k record.Kind) record.Event {
+	return record.Event{Kind: k, Client: c.host, Node: c.server.name, Conn: c.stream()}
 }
 
 // stream names a connection: client host, its dial number, server.
@@ -188,10 +199,16 @@ func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
 		return
 	}
 	if fin {
+		if !e.tracing() {
+			return
+		}
+		ev := c.connEvent(record.ConnClosedBy)
 		if up {
-			e.tracef(c.server.name, "%s closed by the client", c.stream())
+			ev.Reason = "client"
+			e.record(c.server.name, ev)
 		} else {
-			e.tracef(c.host, "%s closed by the server", c.stream())
+			ev.Reason = "server"
+			e.record(c.host, ev)
 		}
 		return
 	}
@@ -199,10 +216,15 @@ func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
 		return
 	}
 	delete(e.observed, m)
+	if !e.tracing() {
+		return
+	}
+	ev := c.connEvent(record.FrameReceived)
+	ev.Command, ev.Op, ev.Dir = m.Summary, m.Op, string(m.Dir)
 	if up {
-		e.tracef(c.server.name, "recv %s %s", c.stream(), m.Summary)
+		e.record(c.server.name, ev)
 	} else {
-		e.tracef(c.host, "recv %s %s", c.stream(), m.Summary)
+		e.record(c.host, ev)
 	}
 }
 
@@ -448,10 +470,10 @@ func (e *Ensemble) cutChanged(from, to string, _ bool) {
 		return
 	}
 	if now {
-		e.tracef(a, "link %s–%s cut", a, b)
+		e.record(a, record.Event{Kind: record.LinkCut, From: a, To: b})
 		e.partition(a, b)
 	} else {
-		e.tracef(a, "link %s–%s healed", a, b)
+		e.record(a, record.Event{Kind: record.LinkHealed, From: a, To: b})
 		e.heal(a, b)
 	}
 }

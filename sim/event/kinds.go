@@ -1,0 +1,72 @@
+package event
+
+// The kinds of fact a run records, grouped by who produces them.
+const (
+	// Note is an untyped line (World.Tracef): its whole text is in Note.
+	Note Kind = "note"
+
+	// The network and the connections clients keep.
+	CommandSent      Kind = "command.sent"      // a client sends Command to Node
+	CommandExecuted  Kind = "command.executed"  // Node ran Command and answered Reply
+	MessageLost      Kind = "message.lost"      // partition or down receiver (Reason)
+	MessageDropped   Kind = "message.dropped"   // a fault's filter dropped it (Reason)
+	MessageDelayed   Kind = "message.delayed"   // a fault's filter held it back by Delay
+	ReplyDiscarded   Kind = "reply.discarded"   // a reply reached a closed connection
+	ReplyTimeout     Kind = "reply.timeout"     // the client gave up waiting for Node
+	ConnectionDialed Kind = "connection.dialed" // a client dials Node (From: the master it left)
+	ConnectionClosed Kind = "connection.closed" // the client closes its connection to Node
+	ConnectionMoved  Kind = "connection.moved"  // closed under its command: the master moved to To
+
+	// A Redis node's data, replication and failover.
+	KeyExpired          Kind = "key.expired"          // Key expired on Node's clock (Clock)
+	ReplicationApplied  Kind = "replication.applied"  // Node applied Command from From (Offset)
+	ReplicationLost     Kind = "replication.lost"     // From was down: Command never reached To
+	ReplicationFullSync Kind = "replication.fullsync" // Node copied From's data (Keys, Offset)
+	Promoted            Kind = "failover.promoted"    // Node became master in place of From
+	ReplicaFollows      Kind = "failover.follows"     // replica Node now replicates from To
+	MasterRejoined      Kind = "failover.rejoined"    // old master Node rejoins as a replica of To
+	NodeCrashed         Kind = "node.crashed"
+	NodeRestarted       Kind = "node.restarted" // Persistence, Count writes replayed, Keys
+
+	// Client hosts and processes.
+	HostPaused       Kind = "host.paused"
+	HostResumed      Kind = "host.resumed"
+	HostCrashed      Kind = "host.crashed"
+	ProcessHung      Kind = "process.hung"
+	ProcessContinued Kind = "process.continued"
+
+	// Faults.
+	FaultSkipped Kind = "fault.skipped" // no Node of that name in this run
+	FaultApplied Kind = "fault.applied"
+	FaultRefused Kind = "fault.refused" // a failover the nodes could not make (Reason)
+	FaultHealed  Kind = "fault.healed"
+
+	// The workload's view of its lease.
+	AcquireFailed Kind = "hold.refused" // Reason: the algorithm's error
+	HoldBegan     Kind = "hold.began"   // Resource, Token, Fence, Validity
+	HoldLost      Kind = "hold.lost"    // the client learns it lost the lock
+	WriteSkipped  Kind = "write.skipped"
+	WriteRejected Kind = "write.rejected"
+	ReleaseFailed Kind = "release.failed"
+
+	// The ZooKeeper ensemble.
+	SessionCreated   Kind = "zk.session.created" // Session for Conn, Timeout
+	SessionExpired   Kind = "zk.session.expired" // Session unheard for Delay
+	SessionReopened  Kind = "zk.session.reopened"
+	ServerCrashed    Kind = "zk.server.crashed"
+	ServerRestarted  Kind = "zk.server.restarted" // Count transactions in its log
+	ServerStopped    Kind = "zk.server.stopped"   // stops serving: no quorum
+	LeaderLost       Kind = "zk.leader.lost"
+	LeaderElected    Kind = "zk.leader.elected" // Epoch, Count of Total servers
+	LeaderAtStart    Kind = "zk.leader.start"   // Epoch, Count servers serving
+	ServerFollows    Kind = "zk.server.follows" // follows To and serves
+	FrameHeld        Kind = "zk.frame.held"     // link cut or host paused
+	FrameReceived    Kind = "zk.frame.received" // Actor received Command on Conn
+	ConnReset        Kind = "zk.conn.reset"
+	ConnServerClosed Kind = "zk.conn.closed.server" // the server closes Conn
+	ConnClosedBy     Kind = "zk.conn.closed"        // Conn closed by Reason ("client", "server")
+	ConnectNoAnswer  Kind = "zk.connect.unanswered"
+	ConnectStarted   Kind = "zk.connect"
+	LinkCut          Kind = "zk.link.cut"
+	LinkHealed       Kind = "zk.link.healed"
+)

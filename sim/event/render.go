@@ -1,0 +1,141 @@
+package event
+
+import "fmt"
+
+// Text is the event's line in the text trace.
+func (e *Event) Text() string { return string(e.AppendText(nil)) }
+
+// AppendText appends the event's line in the text trace to b. This is the
+// only place an event becomes English: the trace digest is taken over these
+// lines, so the wording is part of every golden digest and changes only
+// deliberately.
+func (e *Event) AppendText(b []byte) []byte {
+	switch e.Kind {
+	case Note:
+		return append(b, e.Note...)
+
+	case CommandSent:
+		return fmt.Appendf(b, "send %s → %s", e.Command, e.Node)
+	case CommandExecuted:
+		return fmt.Appendf(b, "%s → %s", e.Command, e.Reply)
+	case MessageLost:
+		return fmt.Appendf(b, "lost %s %s→%s %s (%s)", e.Dir, e.From, e.To, e.Command, e.Reason)
+	case MessageDropped:
+		return fmt.Appendf(b, "dropped %s %s→%s %s (%s)", e.Dir, e.From, e.To, e.Command, e.Reason)
+	case MessageDelayed:
+		return fmt.Appendf(b, "delayed %s %s→%s %s by %v (%s)", e.Dir, e.From, e.To, e.Command, e.Delay, e.Reason)
+	case ReplyDiscarded:
+		return fmt.Appendf(b, "reply on closed connection discarded: %s", e.Reply)
+	case ReplyTimeout:
+		if e.Op != "" {
+			return fmt.Appendf(b, "timeout waiting for %s from %s", e.Op, e.Node)
+		}
+		return fmt.Appendf(b, "timeout waiting for %s", e.Node)
+	case ConnectionDialed:
+		if e.From != "" {
+			return fmt.Appendf(b, "dial %s (idle connection to %s dropped at +switch-master)", e.Node, e.From)
+		}
+		return fmt.Appendf(b, "dial %s", e.Node)
+	case ConnectionClosed:
+		return fmt.Appendf(b, "close connection to %s", e.Node)
+	case ConnectionMoved:
+		return fmt.Appendf(b, "connection to %s closed under its command: the master moved to %s", e.Node, e.To)
+
+	case KeyExpired:
+		return fmt.Appendf(b, "key %s expired: propagate DEL", e.Key)
+	case ReplicationApplied:
+		return fmt.Appendf(b, "replicated %s (offset %d)", e.Command, e.Offset)
+	case ReplicationLost:
+		return fmt.Appendf(b, "replication of %s to %s lost: %s is down", e.Command, e.To, e.From)
+	case ReplicationFullSync:
+		return fmt.Appendf(b, "full sync from %s: %d keys, offset %d", e.From, e.Keys, e.Offset)
+	case Promoted:
+		return fmt.Appendf(b, "failover: %s promoted to master in place of %s", e.Node, e.From)
+	case ReplicaFollows:
+		return fmt.Appendf(b, "sentinel: %s now replicates from %s", e.Node, e.To)
+	case MasterRejoined:
+		return fmt.Appendf(b, "sentinel: old master %s rejoins as a replica of %s and drops its data", e.Node, e.To)
+	case NodeCrashed:
+		return append(b, "node crash"...)
+	case NodeRestarted:
+		return fmt.Appendf(b, "node restart with persistence %q (%d writes replayed, %d keys)", e.Persistence, e.Count, e.Keys)
+
+	case HostPaused:
+		return append(b, "pause"...)
+	case HostResumed:
+		return append(b, "resume"...)
+	case HostCrashed:
+		return append(b, "crash"...)
+	case ProcessHung:
+		return append(b, "hangs"...)
+	case ProcessContinued:
+		return append(b, "continues"...)
+
+	case FaultSkipped:
+		return fmt.Appendf(b, "skip %s: no %s in this run", e.Fault, e.Node)
+	case FaultApplied:
+		return fmt.Appendf(b, "apply %s", e.Fault)
+	case FaultRefused:
+		return fmt.Appendf(b, "failover refused: %s", e.Reason)
+	case FaultHealed:
+		return fmt.Appendf(b, "heal %s", e.Fault)
+
+	case AcquireFailed:
+		return fmt.Appendf(b, "acquire failed: %s", e.Reason)
+	case HoldBegan:
+		return fmt.Appendf(b, "holds %s (token %s, fence %d, valid until %s on its clock)", e.Resource, e.Token, e.Fence, e.Validity)
+	case HoldLost:
+		return append(b, "learns it lost the lock"...)
+	case WriteSkipped:
+		return append(b, "lease expired on its own clock: skips the write"...)
+	case WriteRejected:
+		return append(b, "write rejected by the resource"...)
+	case ReleaseFailed:
+		return fmt.Appendf(b, "release failed: %s", e.Reason)
+
+	case SessionCreated:
+		return fmt.Appendf(b, "session %s created for %s (timeout %v)", e.Session, e.Conn, e.Timeout)
+	case SessionExpired:
+		return fmt.Appendf(b, "session %s expired (no contact for %v)", e.Session, e.Delay)
+	case SessionReopened:
+		return fmt.Appendf(b, "%s; closes its ZooKeeper handle and opens a new one (new session) starting at %s", e.Reason, e.Node)
+	case ServerCrashed:
+		return append(b, "crash"...)
+	case ServerRestarted:
+		return fmt.Appendf(b, "restart (%d transactions in its log)", e.Count)
+	case ServerStopped:
+		return append(b, "stops serving"...)
+	case LeaderLost:
+		return fmt.Appendf(b, "leader lost (epoch %d)", e.Epoch)
+	case LeaderElected:
+		return fmt.Appendf(b, "elected leader (epoch %d, %d of %d servers)", e.Epoch, e.Count, e.Total)
+	case LeaderAtStart:
+		return fmt.Appendf(b, "leads from the start (epoch %d, %d servers serving)", e.Epoch, e.Count)
+	case ServerFollows:
+		return fmt.Appendf(b, "follows %s and serves", e.To)
+	case FrameHeld:
+		return fmt.Appendf(b, "%s held (link cut or host paused): %s", e.Conn, e.Command)
+	case FrameReceived:
+		return fmt.Appendf(b, "recv %s %s", e.Conn, e.Command)
+	case ConnReset:
+		return fmt.Appendf(b, "connection %s reset: %s", e.Conn, e.Reason)
+	case ConnServerClosed:
+		return fmt.Appendf(b, "closes connection %s", e.Conn)
+	case ConnClosedBy:
+		return fmt.Appendf(b, "%s closed by the %s", e.Conn, e.Reason)
+	case ConnectNoAnswer:
+		return fmt.Appendf(b, "connect to %s: no answer (partition)", e.Node)
+	case ConnectStarted:
+		return fmt.Appendf(b, "connect %s", e.Conn)
+	case LinkCut:
+		return fmt.Appendf(b, "link %s–%s cut", e.From, e.To)
+	case LinkHealed:
+		return fmt.Appendf(b, "link %s–%s healed", e.From, e.To)
+	}
+	return fmt.Appendf(b, "%s %+v", e.Kind, *e)
+}
+
+// String is the event as a line of the text trace, with its time and actor.
+func (e Event) String() string {
+	return fmt.Sprintf("%12.6f %-10s %s", e.At.Seconds(), e.Actor, e.Text())
+}
