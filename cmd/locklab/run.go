@@ -114,8 +114,12 @@ type runOutput struct {
 	Faults             []faultOutput          `json:"faults"`
 	Metrics            map[string]interface{} `json:"metrics"`
 	SimulatedSeconds   float64                `json:"simulated_seconds"`
-	Compared           []scenarios.Comparison `json:"compared,omitempty"`
-	Replay             string                 `json:"replay"`
+	// Stopped is set when a limit cut the run short: the verdict covers
+	// the history up to stopped.at_ns (see scenarios.Stop).
+	Stopped  *scenarios.Stop        `json:"stopped,omitempty"`
+	Work     int64                  `json:"work"`
+	Compared []scenarios.Comparison `json:"compared,omitempty"`
+	Replay   string                 `json:"replay"`
 	// Warnings name faults that can never fire or changed nothing.
 	Warnings []string `json:"warnings"`
 	// Mismatch says how a counterexample's replay differs from its file.
@@ -284,6 +288,8 @@ func buildRunOutput(res *scenarios.Result, arg string) runOutput {
 		TraceEvents:        res.TraceLines,
 		Faults:             []faultOutput{},
 		SimulatedSeconds:   res.End.Seconds(),
+		Stopped:            res.Stopped,
+		Work:               res.Work,
 		Replay:             fmt.Sprintf("locklab run %s --seed %d", shellWord(arg), res.Seed),
 		Warnings:           []string{},
 	}
@@ -337,6 +343,10 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 	}
 	fmt.Fprintf(w, "algorithm %s (%s) · %d clients · %s · seed %d · %.3fs simulated\n\n",
 		algorithmLabel(sc), info.Summary, sc.Clients.Count, where, res.Seed, res.End.Seconds())
+	if res.Stopped != nil {
+		// Said before the verdict: the verdict is read in its light.
+		fmt.Fprintf(w, "Stopped: %s.\n\n", res.Stopped.Text())
+	}
 
 	fmt.Fprintln(w, "Faults applied:")
 	if len(res.Applied) == 0 {
