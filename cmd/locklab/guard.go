@@ -168,12 +168,20 @@ func writeAtomic(path string, render func(io.Writer) error) error {
 		os.Remove(tmp)
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
+	if beforeRename != nil {
+		beforeRename(tmp)
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
 }
+
+// beforeRename, when set, runs once a temporary file is written and before
+// it takes its name. Only tests set it: a child stopped there is killed
+// mid-write, to show what the next write does with what it left.
+var beforeRename func(tmp string)
 
 // removeStaleTemps removes dir/.NAME.tmp-PID-* files whose PID is not a
 // running process: what a killed writer left behind.
