@@ -30,7 +30,8 @@ type Limits struct {
 	// node, about 60 KB each (--max-connections).
 	Connections int
 	// Work bounds the kernel's work in one run (--max-work): events
-	// scheduled (deliveries, timers, wake-ups) and messages lost. What a
+	// scheduled (deliveries, timers, wake-ups), messages lost, and the
+	// bytes ZooKeeper frames carry (one unit per 256). What a
 	// run keeps grows with it, and no static check can bound it (a
 	// thousand clients retrying for a day, every request dropped for a
 	// year); a run that reaches it ends there with a verdict on the
@@ -48,8 +49,10 @@ var DefaultLimits = Limits{
 	Duration:  24 * time.Hour,
 	// 64 nodes × 100 clients measured 390 MB peak (BENCHMARKS.md).
 	Connections: 8000,
-	// WORKCALIB
-	Work: 2_000_000,
+	// A million steps is about the old budget of 500,000 delivered
+	// messages; the worst inputs found stay under 1 GB and about a
+	// minute on two shared cores (scripts/rss-sweep.sh, BENCHMARKS.md).
+	Work: 1_000_000,
 }
 
 // workLimit is the work budget of a run of s.
@@ -135,7 +138,7 @@ func (s *Stop) Text() string {
 	if s.Limit == sim.LimitSameInstant {
 		return fmt.Sprintf("the run was cut short at %s: time stopped there (more than %d events at one instant); %s", checker.Sec(s.At), s.Budget, s.Hint)
 	}
-	return fmt.Sprintf("the run was cut short at %s: it used its work budget of %d kernel steps (events scheduled and messages lost); %s", checker.Sec(s.At), s.Budget, s.Hint)
+	return fmt.Sprintf("the run was cut short at %s: it used its work budget of %d kernel steps (events scheduled, messages lost, bytes carried); %s", checker.Sec(s.At), s.Budget, s.Hint)
 }
 
 func stopOf(c *sim.Cut) *Stop {

@@ -14,10 +14,11 @@ package sim
 // Work is what the kernel does on a run's behalf, counted where it costs:
 // every event scheduled (a message's delivery, a reply, a delayed message
 // — delayed ones are events too —, a timer, a sleep's wake-up, a fault
-// firing, a replication batch), and every message lost as it was sent (a
+// firing, a replication batch), every message lost as it was sent (a
 // partition or a drop rule: no event, but a sender that goes on retrying
-// is still work). Cancelled timers count when scheduled: they sit in the
-// queue until their time comes.
+// is still work), and the bytes messages carry where the service knows
+// them (Message.Size), one unit per bytesPerWork. Cancelled timers count
+// when scheduled: they sit in the queue until their time comes.
 
 import (
 	"fmt"
@@ -50,7 +51,7 @@ func (c *Cut) String() string {
 	case LimitSameInstant:
 		return fmt.Sprintf("simulated time stopped at %v: more than %d events at the same instant (a retry loop with no delay and no latency?)", c.At, c.Budget)
 	default:
-		return fmt.Sprintf("the run used its work budget of %d kernel steps (events scheduled and messages lost) at %v", c.Budget, c.At)
+		return fmt.Sprintf("the run used its work budget of %d kernel steps (events scheduled, messages lost, bytes carried) at %v", c.Budget, c.At)
 	}
 }
 
@@ -58,8 +59,17 @@ func (c *Cut) String() string {
 // this file); 0 or less leaves it unbounded. Call it before Run.
 func (w *World) SetWorkLimit(n int64) { w.workLimit = n }
 
-// Work is the work done so far: events scheduled plus messages lost.
-func (w *World) Work() int64 { return w.events + int64(w.Net.Dropped) }
+// bytesPerWork is the bytes messages carry for one unit of work. What a
+// service does with a message grows with its size (a ZooKeeper reply that
+// lists a thousand children is built, traced and parsed byte by byte):
+// 1000 gozk-lock clients on one lock exchanged 180 MB of frames in 2000
+// acquisitions over 120,000 events, and ran past a minute within the
+// budget when only events counted.
+const bytesPerWork = 256
+
+// Work is the work done so far: events scheduled, messages lost, and one
+// unit per bytesPerWork bytes messages carried.
+func (w *World) Work() int64 { return w.events + int64(w.Net.Dropped) + w.Net.Bytes/bytesPerWork }
 
 // Events is the number of events scheduled so far.
 func (w *World) Events() int64 { return w.events }

@@ -136,3 +136,17 @@ func TestWorkBudgetCutsABubbleRun(t *testing.T) {
 		}
 	})
 }
+
+// The bytes a message carries count, one unit per bytesPerWork: a
+// ZooKeeper reply listing a thousand children is more work than one that
+// says OK.
+func TestWorkCountsTheBytesMessagesCarry(t *testing.T) {
+	w := New(1)
+	w.NewHost("a", nil)
+	w.NewHost("b", nil)
+	before := w.Work()
+	w.Net.Send(&Message{From: "a", To: "b", Size: 10 * bytesPerWork}, func() {})
+	if got := w.Work() - before; got != 1+10 {
+		t.Fatalf("a message of %d bytes cost %d units of work, want 1 event + 10", 10*bytesPerWork, got)
+	}
+}

@@ -13,7 +13,7 @@ import (
 // budget's old name, sets the same budget.
 func TestWorkLimitCutsTheRunShort(t *testing.T) {
 	code, out, stderr := runCLI(t, "run", "del-wrong-client", "--max-work", "100")
-	if code != 1 || !strings.Contains(out, "Stopped: the run was cut short at 1.198s: it used its work budget of 100 kernel steps (events scheduled and messages lost); raise it with --max-work (now 100)") {
+	if code != 1 || !strings.Contains(out, "Stopped: the run was cut short at 1.198s: it used its work budget of 100 kernel steps (events scheduled, messages lost, bytes carried); raise it with --max-work (now 100)") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out, stderr)
 	}
 	if strings.Index(out, "Stopped:") > strings.Index(out, "Verdict:") {

@@ -80,9 +80,10 @@ defaults):
   --max-connections N    clients × Redis nodes, doubled with a watchdog
                          (default 8000)
   --max-work N           kernel steps one run may take: events scheduled
-                         (deliveries, timers, wake-ups) and messages lost; a
-                         run that reaches it is cut short there and judged on
-                         its history so far (default 2000000; --max-messages is
+                         (deliveries, timers, wake-ups), messages lost, and a
+                         step per 256 bytes of ZooKeeper frames; a run that
+                         reaches it is cut short there and judged on its
+                         history so far (default 1000000; --max-messages is
                          its old name)
 `
 
