@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // Inputs of issue 25 that never ended, ended in gigabytes, or ended with
@@ -133,5 +135,38 @@ func TestRunWithinTheBudgetIsNotStopped(t *testing.T) {
 	cut, err := Run(sc, 1, Options{MaxWork: 100})
 	if err != nil || cut.Stopped == nil || cut.End >= res.End || cut.History.End != cut.End {
 		t.Fatalf("err %v, stopped %+v, end %v (whole run %v)", err, cut.Stopped, cut.End, res.End)
+	}
+}
+
+// Where the budget cuts a run depends on the seed and the budget only:
+// the same run cut short gives the same trace, byte for byte, at any
+// GOMAXPROCS, under the baton and in a bubble (the real go-zookeeper
+// client).
+func TestRunCutShortIsDeterministic(t *testing.T) {
+	bubblehost.Bind(t)
+	gozk := `id: gozk-herd
+algorithm: gozk-simple
+ttl: 10s
+clients: {count: 20, cycles: 20, work: 0s, think: 0s}
+duration: 24h
+`
+	for _, text := range []string{unboundedInputs[1].yaml, gozk} {
+		sc, err := Parse("x.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var digests []string
+		for _, procs := range []int{1, 2, 1} {
+			old := runtime.GOMAXPROCS(procs)
+			res, err := Run(sc, 3, Options{MaxWork: 20_000})
+			runtime.GOMAXPROCS(old)
+			if err != nil || res.Stopped == nil {
+				t.Fatalf("%s: err %v, stopped %+v", sc.ID, err, res.Stopped)
+			}
+			digests = append(digests, fmt.Sprintf("%s at %v, work %d", res.TraceSHA256, res.Stopped.At, res.Work))
+		}
+		if digests[0] != digests[1] || digests[0] != digests[2] {
+			t.Fatalf("%s: %q", sc.ID, digests)
+		}
 	}
 }
