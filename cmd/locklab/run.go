@@ -93,6 +93,12 @@ time.Now follow virtual time, so the same seed still gives the same bytes.
 Bubbles run one at a time. A panic or a deadlock inside a bubble is an
 error on stderr (exit 2); stdout stays clean.
 
+A run that uses its work budget (--max-work), or whose simulated time
+stops (a retry loop with no delay and no latency), is cut short there and
+judged on its history up to the cut: a "Stopped:" line before the verdict
+says where and why (--json: "stopped"), and the exit status is the
+verdict's.
+
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
 2 on bad input (unknown scenario, invalid file, bad flag, a limit exceeded).
 Faults that can never fire, or fired and changed nothing, are warned about
