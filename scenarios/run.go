@@ -83,12 +83,12 @@ type Result struct {
 	Messages    int
 	Dropped     int
 	End         time.Duration
-	// Work is the kernel's work in the run: events scheduled and
-	// messages lost (sim/budget.go).
+	// Work is the kernel's work in the run: events scheduled, messages
+	// lost and bytes carried (sim/budget.go).
 	Work int64
 	// Stopped is set when a limit ended the run before its duration:
 	// End is then the cut, and the verdict covers the history up to it.
-	Stopped *Stop
+	Stopped *Stop `json:"stopped,omitempty"`
 	// Warnings name faults that changed nothing: never fired, or matched
 	// no message.
 	Warnings []string
