@@ -9,12 +9,13 @@ import (
 )
 
 // fuzzLimits keep each fuzzed run small: a few clients, cycles and faults,
-// a minute of simulated time and 20,000 messages, so the fuzzer spends its
-// time on inputs, not on long runs. Without the message budget a run could
-// deliver the default 500,000 messages, which under the fuzzer's coverage
-// instrumentation outlasted CI's whole -fuzztime ("context deadline
-// exceeded").
-var fuzzLimits = Limits{FileBytes: 16 << 10, Nodes: 6, Clients: 4, Faults: 16, Cycles: 16, Duration: time.Minute, Messages: 20_000}
+// a minute of simulated time and 50,000 kernel steps of work, so the
+// fuzzer spends its time on inputs, not on long runs. Without the work
+// budget a run could do the default budget's millions of steps, which
+// under the fuzzer's coverage instrumentation outlasted CI's whole
+// -fuzztime ("context deadline exceeded"); a fuzzed run that reaches it is
+// cut short and still ends with a verdict.
+var fuzzLimits = Limits{FileBytes: 16 << 10, Nodes: 6, Clients: 4, Faults: 16, Cycles: 16, Duration: time.Minute, Work: 50_000}
 
 // FuzzScenario parses AND runs: no input makes the parser, the validation
 // pass or the run panic or hang; a refused input gets errors that are one

@@ -83,12 +83,20 @@ type shapeWalker struct {
 	file  string
 	errs  Errors
 	nodes int
+	// aliased is the value the walk reached through the alias node
+	// aliasAt: an error about that value is placed at the alias, where
+	// the file uses it, not at its anchor (a thousand aliases of one
+	// anchor gave a thousand errors at one place).
+	aliased, aliasAt *yaml.Node
 }
 
 func (w *shapeWalker) errorf(n *yaml.Node, path, format string, args ...any) {
 	fe := &FieldError{File: w.file, Field: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		fe.Line, fe.Col = n.Line, n.Column
+		if n == w.aliased && w.aliasAt != nil {
+			fe.Line, fe.Col = w.aliasAt.Line, w.aliasAt.Column
+		}
 	}
 	w.errs = append(w.errs, fe)
 }
@@ -174,12 +182,17 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, path string, field *ref
 	if w.nodes >= maxYAMLNodes {
 		return
 	}
+	if n.Kind == yaml.AliasNode {
+		defer func(aliased, at *yaml.Node) { w.aliased, w.aliasAt = aliased, at }(w.aliased, w.aliasAt)
+		w.aliasAt = n
+	}
 	for depth := 0; n.Kind == yaml.AliasNode; depth++ {
 		if n.Alias == nil || depth > 100 {
 			w.errorf(n, path, "expected a value, found a broken alias")
 			return
 		}
 		n = n.Alias
+		w.aliased = n
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // left out; Validate says when it is needed

@@ -232,20 +232,6 @@ func TestLoadRefusesDevicesAndHugeFilesFast(t *testing.T) {
 	}
 }
 
-func TestMessageBudgetStopsARun(t *testing.T) {
-	sc, err := Get("del-wrong-client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Run(sc, 1, Options{MaxMessages: 100})
-	if err == nil || !strings.Contains(err.Error(), "the run delivered more than 100 messages (the limit; raise it with --max-messages)") {
-		t.Fatalf("err %v", err)
-	}
-	if _, err := Run(sc, 1, Options{}); err != nil {
-		t.Fatalf("default budget: %v", err)
-	}
-}
-
 // A file-size limit of 2^63-1 reads the file: the one byte past the limit
 // wrapped to a negative count and every file read as empty (issue 25).
 func TestLargestFileLimitReadsTheFile(t *testing.T) {

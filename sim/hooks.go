@@ -136,6 +136,7 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 	n.nextID++
 	m.ID = n.nextID
 	n.Sent++
+	n.Bytes += int64(m.Size)
 	w := n.w
 	if w.b != nil {
 		if m.order == "" {

@@ -34,7 +34,12 @@ type Message struct {
 	// Stream names, in a bubble, the connection a message carried by a
 	// service outside this package travels on (see Judge).
 	Stream string
-	order  string // in a bubble: the connection it travels on (bubble.go)
+	// Size is the bytes the message carries, where the service that sends
+	// it knows them (a ZooKeeper frame); the work budget counts them
+	// (budget.go): a reply listing a thousand children costs more than
+	// one that says OK.
+	Size  int
+	order string // in a bubble: the connection it travels on (bubble.go)
 }
 
 // Filter inspects a message as it is sent. It may drop it or delay it; reason
@@ -72,6 +77,8 @@ type Network struct {
 	cutHooks  []func(from, to string, cut bool)
 	Sent      int
 	Dropped   int
+	// Bytes is the sum of the Size of the messages sent.
+	Bytes int64
 
 	// inFlight counts messages sent and not yet delivered or lost (and
 	// writes queued for shipping to a replica); before counts those among
@@ -172,6 +179,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 	n.nextID++
 	m.ID = n.nextID
 	n.Sent++
+	n.Bytes += int64(m.Size)
 	w := n.w
 	var key string
 	if w.b != nil {

@@ -71,7 +71,9 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
-// maxEventsPerInstant bounds the events at one instant of true time.
+// maxEventsPerInstant bounds the events at one instant of true time: past
+// it, time has stopped (a retry loop with no delay over a network with no
+// latency), and the run is cut short there (budget.go).
 const maxEventsPerInstant = 1_000_000
 
 // World is one simulated universe. Create it with New, build nodes and
@@ -101,6 +103,13 @@ type World struct {
 	endWaits  []<-chan struct{}
 	hostHooks []func(h *Host, c HostChange)
 	b         *bubble // set when the world runs in a synctest bubble (bubble.go)
+	// events counts the events scheduled; workLimit bounds the run's
+	// work, and cut says which limit ended it early (budget.go).
+	events    int64
+	workLimit int64
+	cut       *Cut
+	// instantLimit is maxEventsPerInstant (tests lower it).
+	instantLimit int
 }
 
 // New returns an empty world whose every random choice derives from seed.
@@ -110,6 +119,8 @@ func New(seed uint64) *World {
 		Trace: NewTrace(),
 		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		yield: make(chan struct{}),
+
+		instantLimit: maxEventsPerInstant,
 	}
 	w.Net = newNetwork(w)
 	return w
@@ -132,6 +143,7 @@ func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
 		t = w.now
 	}
 	w.seq++
+	w.events++
 	e := &Event{At: t, key: key, seq: w.seq, fn: fn}
 	heap.Push(&w.queue, e)
 	if w.b != nil {
@@ -195,6 +207,10 @@ func (w *World) OnClose(fn func()) { w.closers = append(w.closers, fn) }
 // lost: a write delayed past its sender's end still reaches the resource (or
 // a replica) and is checked. It then kills any process still alive, so no
 // goroutine of the run outlives it.
+//
+// A run that exhausts its work budget, or whose time stops (too many
+// events at one instant), ends there as if its duration ended there: Run
+// returns nil and Cut says so (budget.go).
 func (w *World) Run(limit time.Duration) error {
 	defer w.shutdown()
 	if w.b != nil {
@@ -202,6 +218,10 @@ func (w *World) Run(limit time.Duration) error {
 	}
 	sameInstant := 0
 	for w.queue.Len() > 0 && w.failure == nil && !w.stopped {
+		if w.overBudget() {
+			w.cutShort(LimitWork, w.workLimit)
+			break
+		}
 		e := heap.Pop(&w.queue).(*Event)
 		if e.cancelled {
 			continue
@@ -211,10 +231,10 @@ func (w *World) Run(limit time.Duration) error {
 			break
 		}
 		// A process that retries with no delay over a network with no
-		// latency would spin forever at one instant; say so instead.
+		// latency would spin forever at one instant: the run ends there.
 		if e.At == w.now {
-			if sameInstant++; sameInstant > maxEventsPerInstant {
-				w.Fail(fmt.Errorf("simulated time stopped at %v: %d events at the same instant (a retry loop with no delay and no latency?)", w.now, sameInstant))
+			if sameInstant++; sameInstant > w.instantLimit {
+				w.cutShort(LimitSameInstant, int64(w.instantLimit))
 				break
 			}
 		} else {

@@ -39,9 +39,13 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 	cycles := fs.Int("max-cycles", d.Cycles, "")
 	dur := fs.String("max-duration", d.Duration.String(), "")
 	conns := fs.Int("max-connections", d.Connections, "")
-	msgs := fs.Int("max-messages", d.Messages, "")
+	work := fs.Int("max-work", d.Work, "")
+	// --max-messages is the budget's old name: it bounded delivered
+	// messages only, which let a run that lost every message go on for
+	// ever (issue 25). It now sets the work budget.
+	fs.Var(aliasFlag{fs, "max-work"}, "max-messages", "")
 	return func() (scenarios.Limits, error) {
-		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns, Messages: *msgs}
+		lim := scenarios.Limits{FileBytes: *size, Nodes: *nodes, Clients: *clients, Faults: *faultsN, Cycles: *cycles, Connections: *conns, Work: *work}
 		// Upper bounds keep the arithmetic on limits (a file read up to
 		// size+1 bytes, products of counts) from overflowing: without one,
 		// --max-file-size 9223372036854775807 wrapped around and every
@@ -51,7 +55,7 @@ func limitFlags(fs *flag.FlagSet) func() (scenarios.Limits, error) {
 			v    int64
 			max  int64
 			unit string
-		}{{"--max-file-size", *size, maxFileBytes, " bytes (1 GiB)"}, {"--max-nodes", int64(*nodes), math.MaxInt32, ""}, {"--max-clients", int64(*clients), math.MaxInt32, ""}, {"--max-faults", int64(*faultsN), math.MaxInt32, ""}, {"--max-cycles", int64(*cycles), math.MaxInt32, ""}, {"--max-connections", int64(*conns), math.MaxInt32, ""}, {"--max-messages", int64(*msgs), math.MaxInt32, ""}} {
+		}{{"--max-file-size", *size, maxFileBytes, " bytes (1 GiB)"}, {"--max-nodes", int64(*nodes), math.MaxInt32, ""}, {"--max-clients", int64(*clients), math.MaxInt32, ""}, {"--max-faults", int64(*faultsN), math.MaxInt32, ""}, {"--max-cycles", int64(*cycles), math.MaxInt32, ""}, {"--max-connections", int64(*conns), math.MaxInt32, ""}, {"--max-work", int64(*work), math.MaxInt32, ""}} {
 			if c.v < 1 || c.v > c.max {
 				return lim, usagef("%s: expected a limit between 1 and %d%s, found %d", c.name, c.max, c.unit, c.v)
 			}
@@ -75,9 +79,24 @@ defaults):
   --max-duration D       simulated run length (default 24h)
   --max-connections N    clients × Redis nodes, doubled with a watchdog
                          (default 8000)
-  --max-messages N       messages one run may deliver; a run that sends more
-                         stops with an error (default 500000)
+  --max-work N           kernel steps one run may take: events scheduled
+                         (deliveries, timers, wake-ups), messages lost, and a
+                         step per 256 bytes of ZooKeeper frames; a run that
+                         reaches it is cut short there and judged on its
+                         history so far (default 1000000; --max-messages is
+                         its old name)
 `
+
+// aliasFlag is a flag's old name: setting it sets the flag it names.
+type aliasFlag struct {
+	fs   *flag.FlagSet
+	name string
+}
+
+func (a aliasFlag) String() string { return "" }
+func (a aliasFlag) Set(v string) error {
+	return a.fs.Set(a.name, v)
+}
 
 // interrupt turns the first SIGINT or SIGTERM into a cancelled context, so
 // a long job stops handing out work, prints what it found and writes what
@@ -150,12 +169,20 @@ func writeAtomic(path string, render func(io.Writer) error) error {
 		os.Remove(tmp)
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
+	if beforeRename != nil {
+		beforeRename(tmp)
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
 }
+
+// beforeRename, when set, runs once a temporary file is written and before
+// it takes its name. Only tests set it: a child stopped there is killed
+// mid-write, to show what the next write does with what it left.
+var beforeRename func(tmp string)
 
 // removeStaleTemps removes dir/.NAME.tmp-PID-* files whose PID is not a
 // running process: what a killed writer left behind.

@@ -410,13 +410,6 @@ func assertNoTempFiles(t *testing.T, dir string) {
 	}
 }
 
-func TestMessageLimitFlag(t *testing.T) {
-	code, _, stderr := runCLI(t, "run", "del-wrong-client", "--max-messages", "100")
-	if code != 2 || !strings.Contains(stderr, "locklab: scenario del-wrong-client, seed 1: the run delivered more than 100 messages (the limit; raise it with --max-messages)") {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-}
-
 // Issue 25: output paths are compared by the file they name, never by
 // spelling; directories and - are refused as --out; the finding is on
 // stderr before any file is written, so a failed write loses nothing.

@@ -100,6 +100,12 @@ time.Now follow virtual time, so the same seed still gives the same bytes.
 Bubbles run one at a time. A panic or a deadlock inside a bubble is an
 error on stderr (exit 2); stdout stays clean.
 
+A run that uses its work budget (--max-work), or whose simulated time
+stops (a retry loop with no delay and no latency), is cut short there and
+judged on its history up to the cut: a "Stopped:" line before the verdict
+says where and why (--json: "stopped"), and the exit status is the
+verdict's.
+
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
 2 on bad input (unknown scenario, invalid file, bad flag, a limit exceeded).
 Faults that can never fire, or fired and changed nothing, are warned about
@@ -121,8 +127,12 @@ type runOutput struct {
 	Faults             []faultOutput          `json:"faults"`
 	Metrics            map[string]interface{} `json:"metrics"`
 	SimulatedSeconds   float64                `json:"simulated_seconds"`
-	Compared           []scenarios.Comparison `json:"compared,omitempty"`
-	Replay             string                 `json:"replay"`
+	// Stopped is set when a limit cut the run short: the verdict covers
+	// the history up to stopped.at_ns (see scenarios.Stop).
+	Stopped  *scenarios.Stop        `json:"stopped,omitempty"`
+	Work     int64                  `json:"work"`
+	Compared []scenarios.Comparison `json:"compared,omitempty"`
+	Replay   string                 `json:"replay"`
 	// Warnings name faults that can never fire or changed nothing.
 	Warnings []string `json:"warnings"`
 	// Mismatch says how a counterexample's replay differs from its file.
@@ -301,6 +311,8 @@ func buildRunOutput(res *scenarios.Result, arg string) runOutput {
 		TraceEvents:        res.TraceLines,
 		Faults:             []faultOutput{},
 		SimulatedSeconds:   res.End.Seconds(),
+		Stopped:            res.Stopped,
+		Work:               res.Work,
 		Replay:             fmt.Sprintf("locklab run %s --seed %d", shellWord(arg), res.Seed),
 		Warnings:           []string{},
 	}
@@ -354,6 +366,10 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 	}
 	fmt.Fprintf(w, "algorithm %s (%s) · %d clients · %s · seed %d · %.3fs simulated\n\n",
 		algorithmLabel(sc), info.Summary, sc.Clients.Count, where, res.Seed, res.End.Seconds())
+	if res.Stopped != nil {
+		// Said before the verdict: the verdict is read in its light.
+		fmt.Fprintf(w, "Stopped: %s.\n\n", res.Stopped.Text())
+	}
 
 	fmt.Fprintln(w, "Faults applied:")
 	if len(res.Applied) == 0 {

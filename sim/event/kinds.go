@@ -35,6 +35,9 @@ const (
 	ProcessHung      Kind = "process.hung"
 	ProcessContinued Kind = "process.continued"
 
+	// The kernel.
+	RunCut Kind = "run.cut" // a limit (Reason: work or same-instant, Count: its bound) ended the run here
+
 	// Faults.
 	FaultSkipped Kind = "fault.skipped" // no Node of that name in this run
 	FaultApplied Kind = "fault.applied"

@@ -71,6 +71,12 @@ func (e *Event) AppendText(b []byte) []byte {
 	case ProcessContinued:
 		return append(b, "continues"...)
 
+	case RunCut:
+		if e.Reason == "same-instant" {
+			return fmt.Appendf(b, "run cut short: simulated time stopped at %v: more than %d events at the same instant (a retry loop with no delay and no latency?)", e.At, e.Count)
+		}
+		return fmt.Appendf(b, "run cut short: the run used its work budget of %d kernel steps (events scheduled, messages lost, bytes carried) at %v", e.Count, e.At)
+
 	case FaultSkipped:
 		return fmt.Appendf(b, "skip %s: no %s in this run", e.Fault, e.Node)
 	case FaultApplied:

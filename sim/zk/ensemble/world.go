@@ -231,7 +231,7 @@ func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
 // upMessage describes a client frame for the world: its op as
 // faults.ZooKeeperOps names it, and the path.
 func (c *Conn) upMessage(body []byte) *sim.Message {
-	m := &sim.Message{From: c.host, To: c.server.name, Client: c.host, Dir: sim.Request, Stream: "zk " + c.stream()}
+	m := &sim.Message{From: c.host, To: c.server.name, Client: c.host, Dir: sim.Request, Stream: "zk " + c.stream(), Size: len(body)}
 	if !c.sentConnect {
 		c.sentConnect = true
 		m.Op = "CONNECT"
@@ -275,7 +275,7 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 // with the error name), a watch notification (WATCH), a ping reply, or
 // the handshake's answer (CONNECT).
 func (c *Conn) downMessage(frame []byte) *sim.Message {
-	m := &sim.Message{From: c.server.name, To: c.host, Client: c.host, Dir: sim.Reply, Stream: "zk " + c.stream()}
+	m := &sim.Message{From: c.server.name, To: c.host, Client: c.host, Dir: sim.Reply, Stream: "zk " + c.stream(), Size: len(frame)}
 	body := frame
 	if len(body) >= 4 {
 		body = body[4:]
