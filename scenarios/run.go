@@ -310,6 +310,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		}
 	}
 	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})
+	reach := reachOf(sc, backend)
 
 	rec := newRecorder(w)
 	var firing *faults.Firing
@@ -412,7 +413,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.Client, b.Client))
 		})
 	}
-	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End)})
+	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End, reach)})
 	res.TraceSHA256 = w.Trace.SHA256()
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
@@ -464,38 +465,6 @@ func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison,
 		cmp = append(cmp, Comparison{Algorithm: alg, Verdict: r.Report.Verdict, Metrics: r.Metrics, Result: r})
 	}
 	return res, cmp, nil
-}
-
-// excusedWindows are the stretches during which faults alone keep the lock
-// out of reach (design.md, "What a violation is"): a waiter's own pause (the
-// client is no live waiter then), each message a delay fault held back
-// (until it arrives), a partition or a drop rule while it lasts, a node's
-// downtime until its restart. A client's crash needs no window: its want
-// ends there. Faults with no end (a node that never comes back, a
-// partition for good, a drop rule armed forever) and instantaneous ones (a
-// single lost reply) excuse nothing: the lock must live with them.
-func excusedWindows(applied []faults.Applied, delays []sim.Delayed, end time.Duration) []checker.Window {
-	var out []checker.Window
-	for _, a := range applied {
-		if a.Until <= a.At {
-			continue
-		}
-		w := checker.Window{From: a.At, To: min(a.Until, end), Why: a.Text}
-		switch a.Fault.Kind {
-		case faults.Pause:
-			w.Client, w.Why = a.Fault.Target, "paused"
-		case faults.Partition, faults.Drop, faults.NodeCrash:
-		default:
-			continue
-		}
-		out = append(out, w)
-	}
-	for _, d := range delays {
-		if d.To > d.From {
-			out = append(out, checker.Window{From: d.From, To: min(d.To, end), Why: "delayed " + d.Summary})
-		}
-	}
-	return out
 }
 
 // workload is one client's life: lock cycles around a read-modify-write of
