@@ -39,3 +39,38 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// pauseHistory is one client waiting, with nobody holding, through n short pauses of its own,
+// with a fault window beside each: the shape that made the old sweep
+// quadratic (issue 20, item 8: 10k windows 3.5 s, 40k 65 s).
+func pauseHistory(n int) (History, []Window) {
+	step := 10 * time.Millisecond
+	end := time.Duration(n) * step
+	h := History{
+		Wants: []Want{{Client: "c2", From: 0, To: end, Outcome: "end of run"}},
+		End:   end,
+	}
+	windows := make([]Window, 0, 2*n)
+	for k := 0; k < n; k++ {
+		s := time.Duration(k) * step
+		windows = append(windows,
+			Window{From: s, To: s + 4*time.Millisecond, Client: "c2", Why: "paused"},
+			Window{From: s + 5*time.Millisecond, To: s + 6*time.Millisecond, Waiters: []string{"c2"}, Why: "delayed reply"})
+	}
+	return h, windows
+}
+
+// go test ./checker -run XXX -bench Liveness -benchmem -cpu 1
+func BenchmarkLivenessSweep(b *testing.B) {
+	for _, n := range []int{10_000, 40_000} {
+		h, windows := pauseHistory(n)
+		b.Run(fmt.Sprintf("windows=%d", 2*n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				u := longestUnavailable(h, 0, windows)
+				if u == nil || len(u.Excuses) != 2*n {
+					b.Fatalf("witness %v", u)
+				}
+			}
+		})
+	}
+}

@@ -255,13 +255,13 @@ func TestLiveness(t *testing.T) {
 		t.Fatal("an 8s gap violates a 9s bound")
 	}
 	// A partition from 2s to 7s excuses 5 of the 8 seconds.
-	if r := Check(h, Options{LivenessBound: 5 * time.Second, Excused: []Window{{From: 2 * time.Second, To: 7 * time.Second, Why: "partition c2|A"}}}); r.Verdict.Liveness != OK {
+	if r := Check(h, Options{LivenessBound: 5 * time.Second, Excused: []Window{{From: 2 * time.Second, To: 7 * time.Second, Waiters: []string{"c2"}, Why: "partition c2|A"}}}); r.Verdict.Liveness != OK {
 		t.Fatalf("excused window not honoured: %v", r.Witness.Liveness)
 	}
 	// Excuses are listed: a 2s partition and c2's own 3.1s pause leave
 	// 8 - 2 - 3.1 = 2.9s blamed, over a 2s bound.
 	ex := []Window{
-		{From: 2 * time.Second, To: 4 * time.Second, Why: "partition c2|A"},
+		{From: 2 * time.Second, To: 4 * time.Second, Waiters: []string{"c2"}, Why: "partition c2|A"},
 		{From: 5 * time.Second, To: 8100 * ms, Client: "c2", Why: "paused"},
 	}
 	r = Check(h, Options{LivenessBound: 2 * time.Second, Excused: ex})
@@ -270,7 +270,7 @@ func TestLiveness(t *testing.T) {
 		t.Fatalf("liveness %s, witness %v", r.Verdict.Liveness, u)
 	}
 	s := u.String()
-	for _, want := range []string{"c2 paused 3.1s of this gap", "partition c2|A 2s", "5.1s of it excused"} {
+	for _, want := range []string{"c2 paused 3.1s of this gap", "partition c2|A 2s (kept c2 from the lock during [2.000s, 4.000s])", "5.1s of it excused"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("witness %q lacks %q", s, want)
 		}

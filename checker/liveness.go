@@ -10,24 +10,41 @@ import (
 )
 
 // Window is a stretch of true time during which a fault, not the lock,
-// keeps the lock out of reach. With Client set it is that client's own
-// fault (its pause): the client is no live waiter during it. Without, it
-// excuses everybody's waiting (a partition, a drop rule, delayed messages,
-// a node's downtime).
+// keeps the lock out of reach of some waiters. An excuse is tied to the
+// waiters it excuses, never to everybody (design.md, "What a violation
+// is"): with Client set the window is that client's own pause (the client
+// is no live waiter during it, and nobody else is excused by it);
+// otherwise Waiters names the clients the fault separates from the lock (a
+// partition that leaves them short of the nodes a grant needs, a node's
+// downtime for those who need the node, a drop or delay rule while it can
+// still act on their messages). A window that names nobody excuses nothing.
 type Window struct {
 	From time.Duration `json:"from_ns"`
 	To   time.Duration `json:"to_ns"`
-	// Client, when set, names the waiter the window is about.
+	// Client, when set, names the paused client the window is about.
 	Client string `json:"client,omitempty"`
+	// Waiters are the clients this fault keeps from the lock.
+	Waiters []string `json:"waiters,omitempty"`
 	// Why says what the fault was, for the witness ("partition c1|n1",
 	// "paused").
 	Why string `json:"why,omitempty"`
 }
 
-// Excuse is one fault's share of an unavailable stretch.
+// excuses reports whether the window excuses client c's waiting.
+func (w Window) excuses(c string) bool {
+	return w.Client == c || slices.Contains(w.Waiters, c)
+}
+
+// Excuse is one fault's share of an unavailable stretch: which fault
+// (Why), whom it excused (Client for a pause, Waiters otherwise), over
+// which interval it acted (From, To), and how much of the stretch it
+// covered (Excused).
 type Excuse struct {
 	Why     string        `json:"why"`
 	Client  string        `json:"client,omitempty"`
+	Waiters []string      `json:"waiters,omitempty"`
+	From    time.Duration `json:"from_ns"`
+	To      time.Duration `json:"to_ns"`
 	Excused time.Duration `json:"excused_ns"`
 }
 
@@ -36,7 +53,7 @@ func (e Excuse) String() string {
 	if e.Client != "" {
 		return fmt.Sprintf("%s %s %s of this gap", e.Client, e.Why, d)
 	}
-	return fmt.Sprintf("%s %s", e.Why, d)
+	return fmt.Sprintf("%s %s (kept %s from the lock during [%s, %s])", e.Why, d, strings.Join(e.Waiters, ","), Sec(e.From), Sec(e.To))
 }
 
 // Unavailable witnesses a liveness violation: nobody held the lock during
@@ -79,7 +96,6 @@ type liveEdge struct {
 	kind   int // edgeHold, edgeWant, edgePause, edgeExcuse
 	delta  int
 	client string
-	excuse int // index into the windows, for edgePause and edgeExcuse
 }
 
 const (
@@ -89,14 +105,144 @@ const (
 	edgeExcuse
 )
 
+// waiterState is one client's share of the sweep: how many of its wants,
+// pauses and excusing windows are open at the current instant.
+type waiterState struct{ wanting, paused, excused int }
+
+func (s waiterState) waiting() bool { return s.wanting > 0 }
+
+// blamable: the client wants the lock, is not paused, and no fault keeps
+// it from the lock, so its waiting counts against the lock.
+func (s waiterState) blamable() bool { return s.wanting > 0 && s.paused == 0 && s.excused == 0 }
+
+// span is a stretch of true time [From, To).
+type span struct{ From, To time.Duration }
+
 // longestUnavailable sweeps true time and returns the stretch with the
 // most unexcused unavailability: a maximal stretch during which nobody
 // held the lock and some client wanted it. Inside it, time counts against
-// the lock unless a global fault window covers it or every waiter is
-// paused.
+// the lock while some waiter is blamable (live, and no window excuses it);
+// it is excused while every waiter is paused or kept from the lock by a
+// fault that names it.
+//
+// One sort of the 2(holds+wants+window waiters) edges and one pass over
+// them, each edge touching only its own client's state: O(n log n). The
+// excuses are worked out once, for the winning stretch, from its excused
+// segments.
 func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Unavailable {
+	edges, stuck := liveEdges(h, maxHold, windows)
+	var (
+		holders, waiters, blamable int
+		states                     = map[string]*waiterState{}
+		best, open                 *Unavailable
+		segs, bestSegs             []span          // excused segments of the open and the best stretch
+		waited, bestWaited         map[string]bool // clients that wanted the lock in the stretch
+		joined                     []string        // clients whose want began at this instant
+	)
+	stateOf := func(c string) *waiterState {
+		st := states[c]
+		if st == nil {
+			st = &waiterState{}
+			states[c] = st
+		}
+		return st
+	}
+	closeStretch := func() {
+		if best == nil || open.Blamed > best.Blamed {
+			best, bestSegs, bestWaited = open, segs, waited
+		}
+		open, segs, waited = nil, nil, nil
+	}
+	for i := 0; i < len(edges); {
+		at := edges[i].at
+		joined = joined[:0]
+		for ; i < len(edges) && edges[i].at == at; i++ {
+			e := edges[i]
+			if e.kind == edgeHold {
+				holders += e.delta
+				continue
+			}
+			st := stateOf(e.client)
+			wasWaiting, wasBlamable := st.waiting(), st.blamable()
+			switch e.kind {
+			case edgeWant:
+				st.wanting += e.delta
+				if e.delta > 0 {
+					joined = append(joined, e.client)
+				}
+			case edgePause:
+				st.paused += e.delta
+			case edgeExcuse:
+				st.excused += e.delta
+			}
+			waiters += b2i(st.waiting()) - b2i(wasWaiting)
+			blamable += b2i(st.blamable()) - b2i(wasBlamable)
+		}
+		unavailable := holders == 0 && waiters > 0
+		switch {
+		case unavailable && open == nil:
+			open = &Unavailable{From: at, To: at}
+			waited = map[string]bool{}
+			for c, st := range states {
+				if st.waiting() {
+					waited[c] = true
+				}
+			}
+		case !unavailable && open != nil:
+			open.To = at
+			closeStretch()
+		}
+		if open == nil {
+			continue
+		}
+		for _, c := range joined {
+			waited[c] = true
+		}
+		next := h.End
+		if i < len(edges) {
+			next = edges[i].at
+		}
+		if next <= at {
+			continue
+		}
+		open.To = next
+		switch {
+		case blamable > 0:
+			open.Blamed += next - at
+		case len(segs) > 0 && segs[len(segs)-1].To == at:
+			segs[len(segs)-1].To = next
+		default:
+			segs = append(segs, span{at, next})
+		}
+	}
+	if open != nil {
+		closeStretch()
+	}
+	if best == nil {
+		return nil
+	}
+	for c := range bestWaited {
+		best.Waiting = append(best.Waiting, c)
+	}
+	sort.Strings(best.Waiting)
+	best.Excuses = excusesOf(best, windows, bestSegs, bestWaited)
+	for _, iv := range h.Intervals {
+		if stuck[iv.Client] && iv.Start+maxHold <= best.From && iv.End >= best.To {
+			best.Stuck = mergeNames(best.Stuck, []string{iv.Client})
+		}
+	}
+	return best
+}
+
+// liveEdges lists the sweep's edges in time order: holds (cut at maxHold,
+// whose holders it returns as stuck), wants, pauses, and one pair per
+// waiter a fault window excuses.
+func liveEdges(h History, maxHold time.Duration, windows []Window) ([]liveEdge, map[string]bool) {
 	edges := make([]liveEdge, 0, 2*(len(h.Intervals)+len(h.Wants)+len(windows)))
 	stuck := map[string]bool{}
+	pair := func(from, to time.Duration, kind int, client string) {
+		edges = append(edges, liveEdge{at: from, kind: kind, delta: +1, client: client}, liveEdge{at: to, kind: kind, delta: -1, client: client})
+	}
 	for _, iv := range h.Intervals {
 		if iv.End <= iv.Start {
 			continue
@@ -107,156 +253,70 @@ func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Una
 			end = iv.Start + maxHold
 			stuck[iv.Client] = true
 		}
-		edges = append(edges, liveEdge{at: iv.Start, kind: edgeHold, delta: +1, client: iv.Client}, liveEdge{at: end, kind: edgeHold, delta: -1, client: iv.Client})
+		pair(iv.Start, end, edgeHold, iv.Client)
 	}
 	for _, wt := range h.Wants {
 		if wt.To > wt.From {
-			edges = append(edges, liveEdge{at: wt.From, kind: edgeWant, delta: +1, client: wt.Client}, liveEdge{at: wt.To, kind: edgeWant, delta: -1, client: wt.Client})
+			pair(wt.From, wt.To, edgeWant, wt.Client)
 		}
 	}
-	for k, w := range windows {
+	for _, w := range windows {
 		if w.To <= w.From {
 			continue
 		}
-		kind := edgeExcuse
 		if w.Client != "" {
-			kind = edgePause
+			pair(w.From, w.To, edgePause, w.Client)
 		}
-		edges = append(edges, liveEdge{at: w.From, kind: kind, delta: +1, client: w.Client, excuse: k}, liveEdge{at: w.To, kind: kind, delta: -1, client: w.Client, excuse: k})
+		for _, c := range w.Waiters {
+			pair(w.From, w.To, edgeExcuse, c)
+		}
 	}
+	// All edges of one instant are applied before the instant is judged,
+	// so their order within it does not matter.
 	slices.SortStableFunc(edges, func(a, b liveEdge) int { return cmp.Compare(a.at, b.at) })
-
-	var (
-		holders    int
-		wanting    = map[string]int{}
-		paused     = map[string]int{}
-		live       int             // clients that want the lock and are not paused
-		waiters    int             // clients that want the lock
-		excusing   = map[int]int{} // active global windows
-		best, open *Unavailable
-		share      map[int]time.Duration // window index -> excused time in the open stretch
-		waited     map[string]bool       // clients that wanted the lock in the open stretch
-		joined     []string              // clients whose want began at this instant
-	)
-	isLive := func(c string) bool { return wanting[c] > 0 && paused[c] == 0 }
-	for i := 0; i < len(edges); {
-		at := edges[i].at
-		joined = joined[:0]
-		for ; i < len(edges) && edges[i].at == at; i++ {
-			e := edges[i]
-			if e.kind == edgeWant && e.delta > 0 {
-				joined = append(joined, e.client)
-			}
-			switch e.kind {
-			case edgeHold:
-				holders += e.delta
-			case edgeWant, edgePause:
-				wasLive, wasWaiting := isLive(e.client), wanting[e.client] > 0
-				if e.kind == edgeWant {
-					wanting[e.client] += e.delta
-				} else {
-					paused[e.client] += e.delta
-				}
-				if isLive(e.client) != wasLive {
-					live += b2i(!wasLive) - b2i(wasLive)
-				}
-				if (wanting[e.client] > 0) != wasWaiting {
-					waiters += b2i(!wasWaiting) - b2i(wasWaiting)
-				}
-			case edgeExcuse:
-				excusing[e.excuse] += e.delta
-				if excusing[e.excuse] == 0 {
-					delete(excusing, e.excuse)
-				}
-			}
-		}
-		unavailable := holders == 0 && waiters > 0
-		switch {
-		case unavailable && open == nil:
-			open = &Unavailable{From: at, To: at}
-			share = map[int]time.Duration{}
-			waited = map[string]bool{}
-		case !unavailable && open != nil:
-			open.To = at
-			best = better(best, open, windows, share, waited)
-			open = nil
-		}
-		if open == nil {
-			continue
-		}
-		if len(waited) == 0 {
-			for c, n := range wanting {
-				if n > 0 {
-					waited[c] = true
-				}
-			}
-		} else {
-			for _, c := range joined {
-				waited[c] = true
-			}
-		}
-		next := h.End
-		if i < len(edges) {
-			next = edges[i].at
-		}
-		if next <= at {
-			continue
-		}
-		seg := next - at
-		open.To = next
-		excused := false
-		for k := range excusing {
-			share[k] += seg
-			excused = true
-		}
-		if live == 0 {
-			// Every waiter is paused: the lock keeps nobody live waiting.
-			for k, w := range windows {
-				if w.Client != "" && paused[w.Client] > 0 && wanting[w.Client] > 0 && w.From <= at && next <= w.To {
-					share[k] += seg
-				}
-			}
-			excused = true
-		}
-		if !excused {
-			open.Blamed += seg
-		}
-	}
-	if open != nil {
-		best = better(best, open, windows, share, waited)
-	}
-	if best != nil {
-		for _, iv := range h.Intervals {
-			if stuck[iv.Client] && iv.Start+maxHold <= best.From && iv.End >= best.To {
-				best.Stuck = mergeNames(best.Stuck, []string{iv.Client})
-			}
-		}
-	}
-	return best
+	return edges, stuck
 }
 
-// better keeps the stretch with the most blamed time (the earlier on a
-// tie), filling in its excuses when it is the new one.
-func better(best, cand *Unavailable, windows []Window, share map[int]time.Duration, waited map[string]bool) *Unavailable {
-	if best != nil && cand.Blamed <= best.Blamed {
-		return best
+// excusesOf gives each window that excuses a waiter of the stretch its
+// share: the part of the stretch's excused segments it covers. Prefix sums
+// over the segments make each share a pair of binary searches.
+func excusesOf(u *Unavailable, windows []Window, segs []span, waited map[string]bool) []Excuse {
+	cum := make([]time.Duration, len(segs)+1)
+	for i, s := range segs {
+		cum[i+1] = cum[i] + s.To - s.From
 	}
-	cand.Waiting = cand.Waiting[:0]
-	for c := range waited {
-		cand.Waiting = append(cand.Waiting, c)
+	// upTo is the excused time of the stretch before x.
+	upTo := func(x time.Duration) time.Duration {
+		j := sort.Search(len(segs), func(j int) bool { return segs[j].To > x })
+		if j < len(segs) && x > segs[j].From {
+			return cum[j] + x - segs[j].From
+		}
+		return cum[j]
 	}
-	sort.Strings(cand.Waiting)
-	keys := make([]int, 0, len(share))
-	for k := range share {
-		keys = append(keys, k)
+	var out []Excuse
+	for _, w := range windows {
+		if w.To <= u.From || w.From >= u.To || !excusesSome(w, waited) {
+			continue
+		}
+		share := upTo(min(w.To, u.To)) - upTo(max(w.From, u.From))
+		if share <= 0 {
+			continue
+		}
+		out = append(out, Excuse{Why: w.Why, Client: w.Client, Waiters: w.Waiters, From: w.From, To: w.To, Excused: share})
 	}
-	sort.Ints(keys)
-	cand.Excuses = nil
-	for _, k := range keys {
-		w := windows[k]
-		cand.Excuses = append(cand.Excuses, Excuse{Why: w.Why, Client: w.Client, Excused: share[k]})
+	return out
+}
+
+func excusesSome(w Window, waited map[string]bool) bool {
+	if waited[w.Client] {
+		return true
 	}
-	return cand
+	for _, c := range w.Waiters {
+		if waited[c] {
+			return true
+		}
+	}
+	return false
 }
 
 func b2i(b bool) int {

@@ -66,6 +66,9 @@ func (t Targets) has(f Fault) bool {
 type Applied struct {
 	At    time.Duration `json:"at_ns"`
 	Until time.Duration `json:"until_ns,omitempty"`
+	// Spent is when a drop rule with a count dropped its last message: it
+	// acts on nothing after that (0: never spent).
+	Spent time.Duration `json:"-"`
 	Fault Fault         `json:"fault"`
 	Text  string        `json:"text"`
 }
@@ -192,7 +195,12 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 		if f.Duration > 0 && f.Kind == Drop {
 			rec.Until = now + f.Duration.D()
 		}
-		w.Net.AddFilter(messageRule(w, f, now, matched))
+		spent := func() {}
+		if log != nil {
+			idx := len(*log) // rec is appended below, before any message
+			spent = func() { (*log)[idx].Spent = w.Now() }
+		}
+		w.Net.AddFilter(messageRule(w, f, now, matched, spent))
 	case NodeCrash:
 		if n, ok := t.Nodes[f.Target]; ok {
 			n.Crash()
@@ -245,7 +253,8 @@ func cut(w *sim.World, f Fault, on bool) {
 }
 
 // messageRule builds the network filter of a drop or delay fault.
-func messageRule(w *sim.World, f Fault, armed time.Duration, matched *int) sim.Filter {
+// spent is called when a rule with a count uses its last message.
+func messageRule(w *sim.World, f Fault, armed time.Duration, matched *int, spent func()) sim.Filter {
 	used := 0
 	return func(m *sim.Message) (bool, time.Duration, string) {
 		if f.Duration > 0 && f.Kind == Drop && w.Now() >= armed+f.Duration.D() {
@@ -269,7 +278,9 @@ func messageRule(w *sim.World, f Fault, armed time.Duration, matched *int) sim.F
 		if f.Probability > 0 && f.Probability < 1 && w.Rand().Float64() >= f.Probability {
 			return false, 0, ""
 		}
-		used++
+		if used++; used == f.Count {
+			spent()
+		}
 		if matched != nil {
 			*matched++
 		}

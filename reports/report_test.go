@@ -332,7 +332,17 @@ func TestCourseIndexLinksEveryLesson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lessons := Lessons(some)
+	// Lessons the syllabus leaves out of the built course have no page.
+	syl, err := DefaultSyllabus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lessons []Lesson
+	for _, l := range Lessons(some) {
+		if syl.LeftOut()[l.First.ID] == "" {
+			lessons = append(lessons, l)
+		}
+	}
 	if calls != len(lessons) {
 		t.Errorf("progress called %d times for %d lessons", calls, len(lessons))
 	}

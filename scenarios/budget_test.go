@@ -171,24 +171,3 @@ duration: 24h
 	}
 }
 
-// Messages held back over one stretch share one excused window: a delay
-// rule on every request held thousands at once, one window each, and the
-// liveness check of a run of 1000 faults took minutes after its simulation
-// ended. The excused time (the union) is the same.
-func TestOverlappingDelaysShareOneWindow(t *testing.T) {
-	sec := time.Second
-	var delays []sim.Delayed
-	for i := range 5000 {
-		at := time.Duration(i) * time.Millisecond
-		delays = append(delays, sim.Delayed{From: at, To: at + time.Hour, Summary: "request c1→A SET (fault)"})
-	}
-	delays = append(delays, sim.Delayed{From: 2 * time.Hour, To: 2*time.Hour + sec, Summary: "reply A→c1 GET (fault)"})
-	got := delayWindows(delays, 3*time.Hour)
-	want := []checker.Window{
-		{From: 0, To: 4999*time.Millisecond + time.Hour, Why: "delayed request c1→A SET (fault), and 4999 more messages held back meanwhile"},
-		{From: 2 * time.Hour, To: 2*time.Hour + sec, Why: "delayed reply A→c1 GET (fault)"},
-	}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("windows\n%+v\nwant\n%+v", got, want)
-	}
-}

@@ -321,6 +321,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		}
 	}
 	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})
+	reach := reachOf(sc, backend)
 
 	budget := opt.MaxWork
 	if budget <= 0 {
@@ -419,7 +420,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.Client, b.Client))
 		})
 	}
-	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End)})
+	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End, reach)})
 	res.TraceSHA256 = w.Trace.SHA256()
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
@@ -472,68 +473,6 @@ func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison,
 		cmp = append(cmp, Comparison{Algorithm: alg, Verdict: r.Report.Verdict, Metrics: r.Metrics, Result: r})
 	}
 	return res, cmp, nil
-}
-
-// excusedWindows are the stretches during which faults alone keep the lock
-// out of reach (design.md, "What a violation is"): a waiter's own pause (the
-// client is no live waiter then), each message a delay fault held back
-// (until it arrives), a partition or a drop rule while it lasts, a node's
-// downtime until its restart. A client's crash needs no window: its want
-// ends there. Faults with no end (a node that never comes back, a
-// partition for good, a drop rule armed forever) and instantaneous ones (a
-// single lost reply) excuse nothing: the lock must live with them.
-func excusedWindows(applied []faults.Applied, delays []sim.Delayed, end time.Duration) []checker.Window {
-	var out []checker.Window
-	for _, a := range applied {
-		if a.Until <= a.At {
-			continue
-		}
-		w := checker.Window{From: a.At, To: min(a.Until, end), Why: a.Text}
-		switch a.Fault.Kind {
-		case faults.Pause:
-			w.Client, w.Why = a.Fault.Target, "paused"
-		case faults.Partition, faults.Drop, faults.NodeCrash:
-		default:
-			continue
-		}
-		out = append(out, w)
-	}
-	return append(out, delayWindows(delays, end)...)
-}
-
-// delayWindows are the stretches during which delayed messages were held
-// back. Messages held back over one stretch share one window, which names
-// the first and counts the others: a delay rule on every request for an
-// hour holds thousands of messages at once, and one window each made the
-// liveness check quadratic (a run of 1000 faults checked for minutes after
-// its simulation ended, issue 25). The union of the windows, and so the
-// excused time, is the same.
-func delayWindows(delays []sim.Delayed, end time.Duration) []checker.Window {
-	sorted := slices.Clone(delays)
-	slices.SortStableFunc(sorted, func(a, b sim.Delayed) int { return cmp.Compare(a.From, b.From) })
-	var out []checker.Window
-	first, more := 0, 0
-	flush := func() {
-		if more > 0 {
-			out[len(out)-1].Why = fmt.Sprintf("delayed %s, and %d more messages held back meanwhile", sorted[first].Summary, more)
-		}
-	}
-	for i, d := range sorted {
-		if d.To <= d.From {
-			continue
-		}
-		to := min(d.To, end)
-		if n := len(out); n > 0 && d.From < out[n-1].To {
-			out[n-1].To = max(out[n-1].To, to)
-			more++
-			continue
-		}
-		flush()
-		first, more = i, 0
-		out = append(out, checker.Window{From: d.From, To: to, Why: "delayed " + d.Summary})
-	}
-	flush()
-	return out
 }
 
 // workload is one client's life: lock cycles around a read-modify-write of

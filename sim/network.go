@@ -105,7 +105,10 @@ func newNetwork(w *World) *Network {
 type Delayed struct {
 	From, To time.Duration // sent, arrives
 	Client   string
-	Summary  string // "reply n1→c1 SET lock … (fault: …)"
+	// Ends are the message's sender and receiver: the checker excuses a
+	// waiter's wait only for a delay on its way to or from the lock.
+	Ends    [2]string
+	Summary string // "reply n1→c1 SET lock … (fault: …)"
 }
 
 // fifoKey is one direction of one connection.
@@ -225,7 +228,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		n.last[fk] = at
 	}
 	if extra > 0 {
-		n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client,
+		n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client, Ends: [2]string{m.From, m.To},
 			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, why)})
 	}
 	id := n.depart()
