@@ -56,8 +56,10 @@ type ExploreOptions struct {
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
 	// Bubble runs every run inside the calling testing/synctest bubble,
-	// one at a time (see Options.Bubble). Faults on client clocks are left
-	// out there: the lock's code reads the bubble's one virtual clock.
+	// one at a time (see Options.Bubble): the caller's bubble has one
+	// kernel. Runs that open bubbles of their own (Bubble unset) use
+	// Workers. Faults on client clocks are left out there: the lock's code
+	// reads the bubble's one virtual clock.
 	Bubble bool
 	// Prepare is passed to every run (Options.Prepare).
 	Prepare func(seed uint64)

@@ -90,7 +90,7 @@ Scenarios on the real go-zookeeper client (algorithms gozk-*) run the
 unmodified library inside a testing/synctest bubble that locklab hosts
 itself (package sim/bubblehost): the library's goroutines, timers and
 time.Now follow virtual time, so the same seed still gives the same bytes.
-Bubbles run one at a time. A panic or a deadlock inside a bubble is an
+Bubbles of parallel runs (explore --workers) run side by side. A panic or a deadlock inside a bubble is an
 error on stderr (exit 2); stdout stays clean.
 
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
