@@ -56,8 +56,10 @@ type ExploreOptions struct {
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
 	// Bubble runs every run inside the calling testing/synctest bubble,
-	// one at a time (see Options.Bubble). Faults on client clocks are left
-	// out there: the lock's code reads the bubble's one virtual clock.
+	// one at a time (see Options.Bubble): the caller's bubble has one
+	// kernel. Runs that open bubbles of their own (Bubble unset) use
+	// Workers. Faults on client clocks are left out there: the lock's code
+	// reads the bubble's one virtual clock.
 	Bubble bool
 	// Prepare is passed to every run (Options.Prepare).
 	Prepare func(seed uint64)
@@ -74,6 +76,13 @@ type ExploreOptions struct {
 	// MaxFindings bounds the violating runs kept with All (default 1000);
 	// further ones are counted in ExploreResult.MoreFindings.
 	MaxFindings int
+	// Shard and Shards split one sweep across machines: with Shards > 1
+	// only the runs whose index (1-based) is congruent to Shard (1..Shards)
+	// modulo Shards are run. Run i's draw depends only on Seed and i, so
+	// the shards of a sweep run exactly the sweep's runs, and the union of
+	// their violating runs is the sweep's. Runs stays the sweep's bound on
+	// the run index, not a number of runs per shard.
+	Shard, Shards int
 	// Persistence, when set ("none", "everysec", "always"), is what every
 	// drawn restart of a Redis node remembers, instead of a drawn setting:
 	// a user who runs Redis with appendfsync always tests that setup.
@@ -272,12 +281,21 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if opt.Time > 0 {
 		deadline = start.Add(opt.Time)
 	}
+	shard, shards := opt.Shard, opt.Shards
+	if shards <= 1 {
+		shard, shards = 1, 1
+	}
+	if shard < 1 || shard > shards {
+		return nil, fmt.Errorf("shard %d of %d: expected a shard between 1 and %d", shard, shards, shards)
+	}
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1))
+				// The k-th run this shard hands out is the sweep's run
+				// shard + (k-1)*shards.
+				i := shard + int(next.Add(1)-1)*shards
 				if runs > 0 && i > runs || ctx.Err() != nil {
 					return
 				}

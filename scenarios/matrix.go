@@ -338,9 +338,8 @@ func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
 // what fencing buys.
 //
 // Algorithms that run real client code in the bubble runtime (the gozk-*
-// ZooKeeper recipes on go-zookeeper) are not rows: the matrix runs its
-// cells on parallel workers, and bubbles run one at a time; their faults
-// are tabled by their own test (the go-zookeeper × fault table).
+// ZooKeeper recipes on go-zookeeper) are not rows: their faults are
+// tabled by their own test (the go-zookeeper × fault table).
 func MatrixRows() []string {
 	var rows []string
 	for _, a := range algorithms.Names() {

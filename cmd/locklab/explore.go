@@ -18,7 +18,7 @@ import (
 
 const exploreUsage = `Usage: locklab explore ALGORITHM [--faults CLASSES] [--runs N | --time D]
                         [--seed S] [--workers K] [--all] [--out FILE]
-                        [--report FILE] [--json]
+                        [--report FILE] [--json] [--shard I/N]
 
 Draws random fault schedules and workloads against ALGORITHM, swarm style
 (which fault classes are on, and the workload, are drawn per run), runs them
@@ -53,6 +53,10 @@ Flags:
                     compared by the file, through symlinks)
   --max-runs N      the largest --runs accepted (default 10000000)
   --json            print one JSON object instead of text
+  --shard I/N       run only the runs whose index is I modulo N (the runs
+                    I, I+N, I+2N, ... up to --runs): N machines each
+                    running one shard run the whole sweep between them;
+                    join their --all --json outputs with 'locklab merge'
 
 Exit status: 1 when a violation was found, 0 when none was, 2 on bad input,
 130/143 when SIGINT/SIGTERM stopped it: the runs in flight finish,
@@ -85,6 +89,21 @@ type exploreOutput struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// MoreViolations counts violating runs beyond the ones listed.
 	MoreViolations int `json:"more_violations,omitempty"`
+	// Shard is set when --shard ran a part of the sweep.
+	Shard *shardOutput `json:"shard,omitempty"`
+}
+
+// shardOutput names the part of a sweep one --shard run covered, so that
+// 'locklab merge' can check that the parts join into the whole sweep.
+type shardOutput struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// RunBound is --runs: the highest run index of the sweep (0 under
+	// --time, whose sweeps depend on the machine and are not checked).
+	RunBound int `json:"run_bound"`
+	// All is --all: only shards that went on after their first violation
+	// give the sweep's every violating run when joined.
+	All bool `json:"all"`
 }
 
 type exploreViolation struct {
@@ -127,6 +146,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	reportPath := fs.String("report", "", "")
 	asJSON := fs.Bool("json", false, "")
 	force := fs.Bool("force", false, "")
+	shardText := fs.String("shard", "", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -181,6 +201,11 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		}
 		opt.Workers = int(n)
 	}
+	if *shardText != "" {
+		if opt.Shard, opt.Shards, err = parseShard(*shardText); err != nil {
+			return err
+		}
+	}
 	out, report, err := explorePaths(*outPath, *reportPath, alg, opt.Seed, *force)
 	if err != nil {
 		return err
@@ -217,6 +242,13 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 
 	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings}
+	if opt.Shards > 0 {
+		bound := opt.Runs
+		if opt.Time > 0 {
+			bound = 0
+		}
+		summary.Shard = &shardOutput{Index: opt.Shard, Count: opt.Shards, RunBound: bound, All: opt.All}
+	}
 	for _, c := range classes {
 		summary.Faults = append(summary.Faults, string(c))
 	}
@@ -342,6 +374,9 @@ func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsT
 	if faultsText != "all" {
 		again += " --faults " + shellWord(faultsText)
 	}
+	if opt.Shards > 0 {
+		again += fmt.Sprintf(" --shard %d/%d", opt.Shard, opt.Shards)
+	}
 	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
 	for _, line := range witnessText(f.MinimalResult.Report) {
 		fmt.Fprintf(w, "locklab:   witness: %s\n", term(line, false))
@@ -349,7 +384,11 @@ func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsT
 }
 
 func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
-	fmt.Fprintf(w, "explore %s — faults %s, seed %d\n", alg, strings.Join(out.Faults, ","), opt.Seed)
+	fmt.Fprintf(w, "explore %s — faults %s, seed %d", alg, strings.Join(out.Faults, ","), opt.Seed)
+	if opt.Shards > 0 {
+		fmt.Fprintf(w, ", shard %d/%d", opt.Shard, opt.Shards)
+	}
+	fmt.Fprintln(w)
 	if out.Interrupted {
 		fmt.Fprintf(w, "interrupted after %d runs; %d violating run(s) found so far\n", res.Runs, len(out.Violations)+out.MoreViolations)
 	}

@@ -39,6 +39,7 @@ func commands() []command {
 		{"run", "run a scenario and check its verdict", runUsage, runRun},
 		{"matrix", "every algorithm against every fault class, many random runs each", matrixHelp(), runMatrix},
 		{"explore", "search random faults for a violation and shrink it", exploreHelp(), runExplore},
+		{"merge", "join the outputs of 'explore --shard' into the sweep's summary", mergeUsage, runMerge},
 		{"replay", "rerun a saved scenario or counterexample, byte for byte", replayUsage, runReplay},
 		{"course", "write the HTML course: each classic failure beside its fix", courseUsage, runCourse},
 		{"help", "explain a command or the scenario file format", "", nil},

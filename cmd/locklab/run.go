@@ -97,7 +97,7 @@ Scenarios on the real go-zookeeper client (algorithms gozk-*) run the
 unmodified library inside a testing/synctest bubble that locklab hosts
 itself (package sim/bubblehost): the library's goroutines, timers and
 time.Now follow virtual time, so the same seed still gives the same bytes.
-Bubbles run one at a time. A panic or a deadlock inside a bubble is an
+Bubbles of parallel runs (explore --workers) run side by side. A panic or a deadlock inside a bubble is an
 error on stderr (exit 2); stdout stays clean.
 
 A run that uses its work budget (--max-work), or whose simulated time

@@ -93,42 +93,53 @@ func (e *DeadlockError) Error() string {
 }
 
 var (
-	// mu makes bubbles run one at a time: a hosting *testing.T is shared
-	// by every Run, and runs of the kernel are cheap enough that
-	// serialising them costs little next to the clarity it buys.
-	mu sync.Mutex
+	// mu guards hosts. Runs hold it for reading, so bubbles run side by
+	// side (explore's workers): each synctest.Test makes a sub-test of
+	// the shared hosting *testing.T, which testing allows from several
+	// goroutines as it allows t.Run; a bubble shares nothing with another
+	// but crypto/rand, which RunSeeded routes per bubble (random.go).
+	// Bind's cleanup takes it for writing, so it waits for the runs that
+	// use its t.
+	mu sync.RWMutex
 	// hosts are the *testing.T a bubble may use, most recent last: Main's
 	// hosting test, or the tests that called Bind. Guarded by mu.
 	hosts []*testing.T
 )
 
 // Run calls fn inside a new synctest bubble and returns after fn and every
-// goroutine it started have returned (synctest.Test semantics); bubbles run
-// one at a time. It returns ErrNoHost outside Main and Bind, a *PanicError
+// goroutine it started have returned (synctest.Test semantics); bubbles of
+// concurrent calls run side by side. It returns ErrNoHost outside Main and Bind, a *PanicError
 // when fn panics, a *DeadlockError when the bubble deadlocks. fn must not
 // call Run itself (a bubble cannot nest, and the second Run would wait for
 // the first for ever).
 func Run(fn func()) error { return run(fn, nil) }
 
-// run is Run; setup, when set, runs under the lock before the bubble
-// starts, and what it returns after the bubble has ended.
-func run(fn func(), setup func() (undo func())) error {
+// run is Run; enter, when set, is called inside the new bubble (with its
+// name) before fn starts, and what it returns after the bubble has ended.
+func run(fn func(), enter func(bubble string) (leave func())) error {
 	if bubbleOf() != "" {
 		return errors.New("bubblehost: Run called inside a synctest bubble; bubbles do not nest")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	mu.RLock()
+	defer mu.RUnlock()
 	if len(hosts) == 0 {
 		return ErrNoHost
 	}
 	t := hosts[len(hosts)-1]
-	if setup != nil {
-		defer setup()()
-	}
+	var leave func()
+	defer func() {
+		if leave != nil {
+			leave()
+		}
+	}()
 
 	var fnErr error
 	var bubble string // "synctest bubble N", to pick its goroutines out of a dump
 	inner := func(*testing.T) {
+		bubble = bubbleOf()
+		if enter != nil {
+			leave = enter(bubble)
+		}
 		// fn runs on a goroutine of its own, so neither a panic nor a
 		// runtime.Goexit in it reaches testing's tRunner (which would
 		// print "--- FAIL" and re-panic, killing the process).
@@ -149,7 +160,6 @@ func run(fn func(), setup func() (undo func())) error {
 			fn()
 			returned = true
 		}()
-		bubble = bubbleOf()
 		fnErr = <-done
 	}
 

@@ -3,6 +3,7 @@ package bubblehost
 import (
 	cryptorand "crypto/rand"
 	"encoding/binary"
+	"io"
 	mathrand "math/rand/v2"
 	"sync"
 )
@@ -41,18 +42,60 @@ func (s *seededReader) Read(p []byte) (int, error) {
 	return s.r.Read(p)
 }
 
-// RunSeeded is Run with crypto/rand.Reader replaced, while the bubble
-// runs, by a deterministic stream drawn from seed; the previous Reader
-// is back when it returns. Seeding and running happen under the one lock
-// that makes bubbles take turns, so callers running scenarios in parallel
-// (explore's workers) cannot draw from each other's stream. Code outside
-// the bubble must not read crypto/rand meanwhile.
+// RunSeeded is Run with crypto/rand.Reader, for the code in the bubble,
+// a deterministic stream drawn from seed. Bubbles of concurrent calls run
+// side by side (explore's workers), so the Reader cannot simply be
+// swapped: while any seeded bubble runs, Reader is a router that serves
+// each read from the stream of the caller's bubble (every goroutine the
+// bubble starts belongs to it), and reads from anywhere else from the
+// previous Reader. The previous Reader is back when the last seeded bubble
+// has ended. Code outside the bubbles must not replace Reader meanwhile.
 func RunSeeded(seed uint64, fn func()) error {
-	return run(fn, func() func() {
-		previous := cryptorand.Reader
-		cryptorand.Reader = newSeededReader(seed)
-		return func() { cryptorand.Reader = previous }
-	})
+	return run(fn, func(bubble string) func() { return seeded.enter(bubble, seed) })
+}
+
+// seeded routes crypto/rand reads to the stream of the reader's bubble.
+var seeded bubbleStreams
+
+type bubbleStreams struct {
+	mu       sync.Mutex
+	byBubble map[string]*seededReader
+	previous io.Reader
+}
+
+func (b *bubbleStreams) enter(bubble string, seed uint64) (leave func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.byBubble) == 0 {
+		// No seeded bubble runs: no goroutine of one reads Reader now.
+		b.previous = cryptorand.Reader
+		b.byBubble = map[string]*seededReader{}
+		cryptorand.Reader = b
+	}
+	b.byBubble[bubble] = newSeededReader(seed)
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.byBubble, bubble)
+		if len(b.byBubble) == 0 {
+			cryptorand.Reader = b.previous
+		}
+	}
+}
+
+// Read serves p from the caller's bubble's stream. Finding the bubble
+// costs a stack header (bubbleOf); libraries read crypto/rand a few times
+// per lock, not per message.
+func (b *bubbleStreams) Read(p []byte) (int, error) {
+	bubble := bubbleOf()
+	b.mu.Lock()
+	r, ok := b.byBubble[bubble]
+	previous := b.previous
+	b.mu.Unlock()
+	if !ok {
+		return previous.Read(p)
+	}
+	return r.Read(p)
 }
 
 // SeedCryptoRandom makes crypto/rand.Reader, for the whole process, a
