@@ -1,4 +1,4 @@
-// Package pgnode will hold the simulated Postgres server of issue 22. This
+// Package pgnode is the simulated Postgres server of issue 22. This
 // file is its advisory lock table: the lock state pg_advisory_lock and its
 // family read and write, kept apart from the wire protocol so the
 // differential test can compare it with pg_locks directly.
