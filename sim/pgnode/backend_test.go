@@ -47,7 +47,7 @@ func queryBool(t *testing.T, c *pgx.Conn, sql string, args ...any) bool {
 	return b
 }
 
-func exec(t *testing.T, c *pgx.Conn, sql string, args ...any) pgconn.CommandTag {
+func execSQL(t *testing.T, c *pgx.Conn, sql string, args ...any) pgconn.CommandTag {
 	t.Helper()
 	tag, err := c.Exec(context.Background(), sql, args...)
 	if err != nil {
@@ -72,7 +72,7 @@ func TestPgxSessionLocks(t *testing.T) {
 	forEachMode(t, func(t *testing.T, mode pgx.QueryExecMode) {
 		srv := NewServer()
 		a, b := connect(t, srv, mode), connect(t, srv, mode)
-		exec(t, a, "SELECT pg_advisory_lock($1)", int64(42))
+		execSQL(t, a, "SELECT pg_advisory_lock($1)", int64(42))
 		if queryBool(t, b, "SELECT pg_try_advisory_lock($1)", int64(42)) {
 			t.Fatal("b took key 42 while a holds it")
 		}
@@ -109,7 +109,7 @@ func TestPgxSessionLocks(t *testing.T) {
 				t.Fatalf("locks = %+v, want %+v", got, want)
 			}
 		}
-		exec(t, a, "SELECT pg_advisory_unlock_all()")
+		execSQL(t, a, "SELECT pg_advisory_unlock_all()")
 		if rows := srv.Locks(); len(rows) != 1 || rows[0].Session != 2 {
 			t.Fatalf("after unlock_all: %+v", rows)
 		}
@@ -120,14 +120,14 @@ func TestPgxBlockingLockIsGrantedOnRelease(t *testing.T) {
 	forEachMode(t, func(t *testing.T, mode pgx.QueryExecMode) {
 		srv := NewServer()
 		a, b := connect(t, srv, mode), connect(t, srv, mode)
-		exec(t, a, "SELECT pg_advisory_lock($1)", int64(1))
+		execSQL(t, a, "SELECT pg_advisory_lock($1)", int64(1))
 		granted := make(chan error)
 		go func() {
 			_, err := b.Exec(context.Background(), "SELECT pg_advisory_lock($1)", int64(1))
 			granted <- err
 		}()
 		waitForWaiter(t, srv)
-		exec(t, a, "SELECT pg_advisory_unlock($1)", int64(1))
+		execSQL(t, a, "SELECT pg_advisory_unlock($1)", int64(1))
 		if err := <-granted; err != nil {
 			t.Fatal(err)
 		}
@@ -161,9 +161,9 @@ func chanYield() {
 func TestPgxSessionEndReleasesLocks(t *testing.T) {
 	srv := NewServer()
 	a, b := connect(t, srv, modes["extended"]), connect(t, srv, modes["extended"])
-	exec(t, a, "SELECT pg_advisory_lock($1)", int64(5))
-	exec(t, a, "BEGIN")
-	exec(t, a, "SELECT pg_advisory_xact_lock($1)", int64(6))
+	execSQL(t, a, "SELECT pg_advisory_lock($1)", int64(5))
+	execSQL(t, a, "BEGIN")
+	execSQL(t, a, "SELECT pg_advisory_xact_lock($1)", int64(6))
 	if err := a.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +187,8 @@ func TestPgxXactLocksEndWithTransaction(t *testing.T) {
 			t.Fatalf("xact lock outlived its implicit transaction: %+v", srv.Locks())
 		}
 		for _, end := range []string{"COMMIT", "ROLLBACK"} {
-			exec(t, a, "BEGIN")
-			exec(t, a, "SELECT pg_advisory_xact_lock_shared($1)", int64(9))
+			execSQL(t, a, "BEGIN")
+			execSQL(t, a, "SELECT pg_advisory_xact_lock_shared($1)", int64(9))
 			if !queryBool(t, b, "SELECT pg_try_advisory_lock_shared($1)", int64(9)) {
 				t.Fatal("shared locks must not conflict")
 			}
@@ -199,13 +199,13 @@ func TestPgxXactLocksEndWithTransaction(t *testing.T) {
 			if queryBool(t, a, "SELECT pg_advisory_unlock_shared($1)", int64(9)) {
 				t.Fatal("unlock released a transaction-level lock")
 			}
-			if tag := exec(t, a, end); tag.String() != end {
+			if tag := execSQL(t, a, end); tag.String() != end {
 				t.Fatalf("tag %q, want %q", tag, end)
 			}
 			if rows := srv.Locks(); len(rows) != 1 || rows[0].Session != 2 {
 				t.Fatalf("after %s: %+v", end, rows)
 			}
-			exec(t, b, "SELECT pg_advisory_unlock_shared($1)", int64(9))
+			execSQL(t, b, "SELECT pg_advisory_unlock_shared($1)", int64(9))
 		}
 	})
 }
@@ -215,15 +215,15 @@ func TestPgxFenceComparesOnWrite(t *testing.T) {
 		srv := NewServer()
 		a := connect(t, srv, mode)
 		fence := "UPDATE fence SET token = $1 WHERE token < $1"
-		if tag := exec(t, a, fence, int64(3)); tag.RowsAffected() != 1 {
+		if tag := execSQL(t, a, fence, int64(3)); tag.RowsAffected() != 1 {
 			t.Fatalf("first write: %s", tag)
 		}
-		if tag := exec(t, a, fence, int64(2)); tag.RowsAffected() != 0 {
+		if tag := execSQL(t, a, fence, int64(2)); tag.RowsAffected() != 0 {
 			t.Fatalf("stale token accepted: %s", tag)
 		}
-		exec(t, a, "BEGIN")
-		exec(t, a, fence, int64(10))
-		exec(t, a, "ROLLBACK")
+		execSQL(t, a, "BEGIN")
+		execSQL(t, a, fence, int64(10))
+		execSQL(t, a, "ROLLBACK")
 		var tok int64
 		if err := a.QueryRow(context.Background(), "SELECT token FROM fence").Scan(&tok); err != nil || tok != 3 {
 			t.Fatalf("token %d, %v; want 3 (rolled-back write discarded)", tok, err)
@@ -249,14 +249,14 @@ func TestPgxErrorsAreRealErrorResponses(t *testing.T) {
 			}
 		}
 		// An error inside a block aborts it until ROLLBACK.
-		exec(t, a, "BEGIN")
+		execSQL(t, a, "BEGIN")
 		_, _ = a.Exec(context.Background(), "SELECT nonsense(1)")
 		_, err := a.Exec(context.Background(), "SELECT 1")
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "25P02" {
 			t.Fatalf("statement in failed block: %v", err)
 		}
-		if tag := exec(t, a, "COMMIT"); tag.String() != "ROLLBACK" {
+		if tag := execSQL(t, a, "COMMIT"); tag.String() != "ROLLBACK" {
 			t.Fatalf("COMMIT of a failed block reported %q", tag)
 		}
 		var one int32

@@ -1,6 +1,7 @@
 package pgnode
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -229,16 +230,33 @@ func (ss *session) exec(st Statement, params []*int64) (result, error) {
 	return res, nil
 }
 
-// fail marks an open block failed, as any error inside one does.
+// fail marks an open block failed, as any error inside one does. The
+// transaction itself is aborted at once (xact.c AbortTransaction releases
+// its locks and discards its writes); only the block state waits for
+// ROLLBACK or COMMIT.
 func (ss *session) fail(err error) error {
-	if ss.inBlock {
+	if ss.inBlock && !ss.failed {
 		ss.failed = true
+		ss.srv.mu.Lock()
+		ss.pending = nil
+		ss.srv.wake(ss.srv.table.EndXact(ss.id))
+		ss.srv.mu.Unlock()
 	}
 	return err
 }
 
-// Fail records an error raised outside exec (bind or parse) for the block.
-func (ss *session) Fail(err error) error { return ss.fail(err) }
+// Fail records an error raised outside exec (parse or bind) for the block.
+// In an aborted block, Postgres checks the abort state after raw parsing
+// but before looking functions up (postgres.c exec_parse_message and
+// exec_simple_query), so a syntax error is still reported as such while
+// an unknown function becomes 25P02.
+func (ss *session) Fail(err error) error {
+	var e *SQLError
+	if ss.failed && (!errors.As(err, &e) || e.Code != "42601") {
+		return errAborted
+	}
+	return ss.fail(err)
+}
 
 func bindArgs(st Statement, params []*int64) ([]int64, bool, error) {
 	args := make([]int64, len(st.Args))
