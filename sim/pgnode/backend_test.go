@@ -13,7 +13,7 @@ import (
 
 // connect opens a real, unmodified pgx connection to srv over an in-memory
 // pipe, in the given query mode (extended protocol by default, or simple).
-func connect(t *testing.T, srv *Server, mode pgx.QueryExecMode) *pgx.Conn {
+func connect(t testing.TB, srv *Server, mode pgx.QueryExecMode) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig("postgres://locklab@pg-sim:5432/lab?sslmode=disable")
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // test ends, also on failure. Without initdb/postgres on PATH it skips, or
 // fails under CI=true (scripts/install-postgres.sh installs them). Postgres
 // refuses to run as root, so as root it runs as nobody via runuser.
-func realPostgres(t *testing.T) string {
+func realPostgres(t testing.TB) string {
 	t.Helper()
 	initdb, err1 := exec.LookPath("initdb")
 	postgres, err2 := exec.LookPath("postgres")
@@ -90,7 +90,7 @@ func realPostgres(t *testing.T) string {
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
