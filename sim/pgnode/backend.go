@@ -39,14 +39,19 @@ func startup(conn net.Conn, be *pgproto3.Backend, ss *session) error {
 		if err != nil {
 			return err
 		}
-		switch msg.(type) {
+		switch m := msg.(type) {
 		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
 			if _, err := conn.Write([]byte{'N'}); err != nil {
 				return err
 			}
 			continue
 		case *pgproto3.CancelRequest:
-			return nil // query cancellation is not modelled
+			// A cancel connection carries only the request; the session
+			// opened for it ends at once and holds nothing.
+			if len(m.SecretKey) == 4 {
+				ss.srv.cancel(m.ProcessID, binary.BigEndian.Uint32(m.SecretKey))
+			}
+			return nil
 		case *pgproto3.StartupMessage:
 		}
 		be.Send(&pgproto3.AuthenticationOk{})
@@ -62,7 +67,7 @@ func startup(conn net.Conn, be *pgproto3.Backend, ss *session) error {
 			be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
 		}
 		secret := make([]byte, 4)
-		binary.BigEndian.PutUint32(secret, uint32(ss.id)*2654435761)
+		binary.BigEndian.PutUint32(secret, secretKey(ss.id))
 		be.Send(&pgproto3.BackendKeyData{ProcessID: uint32(ss.id), SecretKey: secret})
 		be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 		return be.Flush()

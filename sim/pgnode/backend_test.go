@@ -5,15 +5,19 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // connect opens a real, unmodified pgx connection to srv over an in-memory
 // pipe, in the given query mode (extended protocol by default, or simple).
-func connect(t testing.TB, srv *Server, mode pgx.QueryExecMode) *pgx.Conn {
+// tune, if given, adjusts the pgx configuration first.
+func connect(t testing.TB, srv *Server, mode pgx.QueryExecMode, tune ...func(*pgx.ConnConfig)) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig("postgres://locklab@pg-sim:5432/lab?sslmode=disable")
 	if err != nil {
@@ -21,11 +25,15 @@ func connect(t testing.TB, srv *Server, mode pgx.QueryExecMode) *pgx.Conn {
 	}
 	cfg.DefaultQueryExecMode = mode
 	cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) { return []string{host}, nil }
-	done := make(chan struct{})
+	var backends sync.WaitGroup // every dial: the session and pgx's cancel requests
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		client, server := net.Pipe()
-		go func() { defer close(done); _ = srv.Serve(server) }()
+		backends.Add(1)
+		go func() { defer backends.Done(); _ = srv.Serve(server) }()
 		return client, nil
+	}
+	for _, f := range tune {
+		f(cfg)
 	}
 	conn, err := pgx.ConnectConfig(context.Background(), cfg)
 	if err != nil {
@@ -33,7 +41,7 @@ func connect(t testing.TB, srv *Server, mode pgx.QueryExecMode) *pgx.Conn {
 	}
 	t.Cleanup(func() {
 		_ = conn.Close(context.Background())
-		<-done
+		backends.Wait()
 	})
 	return conn
 }
@@ -285,5 +293,41 @@ func TestParseStatementShapes(t *testing.T) {
 	_, err := ParseStatement("SELECT 1; SELECT 2")
 	if err == nil || !strings.Contains(err.Error(), "multiple commands") {
 		t.Errorf("two statements in one Parse: %v", err)
+	}
+}
+
+// A pg_advisory_lock wait bounded by a context: pgx sends a CancelRequest
+// on a second connection when the context ends, and the server fails the
+// wait with 57014, leaving the session usable and out of the queue.
+func TestPgxContextCancelsLockWait(t *testing.T) {
+	srv := NewServer()
+	cancelRequests := func(cfg *pgx.ConnConfig) {
+		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			// The fallback deadline is far beyond the test: the cancel
+			// request, not a broken connection, must end the wait.
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Hour}
+		}
+	}
+	a, b := connect(t, srv, modes["extended"]), connect(t, srv, modes["extended"], cancelRequests)
+	execSQL(t, a, "SELECT pg_advisory_lock($1)", int64(3))
+	ctx, cancel := context.WithCancel(context.Background())
+	failed := make(chan error)
+	go func() {
+		_, err := b.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(3))
+		failed <- err
+	}()
+	waitForWaiter(t, srv)
+	cancel()
+	err := <-failed
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+		t.Fatalf("cancelled wait returned %v, want SQLSTATE 57014", err)
+	}
+	if rows := srv.Locks(); len(rows) != 1 || !rows[0].Granted {
+		t.Fatalf("the cancelled request is still queued: %+v", rows)
+	}
+	execSQL(t, a, "SELECT pg_advisory_unlock($1)", int64(3))
+	if !queryBool(t, b, "SELECT pg_try_advisory_lock($1)", int64(3)) {
+		t.Fatal("session unusable after its cancelled wait")
 	}
 }

@@ -15,11 +15,13 @@ type Server struct {
 	fence   int64 // committed token of the fencing row
 	next    Session
 	wakeups map[Session]chan struct{} // sessions blocked in pg_advisory_lock
+	// cancelled marks a waiting session whose wait a CancelRequest ended.
+	cancelled map[Session]bool
 }
 
 // NewServer returns a server with no sessions, no locks and fence token 0.
 func NewServer() *Server {
-	return &Server{table: NewTable(), wakeups: map[Session]chan struct{}{}}
+	return &Server{table: NewTable(), wakeups: map[Session]chan struct{}{}, cancelled: map[Session]bool{}}
 }
 
 // Locks lists the advisory rows of pg_locks.
@@ -46,6 +48,30 @@ func (s *Server) wake(grants []Grant) {
 		}
 	}
 }
+
+// secretKey is the BackendKeyData secret of a session, which a
+// CancelRequest must quote; derived from the id so runs replay.
+func secretKey(s Session) uint32 { return uint32(s) * 2654435761 }
+
+// cancel ends the wait of the session a CancelRequest names (PG15 manual
+// 55.2.7): its pg_advisory_lock fails with 57014. A request for a session
+// that is not waiting, or with the wrong secret, does nothing, as in
+// Postgres.
+func (s *Server) cancel(pid, secret uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sid := Session(pid)
+	if secretKey(sid) != secret || s.wakeups[sid] == nil {
+		return
+	}
+	_, grants := s.table.CancelWait(sid)
+	s.cancelled[sid] = true
+	close(s.wakeups[sid])
+	delete(s.wakeups, sid)
+	s.wake(grants)
+}
+
+var errCanceled = &SQLError{Code: "57014", Message: "canceling statement due to user request"}
 
 // session is one backend's transaction state.
 type session struct {
@@ -225,7 +251,11 @@ func (ss *session) exec(st Statement, params []*int64) (result, error) {
 			res.null = true
 			return res, nil
 		}
-		res.value = ss.lockCall(st.Func, args)
+		v, err := ss.lockCall(st.Func, args)
+		if err != nil {
+			return result{}, ss.fail(err)
+		}
+		res.value = v
 	}
 	return res, nil
 }
@@ -290,8 +320,9 @@ func bindArgs(st Statement, params []*int64) ([]int64, bool, error) {
 }
 
 // lockCall runs one advisory lock function and returns its bool as 1/0
-// (void functions return 0, unused).
-func (ss *session) lockCall(f LockFunc, args []int64) int64 {
+// (void functions return 0, unused), or 57014 when a CancelRequest ended
+// its wait.
+func (ss *session) lockCall(f LockFunc, args []int64) (int64, error) {
 	var key Key // unlock_all takes no key
 	switch len(args) {
 	case 1:
@@ -305,24 +336,30 @@ func (ss *session) lockCall(f LockFunc, args []int64) int64 {
 	case f.All:
 		srv.wake(srv.table.UnlockAll(ss.id))
 		srv.mu.Unlock()
-		return 0
+		return 0, nil
 	case f.Unlock:
 		ok, grants := srv.table.Unlock(ss.id, key, f.Mode)
 		srv.wake(grants)
 		srv.mu.Unlock()
-		return boolInt(ok)
+		return boolInt(ok), nil
 	}
 	granted := srv.table.Acquire(ss.id, key, f.Mode, f.Xact, !f.Try)
 	if granted || f.Try {
 		srv.mu.Unlock()
-		return boolInt(granted)
+		return boolInt(granted), nil
 	}
 	// Queued: a release by another session closes ch (Server.wake).
 	ch := make(chan struct{})
 	srv.wakeups[ss.id] = ch
 	srv.mu.Unlock()
 	<-ch
-	return 0
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.cancelled[ss.id] {
+		delete(srv.cancelled, ss.id)
+		return 0, errCanceled
+	}
+	return 0, nil
 }
 
 func boolInt(b bool) int64 {
