@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // TestDifferentialPostgresAdvisoryLocks drives the simulated server and a
@@ -195,7 +196,11 @@ func randomStatement(rng *rand.Rand) (string, []any) {
 // reply runs a statement and renders what the client saw: the values, the
 // command tag, or the SQLSTATE and message of the error.
 func reply(c *pgx.Conn, sql string, args []any) string {
-	rows, err := c.Query(context.Background(), sql, args...)
+	return replyIn(context.Background(), c, sql, args)
+}
+
+func replyIn(ctx context.Context, c *pgx.Conn, sql string, args []any) string {
+	rows, err := c.Query(ctx, sql, args...)
 	if err != nil {
 		return renderErr(err)
 	}
@@ -219,4 +224,73 @@ func renderErr(err error) string {
 		return fmt.Sprintf("ERROR %s %s", pgErr.Code, pgErr.Message)
 	}
 	return "error: " + err.Error()
+}
+
+// TestDifferentialPostgresCancelledWait plays one fixed story on both
+// servers: a shared hold, an exclusive request queued behind it, a shared
+// try that the queued request refuses (lock.c checks the wait queue
+// before granting), a CancelRequest ending the wait with 57014, and the
+// shared try granted afterwards. Replies and pg_locks must agree at each
+// step.
+func TestDifferentialPostgresCancelledWait(t *testing.T) {
+	url := realPostgres(t)
+	ctx := context.Background()
+	observer, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close(ctx)
+	d := newDiffRun(t, url, observer)
+	// Slot 1 waits; give it pgx's cancel-request context handling on
+	// both sides.
+	for i, c := range []*pgx.Conn{d.real[1], d.sim[1]} {
+		cfg := c.Config()
+		cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: time.Hour}
+		}
+		nc, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close(ctx)
+		if i == 0 {
+			delete(d.realSlot, c.PgConn().PID())
+			d.real[1] = nc
+			d.realSlot[nc.PgConn().PID()] = 2
+		} else {
+			delete(d.simSlot, Session(c.PgConn().PID()))
+			d.sim[1] = nc
+			d.simSlot[Session(nc.PgConn().PID())] = 2
+		}
+	}
+	same := func(step string, want, got string, expect ...string) {
+		t.Helper()
+		if len(expect) > 0 && want != expect[0] {
+			t.Fatalf("%s: real Postgres replied %s, the test expects %s", step, want, expect[0])
+		}
+		if want != got {
+			t.Fatalf("%s:\n real: %s\n sim:  %s", step, want, got)
+		}
+		if w, g := describeRows(realLocks(t, observer, d.realSlot)), describeRows(d.simLocks()); w != g {
+			t.Fatalf("%s: pg_locks differ\n real:%s\n sim:%s", step, w, g)
+		}
+	}
+	key := []any{int64(9)}
+	same("shared hold", reply(d.real[0], "SELECT pg_try_advisory_lock_shared($1)", key), reply(d.sim[0], "SELECT pg_try_advisory_lock_shared($1)", key))
+
+	waitCtx, cancel := context.WithCancel(ctx)
+	realDone, simDone := make(chan string), make(chan string)
+	go func() { realDone <- replyIn(waitCtx, d.real[1], "SELECT pg_advisory_lock($1)", key) }()
+	go func() { simDone <- replyIn(waitCtx, d.sim[1], "SELECT pg_advisory_lock($1)", key) }()
+	for deadline := time.Now().Add(30 * time.Second); len(realLocks(t, observer, d.realSlot)) < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the real exclusive request never queued")
+		}
+	}
+	waitForWaiter(t, d.srv)
+	same("exclusive queued", "", "")
+	same("shared try behind the queue", reply(d.real[2], "SELECT pg_try_advisory_lock_shared($1)", key), reply(d.sim[2], "SELECT pg_try_advisory_lock_shared($1)", key), "[false] SELECT 1")
+	cancel()
+	same("cancelled wait", <-realDone, <-simDone, "ERROR 57014 canceling statement due to user request")
+	same("shared try after the cancel", reply(d.real[2], "SELECT pg_try_advisory_lock_shared($1)", key), reply(d.sim[2], "SELECT pg_try_advisory_lock_shared($1)", key), "[true] SELECT 1")
 }
