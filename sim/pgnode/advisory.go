@@ -1,4 +1,4 @@
-// Package pgnode will hold the simulated Postgres server of issue 22. This
+// Package pgnode is the simulated Postgres server of issue 22. This
 // file is its advisory lock table: the lock state pg_advisory_lock and its
 // family read and write, kept apart from the wire protocol so the
 // differential test can compare it with pg_locks directly.
@@ -182,6 +182,29 @@ func (t *Table) EndSession(s Session) []Grant {
 		st.waiters = kept
 	}
 	return t.release(s, func(h *Hold) { h.SessionRefs, h.XactRefs = 0, 0 })
+}
+
+// CancelWait withdraws s's queued request, if any (a cancelled
+// pg_advisory_lock: proc.c LockErrorCleanup removes it from the wait
+// queue and wakes whoever it was blocking). It reports whether s was
+// waiting, and the requests granted now that it no longer stands ahead.
+func (t *Table) CancelWait(s Session) (bool, []Grant) {
+	var grants []Grant
+	found := false
+	for _, k := range t.sortedKeys() {
+		st := t.keys[k]
+		kept := st.waiters[:0]
+		for _, w := range st.waiters {
+			if w.Session == s {
+				found = true
+				continue
+			}
+			kept = append(kept, w)
+		}
+		st.waiters = kept
+		grants = append(grants, t.wake(k, st)...)
+	}
+	return found, grants
 }
 
 func (t *Table) release(s Session, clear func(*Hold)) []Grant {

@@ -96,3 +96,24 @@ func TestAdvisoryWaitQueueIsFair(t *testing.T) {
 		t.Fatalf("rows = %v", rows)
 	}
 }
+
+// A cancelled exclusive request no longer stands ahead of a shared one
+// queued behind it: withdrawing it grants the shared request at once.
+func TestAdvisoryCancelWaitWakesThoseBehind(t *testing.T) {
+	tb := NewTable()
+	tb.Acquire(1, k1, Shared, false, false)
+	if tb.Acquire(2, k1, Exclusive, false, true) {
+		t.Fatal("exclusive granted over a shared hold")
+	}
+	if tb.Acquire(3, k1, Shared, false, true) {
+		t.Fatal("shared request jumped the queued exclusive one")
+	}
+	found, grants := tb.CancelWait(2)
+	want := []Grant{{Key: k1, Waiter: Waiter{Session: 3, Mode: Shared}}}
+	if !found || !reflect.DeepEqual(grants, want) {
+		t.Fatalf("CancelWait(2) = %v, %+v; want true, %+v", found, grants, want)
+	}
+	if found, grants := tb.CancelWait(2); found || grants != nil {
+		t.Fatalf("second CancelWait(2) = %v, %+v", found, grants)
+	}
+}
