@@ -53,6 +53,11 @@ type Options struct {
 	// MaxHold, when set, is the longest a holder may keep the lock while
 	// others wait; past it the lock counts as unavailable (a stuck holder).
 	MaxHold time.Duration
+	// Permits, when more than one, makes the lock a counting semaphore:
+	// mutual exclusion then means at most Permits holders at any instant.
+	// Otherwise a history with readers' holds (Interval.Mode "read") is a
+	// reader-writer lock's, and any other a mutex's.
+	Permits int
 }
 
 // Report is the checker's output for one history.
@@ -65,6 +70,7 @@ type Report struct {
 	Porcupine string `json:"porcupine"`
 
 	ops     []porcupine.Operation
+	model   porcupine.Model
 	clients []string
 	excused []Window
 }
@@ -75,7 +81,7 @@ func Check(h History, opt Options) *Report {
 	r.Metrics.Acquisitions = len(h.Intervals)
 
 	var res porcupine.CheckResult
-	r.Verdict.MutualExclusion, r.Witness.MutualExclusion, res, r.ops = checkExclusion(h)
+	r.Verdict.MutualExclusion, r.Witness.MutualExclusion, res, r.ops, r.model = checkExclusion(h, opt.Permits)
 	r.Porcupine = string(res)
 	r.clients, _ = clientIndex(h.Intervals)
 

@@ -18,7 +18,21 @@ type Interval struct {
 	EndReason string `json:"end_reason"`
 	Token     string `json:"token,omitempty"`
 	Fence     int64  `json:"fence,omitempty"`
+	// Mode is "read" for a shared hold of a reader-writer lock and "write"
+	// (or empty) for an exclusive one; see ModeRead.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Hold modes of a reader-writer lock. Any other mode, the empty one
+// included, is exclusive: a mutex hold is a writer's hold.
+const (
+	ModeRead  = "read"
+	ModeWrite = "write"
+)
+
+// Shared reports whether the hold is a reader's, which may overlap other
+// readers' holds.
+func (i Interval) Shared() bool { return i.Mode == ModeRead }
 
 // Want is a stretch of true time during which a client wanted the lock: from
 // its first acquire call of a cycle to the acquisition (or its crash, or the
