@@ -28,6 +28,9 @@ type Witness struct {
 	MutualExclusion *Overlap         `json:"mutual_exclusion,omitempty"`
 	Resource        *ResourceWitness `json:"resource,omitempty"`
 	Liveness        *Unavailable     `json:"liveness,omitempty"`
+	// Starvation witnesses a liveness violation of a reader-writer lock:
+	// a writer kept waiting past the bound while readers kept coming in.
+	Starvation *Starvation `json:"starvation,omitempty"`
 }
 
 // Metrics are figures worth reporting beside verdicts.
@@ -86,6 +89,11 @@ func Check(h History, opt Options) *Report {
 	r.clients, _ = clientIndex(h.Intervals)
 
 	r.Verdict.Resource, r.Witness.Resource = checkResource(h, &r.Metrics)
+	if r.Verdict.Resource == OK {
+		if w := firstWriteUnderRead(h); w != nil {
+			r.Verdict.Resource, r.Witness.Resource = Violated, w
+		}
+	}
 
 	r.Verdict.Liveness = OK
 	if gap := longestUnavailable(h, opt.MaxHold, opt.Excused); gap != nil {
@@ -94,6 +102,11 @@ func Check(h History, opt Options) *Report {
 			gap.Bound = opt.LivenessBound
 			r.Verdict.Liveness = Violated
 			r.Witness.Liveness = gap
+		}
+	}
+	if r.Verdict.Liveness == OK && opt.LivenessBound > 0 {
+		if s := firstStarvedWriter(h, opt.LivenessBound); s != nil {
+			r.Verdict.Liveness, r.Witness.Starvation = Violated, s
 		}
 	}
 	return r

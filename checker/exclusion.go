@@ -69,7 +69,7 @@ func exclusionModel(in []Interval, permits int) (porcupine.Model, func([]Interva
 	if permits > 1 {
 		return semaphoreModel(permits), func(in []Interval) *Overlap { return FirstCrowd(in, permits) }
 	}
-	if slices.ContainsFunc(in, Interval.Shared) {
+	if hasReaders(in) {
 		return rwModel, FirstConflict
 	}
 	return mutexModel, FirstOverlap

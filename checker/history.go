@@ -42,6 +42,8 @@ type Want struct {
 	From    time.Duration `json:"from_ns"`
 	To      time.Duration `json:"to_ns"`
 	Outcome string        `json:"outcome"` // "acquired", "crash", "end of run", "gave up"
+	// Mode is the hold wanted, as Interval.Mode: "read", "write" or empty.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Access is one operation executed by the protected resource, in the order

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -157,5 +158,58 @@ func TestWriterOverlapsReader(t *testing.T) {
 	var page strings.Builder
 	if err := r.Visualize(&page); err != nil || !strings.Contains(page.String(), "(reader)") {
 		t.Fatalf("visualization: %v", err)
+	}
+}
+
+// A reader who writes breaks the resource check even if its value is
+// right (others read beside it); the same write under a writer's hold is
+// fine.
+func TestReadersReadOnlyWritersWrite(t *testing.T) {
+	r1 := iv("c1", 0, 10*ms, "release")
+	r1.Mode = ModeRead
+	h := History{Initial: 5, Intervals: []Interval{r1}, Accesses: []Access{
+		{Seq: 1, At: 2 * ms, Client: "c1", Kind: "read", Value: 5, Accepted: true},
+		{Seq: 2, At: 4 * ms, Client: "c1", Kind: "write", Value: 4, Based: 5, Accepted: true},
+	}}
+	r := Check(h, Options{})
+	w := r.Witness.Resource
+	if r.Verdict.Resource != Violated || w == nil || w.Kind != WriteUnderRead ||
+		w.String() != "write under a read lock: c1 wrote 4 at 0.004s while it held [0.000s, 0.010s) only as a reader; readers read, only writers write" {
+		t.Fatalf("verdict %s, witness %v", r.Verdict.Resource, w)
+	}
+	h.Intervals[0].Mode = ModeWrite
+	if r := Check(h, Options{}); r.Verdict.Resource != OK {
+		t.Fatalf("under a writer's hold: %s %v", r.Verdict.Resource, r.Witness.Resource)
+	}
+}
+
+// Readers hand the lock to one another for 100 ms, never letting it be
+// free: the writer waiting all along is starved, and the witness names the
+// readers that came in ahead of it. With no reader arriving while it
+// waits, a long wait is not starvation.
+func TestWriterStarvation(t *testing.T) {
+	var h History
+	for k := 0; k < 10; k++ {
+		r := iv(fmt.Sprintf("r%d", k%2+1), time.Duration(k)*10*ms, time.Duration(k)*10*ms+15*ms, "release")
+		r.Mode = ModeRead
+		h.Intervals = append(h.Intervals, r)
+	}
+	h.Wants = []Want{{Client: "w1", From: 5 * ms, To: 120 * ms, Outcome: "end of run", Mode: ModeWrite}}
+	h.End = 120 * ms
+	r := Check(h, Options{LivenessBound: 50 * ms})
+	s := r.Witness.Starvation
+	if r.Verdict.Liveness != Violated || s == nil || s.Writer != "w1" || len(s.Readers) != 9 || s.Readers[0].Start != 10*ms {
+		t.Fatalf("verdict %s, witness %v", r.Verdict.Liveness, s)
+	}
+	if !strings.HasPrefix(s.String(), "writer w1 starved: it waited 115ms (bound 50ms) during [0.005s, 0.120s] (end of run) while readers kept coming in: r2 at 0.010s, r1 at 0.020s") {
+		t.Fatalf("witness text %q", s)
+	}
+	h.Wants[0].From = 95 * ms // waits 25 ms: within the bound
+	if r := Check(h, Options{LivenessBound: 50 * ms}); r.Verdict.Liveness != OK {
+		t.Fatalf("a short wait: %s %v", r.Verdict.Liveness, r.Witness.Starvation)
+	}
+	h.Wants[0] = Want{Client: "w1", From: 100 * ms, To: 200 * ms, Outcome: "end of run", Mode: ModeWrite}
+	if r := Check(h, Options{LivenessBound: 50 * ms}); r.Witness.Starvation != nil {
+		t.Fatalf("no reader came in during the wait, yet %v", r.Witness.Starvation)
 	}
 }
