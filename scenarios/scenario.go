@@ -7,11 +7,11 @@
 package scenarios
 
 import (
-	"strconv"
 	"bytes"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
