@@ -26,6 +26,13 @@ package algorithms
 // Redis node's TIME, asked first: all clients judge expiry on one clock,
 // and the skew no longer matters (a node's own clock jump still does).
 //
+// The two transactions also race, as the book says (6.3.5, "Preventing
+// race conditions"): c1 draws ticket 1, c2 draws ticket 2 and ranks
+// first, then c1 adds its lower ticket and ranks first too; both hold one
+// permit (locklab explore redis-semaphore --runs 4 --workers 1 --seed 1
+// finds it with no fault at all). The book's fix takes a short lock
+// around the acquisition; this semaphore is the unguarded one.
+//
 // Like every lease, a permit expires on the server's judgement while its
 // holder may still be working (a pause past the TTL); this semaphore does
 // not refresh permits.
