@@ -66,6 +66,14 @@ if redis.call("hincrby", KEYS[1], ARGV[1], -1) <= 0 then
 end
 return 1`
 
+// The reader-writer lock's scripts, exported for the differential tests
+// against redis-server (sim/differential).
+const (
+	ScriptRWRead    = rwRead
+	ScriptRWWrite   = rwWrite
+	ScriptRWRelease = rwRelease
+)
+
 func init() {
 	Register(Info{
 		Name:     "redis-rwlock",
