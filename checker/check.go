@@ -28,6 +28,9 @@ type Witness struct {
 	MutualExclusion *Overlap         `json:"mutual_exclusion,omitempty"`
 	Resource        *ResourceWitness `json:"resource,omitempty"`
 	Liveness        *Unavailable     `json:"liveness,omitempty"`
+	// Starvation witnesses a liveness violation of a reader-writer lock:
+	// a writer kept waiting past the bound while readers kept coming in.
+	Starvation *Starvation `json:"starvation,omitempty"`
 }
 
 // Metrics are figures worth reporting beside verdicts.
@@ -53,6 +56,11 @@ type Options struct {
 	// MaxHold, when set, is the longest a holder may keep the lock while
 	// others wait; past it the lock counts as unavailable (a stuck holder).
 	MaxHold time.Duration
+	// Permits, when more than one, makes the lock a counting semaphore:
+	// mutual exclusion then means at most Permits holders at any instant.
+	// Otherwise a history with readers' holds (Interval.Mode "read") is a
+	// reader-writer lock's, and any other a mutex's.
+	Permits int
 }
 
 // Report is the checker's output for one history.
@@ -65,6 +73,7 @@ type Report struct {
 	Porcupine string `json:"porcupine"`
 
 	ops     []porcupine.Operation
+	model   porcupine.Model
 	clients []string
 	excused []Window
 }
@@ -75,11 +84,16 @@ func Check(h History, opt Options) *Report {
 	r.Metrics.Acquisitions = len(h.Intervals)
 
 	var res porcupine.CheckResult
-	r.Verdict.MutualExclusion, r.Witness.MutualExclusion, res, r.ops = checkExclusion(h)
+	r.Verdict.MutualExclusion, r.Witness.MutualExclusion, res, r.ops, r.model = checkExclusion(h, opt.Permits)
 	r.Porcupine = string(res)
 	r.clients, _ = clientIndex(h.Intervals)
 
 	r.Verdict.Resource, r.Witness.Resource = checkResource(h, &r.Metrics)
+	if r.Verdict.Resource == OK {
+		if w := firstWriteUnderRead(h); w != nil {
+			r.Verdict.Resource, r.Witness.Resource = Violated, w
+		}
+	}
 
 	r.Verdict.Liveness = OK
 	if gap := longestUnavailable(h, opt.MaxHold, opt.Excused); gap != nil {
@@ -88,6 +102,11 @@ func Check(h History, opt Options) *Report {
 			gap.Bound = opt.LivenessBound
 			r.Verdict.Liveness = Violated
 			r.Witness.Liveness = gap
+		}
+	}
+	if r.Verdict.Liveness == OK && opt.LivenessBound > 0 {
+		if s := firstStarvedWriter(h, opt.LivenessBound); s != nil {
+			r.Verdict.Liveness, r.Witness.Starvation = Violated, s
 		}
 	}
 	return r

@@ -11,15 +11,23 @@ import (
 )
 
 // Overlap witnesses a mutual-exclusion violation: two holds, of two clients
-// or of one client twice, that overlap during [From, To).
+// or of one client twice, that overlap during [From, To). For a semaphore
+// of Permits permits, Holders names all Permits+1 holds that overlap during
+// [From, To) (First is the earliest of them, Second the one that began at
+// From and made one holder too many).
 type Overlap struct {
-	First  Interval      `json:"first"`
-	Second Interval      `json:"second"`
-	From   time.Duration `json:"from_ns"`
-	To     time.Duration `json:"to_ns"`
+	First   Interval      `json:"first"`
+	Second  Interval      `json:"second"`
+	From    time.Duration `json:"from_ns"`
+	To      time.Duration `json:"to_ns"`
+	Permits int           `json:"permits,omitempty"`
+	Holders []Interval    `json:"holders,omitempty"`
 }
 
 func (o *Overlap) String() string {
+	if len(o.Holders) > 0 {
+		return o.crowdString()
+	}
 	if o.First.Client == o.Second.Client {
 		return fmt.Sprintf("%s held [%s, %s) (%s) and, again, [%s, %s) (%s): two holds by one client during [%s, %s)",
 			o.First.Client, Sec(o.First.Start), Sec(o.First.End), o.First.EndReason,
@@ -32,22 +40,39 @@ func (o *Overlap) String() string {
 		Sec(o.From), Sec(o.To))
 }
 
-// checkExclusion decides mutual exclusion with porcupine and names the
-// first overlapping pair with the exact sweep. The two must agree; if they
-// ever do not, the verdict is unknown rather than a guess.
-func checkExclusion(h History) (Status, *Overlap, porcupine.CheckResult, []porcupine.Operation) {
+// checkExclusion decides "no more holders than the primitive allows" with
+// porcupine and names the first crowd with the exact sweep: a mutex (one
+// holder), a semaphore of permits > 1 permits, or, when any hold is a
+// reader's, a reader-writer lock. The two must agree; if they ever do not,
+// the verdict is unknown rather than a guess.
+func checkExclusion(h History, permits int) (Status, *Overlap, porcupine.CheckResult, []porcupine.Operation, porcupine.Model) {
 	ops := mutexOperations(h.Intervals)
+	model, sweep := exclusionModel(h.Intervals, permits)
 	// No timeout (0): the search over hold instants is linear, so it always
 	// finishes, and its answer cannot depend on the machine's speed.
-	res := porcupine.CheckOperationsTimeout(mutexModel, ops, 0)
-	o := FirstOverlap(h.Intervals)
+	res := porcupine.CheckOperationsTimeout(model, ops, 0)
+	o := sweep(h.Intervals)
 	switch {
 	case res == porcupine.Illegal && o != nil:
-		return Violated, o, res, ops
+		return Violated, o, res, ops, model
 	case res == porcupine.Ok && o == nil:
-		return OK, nil, res, ops
+		return OK, nil, res, ops, model
 	}
-	return Unknown, o, res, ops
+	return Unknown, o, res, ops, model
+}
+
+// exclusionModel picks the primitive's model and its exact sweep. A
+// semaphore's holds are all alike (Mode is ignored); without permits, a
+// history with a reader's hold is a reader-writer lock's, and one without
+// is a mutex's, checked exactly as before readers existed.
+func exclusionModel(in []Interval, permits int) (porcupine.Model, func([]Interval) *Overlap) {
+	if permits > 1 {
+		return semaphoreModel(permits), func(in []Interval) *Overlap { return FirstCrowd(in, permits) }
+	}
+	if hasReaders(in) {
+		return rwModel, FirstConflict
+	}
+	return mutexModel, FirstOverlap
 }
 
 // FirstOverlap is the exact sweep: holds in order of their start, the

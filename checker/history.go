@@ -18,7 +18,21 @@ type Interval struct {
 	EndReason string `json:"end_reason"`
 	Token     string `json:"token,omitempty"`
 	Fence     int64  `json:"fence,omitempty"`
+	// Mode is "read" for a shared hold of a reader-writer lock and "write"
+	// (or empty) for an exclusive one; see ModeRead.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Hold modes of a reader-writer lock. Any other mode, the empty one
+// included, is exclusive: a mutex hold is a writer's hold.
+const (
+	ModeRead  = "read"
+	ModeWrite = "write"
+)
+
+// Shared reports whether the hold is a reader's, which may overlap other
+// readers' holds.
+func (i Interval) Shared() bool { return i.Mode == ModeRead }
 
 // Want is a stretch of true time during which a client wanted the lock: from
 // its first acquire call of a cycle to the acquisition (or its crash, or the
@@ -28,6 +42,8 @@ type Want struct {
 	From    time.Duration `json:"from_ns"`
 	To      time.Duration `json:"to_ns"`
 	Outcome string        `json:"outcome"` // "acquired", "crash", "end of run", "gave up"
+	// Mode is the hold wanted, as Interval.Mode: "read", "write" or empty.
+	Mode string `json:"mode,omitempty"`
 }
 
 // Access is one operation executed by the protected resource, in the order

@@ -30,6 +30,9 @@ type mutexInput struct {
 	Name   string
 	At     int64 // true time in ns
 	Why    string
+	// Read marks a reader's hold of a reader-writer lock (see rwModel);
+	// the mutex and semaphore models ignore it.
+	Read bool
 }
 
 var mutexModel = porcupine.Model{
@@ -130,9 +133,10 @@ func mutexOperations(iv []Interval) []porcupine.Operation {
 		}
 		id := ids[i.Client]
 		begin, end := 2*int64(i.Start)+1, 2*int64(i.End)
+		read := i.Shared()
 		ops = append(ops,
-			porcupine.Operation{ClientId: id, Input: mutexInput{Begin: true, Hold: k, Client: id, Name: i.Client, At: int64(i.Start)}, Call: begin, Return: begin},
-			porcupine.Operation{ClientId: id, Input: mutexInput{Hold: k, Client: id, Name: i.Client, At: int64(i.End), Why: i.EndReason}, Call: end, Return: end},
+			porcupine.Operation{ClientId: id, Input: mutexInput{Begin: true, Hold: k, Client: id, Name: i.Client, At: int64(i.Start), Read: read}, Call: begin, Return: begin},
+			porcupine.Operation{ClientId: id, Input: mutexInput{Hold: k, Client: id, Name: i.Client, At: int64(i.End), Why: i.EndReason, Read: read}, Call: end, Return: end},
 		)
 	}
 	return ops

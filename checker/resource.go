@@ -35,6 +35,9 @@ type ResourceWitness struct {
 	// (at most maxLater). Under the read-1 rule an ABA can only follow
 	// another violation, so it shows here rather than as the witness.
 	Later []string `json:"later,omitempty"`
+	// Hold is, for a write under a read lock, the reader's hold it was
+	// made under.
+	Hold *Interval `json:"hold,omitempty"`
 }
 
 const maxLater = 10
@@ -46,6 +49,8 @@ func (r *ResourceWitness) String() string {
 		tail = fmt.Sprintf(" (final value %d, a serial order gives %d)", r.Final, r.Expected)
 	}
 	switch r.Kind {
+	case WriteUnderRead:
+		return r.writeUnderReadString()
 	case DuplicateToken:
 		return fmt.Sprintf("duplicate token: %s's write at %s and %s's write at %s were both accepted with fencing token %d",
 			r.Overwritten.Client, Sec(r.Overwritten.At), w.Client, Sec(w.At), w.Fence) + tail

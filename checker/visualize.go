@@ -17,7 +17,10 @@ import (
 // annotations. The page is byte-stable: porcupine gathers its partial
 // linearizations in map order, so they are sorted here.
 func (r *Report) Visualize(w io.Writer) error {
-	_, info := porcupine.CheckOperationsVerbose(mutexModel, r.ops, 0)
+	if r.model.Step == nil { // a Report not made by Check: a mutex's
+		r.model = mutexModel
+	}
+	_, info := porcupine.CheckOperationsVerbose(r.model, r.ops, 0)
 	var notes []porcupine.Annotation
 	for _, x := range r.excused {
 		tag := "faults"
@@ -34,7 +37,7 @@ func (r *Report) Visualize(w io.Writer) error {
 	}
 	info.AddAnnotations(notes)
 	var page bytes.Buffer
-	if err := porcupine.Visualize(mutexModel, info, &page); err != nil {
+	if err := porcupine.Visualize(r.model, info, &page); err != nil {
 		return err
 	}
 	out, err := stabilize(page.Bytes(), r.clients)

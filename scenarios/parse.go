@@ -140,6 +140,12 @@ func (s *Scenario) Validate() error {
 	if !validClockKind(s.Clients.Clock) {
 		bad("clients.clock", "expected monotonic or wall, found %q", Printable(s.Clients.Clock, 40))
 	}
+	if !validMode(s.Clients.Mode) {
+		bad("clients.mode", "%s", modeMessage(s.Clients.Mode))
+	}
+	if s.Clients.Permits < 0 || s.Clients.Permits > lim.Clients {
+		bad("clients.permits", "expected a number of semaphore permits between 1 and %d (the client limit), found %d", lim.Clients, s.Clients.Permits)
+	}
 	if len(s.Nodes) > lim.Nodes {
 		bad("nodes", "expected at most %d nodes (the limit; raise it with --max-nodes), found %d", lim.Nodes, len(s.Nodes))
 	}
@@ -280,6 +286,9 @@ func (s *Scenario) Validate() error {
 		o := s.Clients.Each[name]
 		if o.Clock != nil && (*o.Clock == "" || !validClockKind(*o.Clock)) {
 			bad(field+".clock", "expected monotonic or wall, found %q", Printable(*o.Clock, 40))
+		}
+		if o.Mode != nil && (*o.Mode == "" || !validMode(*o.Mode)) {
+			bad(field+".mode", "%s", modeMessage(*o.Mode))
 		}
 		if o.Cycles != nil && (*o.Cycles < 0 || *o.Cycles > lim.Cycles) {
 			bad(field+".cycles", "expected between 0 and %d lock cycles, found %d", lim.Cycles, *o.Cycles)
@@ -626,4 +635,13 @@ func posOf(root *yaml.Node, path string) (int, int) {
 func lineOf(root *yaml.Node, path string) int {
 	line, _ := posOf(root, path)
 	return line
+}
+
+// modeMessage explains a bad hold mode, with a did-you-mean.
+func modeMessage(m string) string {
+	msg := fmt.Sprintf("expected read or write, found %q", Printable(m, 40))
+	if d := DidYouMean(m, []string{ModeRead, ModeWrite}); d != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", d)
+	}
+	return msg
 }

@@ -376,9 +376,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			}
 			var lock algorithms.Lock
 			if opt.Factory != nil {
-				lock, err = opt.Factory(params, conns)
+				lock, err = opt.Factory(sc.clientParams(params, name), conns)
 			} else {
-				lock, err = algorithms.Build(sc.Algorithm, params, conns)
+				lock, err = algorithms.Build(sc.Algorithm, sc.clientParams(params, name), conns)
 			}
 			if err != nil {
 				setupErr = fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
@@ -410,6 +410,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.Stopped = stopOf(w.Cut())
 	res.Warnings = firing.Silent(sc.Faults)
 	res.History = rec.finish(res.End, res.Stopped, inv)
+	res.History.Intervals, res.History.Wants = withModes(sc, res.History.Intervals, res.History.Wants)
 	if w.Bubble() {
 		// Processes that return from the lock's code at one instant
 		// record in any order; the history must not show it.
@@ -420,7 +421,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.Client, b.Client))
 		})
 	}
-	res.Report = checker.Check(res.History, checker.Options{LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End, reach)})
+	res.Report = checker.Check(res.History, checker.Options{Permits: sc.Clients.Permits, LivenessBound: sc.LivenessBound.D(), MaxHold: sc.MaxHold.D(), Excused: excusedWindows(res.Applied, w.Net.Delays, res.End, reach)})
 	res.TraceSHA256 = w.Trace.SHA256()
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
@@ -528,6 +529,8 @@ func (wl *workload) run(p *sim.Process) {
 				// ends here, at the check, not at the deadline it passed.
 				wl.rec.stop(wl.name, "validity")
 				w.Record(wl.name, event.Event{Kind: event.WriteSkipped, Client: wl.name, Token: lease.Token, Fence: lease.Fence})
+			} else if !wl.writes() {
+				// A reader, or a semaphore's holder: it reads only.
 			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
 				w.Record(wl.name, event.Event{Kind: event.WriteRejected, Client: wl.name, Token: lease.Token, Fence: lease.Fence})
 			}
@@ -538,6 +541,24 @@ func (wl *workload) run(p *sim.Process) {
 		}
 		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 	}
+}
+
+// writes reports whether the client writes the resource: readers of a
+// reader-writer lock and holders of a semaphore's permits only read it.
+func (wl *workload) writes() bool {
+	return wl.sc.ModeOf(wl.name) != ModeRead && wl.sc.Clients.Permits <= 1
+}
+
+// withModes marks each hold and want with its client's declared mode, so
+// the checker knows a reader's hold from a writer's.
+func withModes(sc *Scenario, iv []checker.Interval, wants []checker.Want) ([]checker.Interval, []checker.Want) {
+	for i := range iv {
+		iv[i].Mode = sc.ModeOf(iv[i].Client)
+	}
+	for i := range wants {
+		wants[i].Mode = sc.ModeOf(wants[i].Client)
+	}
+	return iv, wants
 }
 
 // recorder builds the history as the run goes.

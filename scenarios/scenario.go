@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,7 +133,17 @@ type Client struct {
 	LibraryRetries *bool `yaml:"library_retries,omitempty" json:"library_retries,omitempty"`
 	// Clock overrides clients.clock for this client.
 	Clock *string `yaml:"clock,omitempty" json:"clock,omitempty"`
+	// Mode overrides clients.mode for this client: "read" or "write".
+	Mode *string `yaml:"mode,omitempty" json:"mode,omitempty"`
 }
+
+// Hold modes a client of a reader-writer lock declares (clients.mode).
+const (
+	ModeRead  = checker.ModeRead
+	ModeWrite = checker.ModeWrite
+)
+
+func validMode(m string) bool { return m == "" || m == ModeRead || m == ModeWrite }
 
 // Clock kinds an algorithm may time its own lease with (Redlock's elapsed
 // time and validity, the workload's validity check).
@@ -169,8 +180,26 @@ type Clients struct {
 	// ends at that check. Without it a client never looks at its deadline
 	// and holds until it releases (see checker's package documentation).
 	CheckValidity bool `yaml:"check_validity,omitempty" json:"check_validity,omitempty"`
+	// Mode is the hold clients ask a reader-writer lock for: "read"
+	// (shared; a reader reads the resource and never writes it) or
+	// "write" (exclusive; the default). Algorithms that are not
+	// reader-writer locks ignore it.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Permits, when more than one, makes the lock a counting semaphore of
+	// that many permits: at most Permits clients may hold at once, and
+	// holders only read the resource (a semaphore bounds concurrency; it
+	// does not serialize writes to one counter).
+	Permits int `yaml:"permits,omitempty" json:"permits,omitempty"`
 	// Each overrides settings per client, by name.
 	Each map[string]Client `yaml:"each,omitempty" json:"each,omitempty"`
+}
+
+// ModeOf is the hold mode the named client declares.
+func (s *Scenario) ModeOf(client string) string {
+	if o := s.Clients.Each[client].Mode; o != nil {
+		return *o
+	}
+	return s.Clients.Mode
 }
 
 // Resource describes the protected resource.
@@ -377,4 +406,26 @@ func (s *Scenario) params() algorithms.Params {
 		Wait:  algorithms.WaitPolicy{Attempts: s.Wait.Attempts, Delay: s.Wait.Delay.D(), Jitter: s.Wait.Jitter.D()},
 		Extra: s.Params,
 	}
+}
+
+// clientParams are one client's parameters: the scenario's, with the
+// client's hold mode and the semaphore's permits, when declared, for the
+// algorithms that read them (algorithms.ParamMode, ParamPermits).
+func (s *Scenario) clientParams(p algorithms.Params, client string) algorithms.Params {
+	mode := s.ModeOf(client)
+	if mode == "" && s.Clients.Permits <= 1 {
+		return p
+	}
+	extra := make(map[string]string, len(p.Extra)+2)
+	for k, v := range p.Extra {
+		extra[k] = v
+	}
+	if mode != "" {
+		extra[algorithms.ParamMode] = mode
+	}
+	if s.Clients.Permits > 1 {
+		extra[algorithms.ParamPermits] = strconv.Itoa(s.Clients.Permits)
+	}
+	p.Extra = extra
+	return p
 }

@@ -350,6 +350,9 @@ func witnessText(r *checker.Report) []string {
 	if u := r.Witness.Liveness; u != nil {
 		out = append(out, "liveness: "+u.String())
 	}
+	if s := r.Witness.Starvation; s != nil {
+		out = append(out, "liveness: "+s.String())
+	}
 	if out == nil {
 		out = []string{}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strconv"
 
+	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/sim"
 	"pgregory.net/rapid"
 )
@@ -36,6 +37,7 @@ type lockScript struct {
 	name, src, sha string
 	args           func(t *rapid.T) []string // ARGV
 	ttlReply       bool                      // replies a PTTL
+	keys           int                       // KEYS it takes (0: one)
 }
 
 func sha1hex(s string) string {
@@ -57,12 +59,23 @@ var lockScripts = func() []lockScript {
 		{name: "reentrant-acquire", src: sim.ScriptReentrantAcquire, args: ttlOwner, ttlReply: true},
 		{name: "reentrant-release", src: sim.ScriptReentrantRelease, args: ttlOwner},
 		{name: "reentrant-renew", src: sim.ScriptReentrantRenew, args: ttlOwner},
+		// The reader-writer lock's scripts (issue 23): KEYS are the hash
+		// and the waiting-writer marker.
+		{name: "rw-read", src: algorithms.ScriptRWRead, args: rwArgs, keys: 2},
+		{name: "rw-write", src: algorithms.ScriptRWWrite, args: rwArgs, keys: 2},
+		{name: "rw-release", src: algorithms.ScriptRWRelease,
+			args: func(t *rapid.T) []string { return []string{draw(t, owners, "owner")} }},
 	}
 	for i := range s {
 		s[i].sha = sha1hex(s[i].src)
 	}
 	return s
 }()
+
+// rwArgs are a reader-writer script's ARGV: ttl, token, prefer-writers.
+func rwArgs(t *rapid.T) []string {
+	return []string{draw(t, ttlsMS, "ttl"), draw(t, owners, "owner"), draw(t, []string{"0", "1"}, "prefer")}
+}
 
 // command draws one command of the lock vocabulary for the master (or the
 // only node). replicas is how many replicas the master has, for WAIT.
@@ -113,7 +126,12 @@ func command(t *rapid.T, replicas int) step {
 		if rapid.IntRange(0, 2).Draw(t, "evalsha") == 0 {
 			head = []string{"EVALSHA", s.sha}
 		}
-		return step{args: append(append(head, "1", key()), s.args(t)...), ttl: s.ttlReply}
+		ks := []string{key()}
+		for len(ks) < s.keys {
+			ks = append(ks, key())
+		}
+		head = append(append(head, strconv.Itoa(len(ks))), ks...)
+		return step{args: append(head, s.args(t)...), ttl: s.ttlReply}
 	case "script-load":
 		return step{args: []string{"SCRIPT", "LOAD", rapid.SampledFrom(lockScripts).Draw(t, "script").src}}
 	default: // wait

@@ -1,0 +1,69 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+)
+
+// A client's hold mode and the semaphore's permits are checked before
+// anything runs: one line naming file:line:col and the field, what was
+// expected, and a did-you-mean for a near miss.
+func TestBadModeAndPermits(t *testing.T) {
+	for _, c := range []struct{ name, to, want string }{
+		{"mode typo", "clients: {count: 2, cycles: 2, mode: raed}", `x.yaml:7:38: clients.mode: expected read or write, found "raed" (did you mean read?)`},
+		{"mode of one client", "clients: {count: 2, cycles: 2, each: {c2: {mode: writer}}}", `clients.each.c2.mode: expected read or write, found "writer" (did you mean write?)`},
+		{"negative permits", "clients: {count: 2, cycles: 2, permits: -1}", `x.yaml:7:41: clients.permits: expected a whole number between 0 and`},
+		{"more permits than clients may be", "clients: {count: 2, cycles: 2, permits: 100000000}", `clients.permits: expected a number of semaphore permits between 1 and`},
+		{"permits not a number", "clients: {count: 2, cycles: 2, permits: two}", `clients.permits`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := strings.Replace(base, "clients: {count: 2, cycles: 2}", c.to, 1)
+			_, err := Parse("x.yaml", []byte(data))
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("error:\n%v\nwant one line containing:\n%s", err, c.want)
+			}
+		})
+	}
+	ok := strings.Replace(base, "clients: {count: 2, cycles: 2}", "clients: {count: 2, cycles: 2, permits: 2, mode: read, each: {c1: {mode: write}}}", 1)
+	sc, err := Parse("x.yaml", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.ModeOf("c1") != ModeWrite || sc.ModeOf("c2") != ModeRead || sc.Clients.Permits != 2 {
+		t.Fatalf("modes c1 %q c2 %q, permits %d", sc.ModeOf("c1"), sc.ModeOf("c2"), sc.Clients.Permits)
+	}
+}
+
+// The semaphore and reader-writer scenarios put their declared modes and
+// permits into the history the checker judges, and the semaphore's witness
+// names permits+1 holders.
+func TestSemaphoreAndReadWriteHistories(t *testing.T) {
+	sc, err := Get("semaphore-clock-skew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(sc, 7, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Report.Witness.MutualExclusion
+	if o == nil || len(o.Holders) != 3 || o.Permits != 2 {
+		t.Fatalf("witness %v", o)
+	}
+	sc, err = Get("rwlock-writer-starvation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = Run(sc, 7, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, iv := range res.History.Intervals {
+		if want := map[bool]string{true: ModeWrite, false: ModeRead}[iv.Client == "c4"]; iv.Mode != want {
+			t.Fatalf("%s's hold has mode %q, want %q", iv.Client, iv.Mode, want)
+		}
+	}
+	if s := res.Report.Witness.Starvation; s == nil || s.Writer != "c4" {
+		t.Fatalf("starvation witness %v", s)
+	}
+}
