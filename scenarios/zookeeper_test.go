@@ -242,3 +242,57 @@ func TestZooKeeperBackendParams(t *testing.T) {
 		}
 	}
 }
+
+// A one-way partition must not swallow a watch notification while the
+// session lives (issue 21 item 5; the single-server model lost it). The
+// server cannot reach the waiter c2 when the holder's release fires c2's
+// watch; a TCP connection needs both ways, so c2's connection breaks, c2
+// reconnects within its session once the link heals and re-registers its
+// watches (setWatches), and the server, seeing the watched node already
+// gone, fires the notification then: c2 takes the lock.
+func TestZKOneWayPartitionKeepsTheWatch(t *testing.T) {
+	bubblehost.Bind(t)
+	const file = `id: zk-one-way-watch
+title: a one-way partition hides a release from the waiter
+algorithm: gozk-queue
+ttl: 6s
+params:
+  zk_servers: "1"
+  session_timeout: 6s
+clients:
+  count: 2
+  cycles: 1
+  each:
+    c1: {start: 0s, work: 1s}
+    c2: {start: 50ms, work: 100ms}
+duration: 20s
+faults:
+  - kind: partition
+    one_way: true
+    groups: [[zk1], [c2]]
+    at: 500ms
+    duration: 5s
+expect:
+  mutual_exclusion: ok
+  resource: ok
+  liveness: ok
+`
+	sc, err := Parse("zk-one-way-watch.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, sc, 1, Options{})
+	zkWantVerdict(t, r, checker.OK, checker.OK, checker.OK)
+	iv := r.History.Intervals
+	if len(iv) != 2 || iv[0].Client != "c1" || iv[1].Client != "c2" {
+		t.Fatalf("intervals %+v, want c1 then c2", iv)
+	}
+	// c2 gets the lock only once the link heals (5.5 s), from the
+	// re-registered watch, and its session was never lost.
+	if iv[1].Start < 5500*time.Millisecond || iv[1].Start > 8*time.Second {
+		t.Fatalf("c2 took the lock at %v, want soon after the heal at 5.5s", iv[1].Start)
+	}
+	if zkMetric(t, r.Metrics, "sessions_expired") != 0 || zkMetric(t, r.Metrics, "watch_notifications") < 1 {
+		t.Fatalf("metrics %+v", r.Metrics)
+	}
+}
