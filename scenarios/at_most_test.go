@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/locklab/locklab/sim/bubblehost"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ func TestAtMostErrorsNameFileLineAndMetric(t *testing.T) {
 }
 
 func TestAtMostIsPartOfTheMatch(t *testing.T) {
+	bubblehost.Bind(t)
 	s := mustGet(t, "zk-queue-no-herd")
 	if s.AtMost["watch_notifications"] != 100 {
 		t.Fatalf("at_most %v", s.AtMost)

@@ -149,7 +149,7 @@ func BenchmarkTimeToFind(b *testing.B) {
 		{"del-wrong-client", "set-nx-px-del", faults.ClassPause},
 		{"gc-pause-beyond-ttl", "set-nx-px-lua", faults.ClassPause},
 		{"setnx-expire-crash", "setnx-expire", faults.ClassCrash},
-		{"zk-session-expiry-pause", "zk-queue", faults.ClassPause},
+		{"zk-session-expiry-pause", "gozk-queue", faults.ClassPause},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

