@@ -542,7 +542,7 @@ func (wl *workload) run(p *sim.Process) {
 				w.Tracef(name, "learns it lost the lock")
 				wl.rec.stop(name, "lost")
 			})
-			w.Tracef(wl.name, "holds %s (token %s, fence %d, valid until %s on its clock)", l.Resource, l.Token, l.Fence, l.Validity.Sub(sim.Epoch))
+			w.Tracef(wl.name, "holds %s (%s)", l.Resource, holdTerms(l))
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
@@ -550,7 +550,14 @@ func (wl *workload) run(p *sim.Process) {
 				// The client consults its lease and stops acting: its hold
 				// ends here, at the check, not at the deadline it passed.
 				wl.rec.stop(wl.name, "validity")
-				w.Tracef(wl.name, "lease expired on its own clock: skips the write")
+				if lease.Lost() {
+					// A ZooKeeper holder told SUSPENDED or LOST, a watchdog
+					// whose renewal failed: no clock ran out, the client
+					// learned it.
+					w.Tracef(wl.name, "learned it lost the lock: skips the write")
+				} else {
+					w.Tracef(wl.name, "lease expired on its own clock: skips the write")
+				}
 			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
 				w.Tracef(wl.name, "write rejected by the resource")
 			}
@@ -561,6 +568,22 @@ func (wl *workload) run(p *sim.Process) {
 		}
 		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 	}
+}
+
+// holdTerms describes a lease for the trace: its token (a lock whose
+// library keeps the token to itself, as go-zookeeper's zk.Lock does, has
+// none), its fencing token, and when it ends: a Redis lease at a time on
+// the client's clock, a ZooKeeper lease when the session is lost.
+func holdTerms(l *algorithms.Lease) string {
+	token := "no token"
+	if l.Token != "" {
+		token = "token " + l.Token
+	}
+	until := fmt.Sprintf("valid until %s on its clock", l.Validity.Sub(sim.Epoch))
+	if !l.HasDeadline() {
+		until = "held until its session is lost"
+	}
+	return fmt.Sprintf("%s, fence %d, %s", token, l.Fence, until)
 }
 
 // recorder builds the history as the run goes.
