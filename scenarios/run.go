@@ -379,6 +379,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 				}
 			})
 		}
+		targets.JumpIgnored, targets.DriftIgnored = ignoredClocks(sc, info, opt, targets)
 		firing = faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
 		budget := opt.MaxMessages
 		if budget <= 0 {
@@ -400,7 +401,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
 	}
 	res.End = w.Now()
-	res.Warnings = firing.Silent(sc.Faults)
+	res.Warnings = firing.Silent(sc.Faults, w.Net)
 	res.History = rec.finish(res.End, inv)
 	if w.Bubble() {
 		// Processes that return from the lock's code at one instant
@@ -568,6 +569,51 @@ func (wl *workload) run(p *sim.Process) {
 		}
 		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 	}
+}
+
+// ignoredClocks names the hosts whose clock a clock-jump (a drift) sets
+// without effect, and why, so that such a fault is warned about.
+//   - A client that says clients.clock: monotonic times its lease with
+//     Go's time.Since, which a step of the wall clock does not move; its
+//     ZooKeeper session, if any, is timed the same way. (A client left at
+//     the default is warned about when the file is read: the default
+//     changed.) Real-client algorithms in a bubble read the clock their
+//     own way and are left out.
+//   - A zk-* client (sim/zk) counts its read timeout and pings on its
+//     oscillator, and a ZooKeeper lease has no deadline.
+//   - ZooKeeper times sessions with System.nanoTime (a monotonic clock):
+//     a step of a server's wall clock moves nothing, and the simulated
+//     ensemble (zookeeper-ensemble) keeps no per-server clock at all, so
+//     its servers ignore drift too.
+func ignoredClocks(sc *Scenario, info algorithms.Info, opt Options, t faults.Targets) (jump, drift map[string]string) {
+	jump, drift = map[string]string{}, map[string]string{}
+	if !info.Bubble && opt.Factory == nil {
+		for _, name := range sc.ClientNames() {
+			kind := sc.Clients.Clock
+			if c := sc.Clients.Each[name].Clock; c != nil {
+				kind = *c
+			}
+			if info.Backend == "zookeeper" {
+				jump[name] = name + "'s ZooKeeper client counts its timeouts with a monotonic clock and its lease has no deadline, so a step of its wall clock moves nothing"
+			} else if kind == ClockMonotonic {
+				jump[name] = name + " times its lease with the monotonic clock (clock: monotonic), which a step of the wall clock does not move"
+			}
+		}
+	}
+	switch info.Backend {
+	case "zookeeper":
+		for name, h := range t.Hosts {
+			if t.Clients[name] == nil && t.Nodes[name] == nil && name != ResourceHost && h != nil {
+				jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
+			}
+		}
+	case "zookeeper-ensemble":
+		for name := range t.Servers {
+			jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
+			drift[name] = "the simulated ensemble counts ticks of true time and keeps no clock per server, so " + name + "'s rate changes nothing"
+		}
+	}
+	return jump, drift
 }
 
 // holdTerms describes a lease for the trace: its token (a lock whose

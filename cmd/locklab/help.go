@@ -115,8 +115,11 @@ printed at once, one per line:
 
   locklab: my.yaml:8:13: faults[0].target: unknown client "c7"; expected one of c1, c2 (did you mean c1?)
 
-and the exit status is 2. Faults that can never fire are warned about on
-stderr. Limits (clients, nodes, faults, cycles, duration, file size) and
+and the exit status is 2. Faults that can never fire, or fire and change
+nothing (a crash of a node already down, a partition between hosts that
+never talk, a clock jump nothing reads afterwards or on a monotonic clock),
+are warned about on stderr, as is a clock jump on a client that leaves
+clients.clock at its default (now monotonic; it was the wall clock). Limits (clients, nodes, faults, cycles, duration, file size) and
 the flags that raise them: 'locklab help run'.
 `
 
