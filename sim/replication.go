@@ -308,12 +308,15 @@ func (n *RedisNode) Promote() error {
 			lag = l.lag
 		}
 	}
+	// The promotion is traced before what it sets off: the new master's
+	// clock sync and first expiry sweep may expire keys and propagate DELs
+	// at this same instant, and those lines must read as its effects.
+	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
 	n.detach()
 	n.promoted = nil
 	old.promoted = n
 	n.syncClock()
 	n.startExpiring()
-	n.w.Tracef(n.Name, "failover: %s promoted to master in place of %s", n.Name, old.Name)
 	for _, l := range slices.Clone(old.links) {
 		if l.cancelled {
 			continue // n itself, or a replica that already left, unseen
