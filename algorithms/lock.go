@@ -53,6 +53,15 @@ type Lease struct {
 	renewal   *renewal
 }
 
+// NoDeadline is the Validity, past Start, of a lease that no clock ends: a
+// ZooKeeper lock is held until its session is lost (the ephemeral node goes
+// with the session), not until a time the client could compute.
+const NoDeadline = 100 * 365 * 24 * time.Hour
+
+// HasDeadline says whether the lease ends at a time on the client's clock
+// (Validity), rather than only when the client learns it lost the lock.
+func (l *Lease) HasDeadline() bool { return l.Validity.Sub(l.Start) < NoDeadline }
+
 // Valid reports whether, by the client's own clock and by what the client
 // has learned, the lease still holds.
 func (l *Lease) Valid(now time.Time) bool { return !l.lost && now.Before(l.Validity) }

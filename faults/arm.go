@@ -45,7 +45,16 @@ type Targets struct {
 	Hosts map[string]*sim.Host
 	// Servers are a backend's servers by name (see Names.Servers).
 	Servers map[string]Server
+	// JumpIgnored and DriftIgnored name hosts whose clock a clock-jump
+	// (a drift) can set but nothing reads in a way it would change, with
+	// the reason: a client that times its lease with the monotonic clock
+	// ignores steps of the wall clock, ZooKeeper times sessions with
+	// System.nanoTime. Such a fault fires and changes nothing.
+	JumpIgnored, DriftIgnored map[string]string
 }
+
+// Talker says whether two hosts ever exchanged a message (sim.Network).
+type Talker interface{ Talked(a, b string) bool }
 
 // has says whether the host a targeted fault acts on exists in this run.
 func (t Targets) has(f Fault) bool {
@@ -84,13 +93,36 @@ func Arm(w *sim.World, t Targets, s Schedule, log *[]Applied) { ArmWatched(w, t,
 type Firing struct {
 	Fired   []bool
 	Matched []int
+	// At is when each fault fired; Inert says, for a fault that fired
+	// but could not act (a crash of a node already down, a clock nothing
+	// reads), why.
+	At    []time.Duration
+	Inert []string
+	// plain says a fault names only clients and Redis nodes, whose every
+	// message goes through sim.Network (a ZooKeeper ensemble has its own
+	// transport), so the network's record judges it.
+	plain []bool
+	// lastSeen is the last time a message reached or left each host.
+	lastSeen map[string]time.Duration
 }
 
 // Silent lists, for each fault that changed nothing, its index and why.
-func (f *Firing) Silent(s Schedule) []string {
+// net, when not nil, tells which hosts ever exchanged a message: a
+// partition between hosts that never talk cuts nothing.
+func (f *Firing) Silent(s Schedule, net Talker) []string {
 	var out []string
+	failover := false
+	for _, fl := range s {
+		failover = failover || fl.Kind == Failover
+	}
 	for i, fl := range s {
 		switch {
+		case f.Fired[i] && f.Inert[i] != "":
+			out = append(out, fmt.Sprintf("faults[%d] (%s) changed nothing: %s", i, fl.Kind, f.Inert[i]))
+		case f.Fired[i] && f.plain[i] && (fl.Kind == ClockJump || fl.Kind == Drift) && f.quietAfter(fl.Target, f.At[i]):
+			out = append(out, fmt.Sprintf("faults[%d] (%s) changed nothing: no message reached or left %s after it, so nothing read its clock", i, fl.Kind, fl.Target))
+		case f.Fired[i] && f.plain[i] && fl.Kind == Partition && net != nil && !failover && !crossed(fl, net):
+			out = append(out, fmt.Sprintf("faults[%d] (%s) changed nothing: no host of %v ever exchanged a message with one of %v", i, fl.Kind, fl.Groups[0], fl.Groups[1]))
 		case !f.Fired[i] && fl.After != nil:
 			out = append(out, fmt.Sprintf("faults[%d] (%s) never fired: no message matched its trigger (%s)", i, fl.Kind, fl.After.String()))
 		case !f.Fired[i]:
@@ -102,13 +134,58 @@ func (f *Firing) Silent(s Schedule) []string {
 	return out
 }
 
+// plain says whether every host f names is a client or a Redis node.
+func (t Targets) plain(f Fault) bool {
+	hosts := append([]string{f.Target}, f.Node, f.Client)
+	for _, g := range f.Groups {
+		hosts = append(hosts, g...)
+	}
+	for _, h := range hosts {
+		if h != "" && t.Clients[h] == nil && t.Nodes[h] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// quietAfter says whether host was a client or Redis node that no message
+// reached or left after t (hosts without a clock of their own in the
+// simulation are not judged here).
+func (f *Firing) quietAfter(host string, t time.Duration) bool {
+	last, ok := f.lastSeen[host]
+	return !ok || last <= t
+}
+
+// crossed says whether any host of one side of a partition ever exchanged
+// a message with a host of the other, in either direction, at any time.
+// Without a failover, a cut between hosts that never talk changes nothing
+// (a failover asks whether hosts could reach each other, so it is left out).
+func crossed(f Fault, net Talker) bool {
+	for _, a := range f.Groups[0] {
+		for _, b := range f.Groups[1] {
+			if net.Talked(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ArmWatched is Arm that also reports which faults fired.
 func ArmWatched(w *sim.World, t Targets, s Schedule, log *[]Applied) *Firing {
-	firing := &Firing{Fired: make([]bool, len(s)), Matched: make([]int, len(s))}
+	firing := &Firing{Fired: make([]bool, len(s)), Matched: make([]int, len(s)),
+		At: make([]time.Duration, len(s)), Inert: make([]string, len(s)), plain: make([]bool, len(s)), lastSeen: map[string]time.Duration{}}
+	w.Net.Observe(func(m *sim.Message) {
+		firing.lastSeen[m.From] = w.Now()
+		firing.lastSeen[m.To] = w.Now()
+	})
 	for i := range s {
 		f := s[i]
 		fire := func() {
 			firing.Fired[i] = true
+			firing.At[i] = w.Now()
+			firing.Inert[i] = inert(w, t, f)
+			firing.plain[i] = t.plain(f)
 			apply(w, t, f, log, &firing.Matched[i])
 		}
 		switch {
@@ -153,6 +230,31 @@ func armTrigger(w *sim.World, tr *Trigger, fire func()) {
 			fire()
 		}
 	})
+}
+
+// inert says why a fault about to fire cannot act, or "".
+func inert(w *sim.World, t Targets, f Fault) string {
+	if !t.has(f) {
+		return ""
+	}
+	switch f.Kind {
+	case ClockJump:
+		return t.JumpIgnored[f.Target]
+	case Drift:
+		return t.DriftIgnored[f.Target]
+	case NodeCrash:
+		if n, ok := t.Nodes[f.Target]; ok && !n.Up() {
+			return f.Target + " was already down"
+		}
+		if srv, ok := t.Servers[f.Target].(interface{ Down() bool }); ok && srv.Down() {
+			return f.Target + " was already down"
+		}
+	case Crash:
+		if t.Clients[f.Target].Crashed() {
+			return f.Target + " had already crashed"
+		}
+	}
+	return ""
 }
 
 func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {

@@ -386,6 +386,9 @@ func (s *Scenario) Validate() error {
 				bad(field+".jump", "expected the clock jumps of %s to add up to at most %v, found more", f.Target, 100*MaxDuration)
 			}
 		}
+		if w := s.clockDefaultWarning(f, names); w != "" {
+			s.Warnings = append(s.Warnings, s.fieldErr(field+".target", "%s", w))
+		}
 		if f.At != nil && *f.At >= s.Duration && s.Duration > 0 {
 			s.Warnings = append(s.Warnings, s.fieldErr(field+".at", "this %s fault can never fire: %v is not before the end of the run (duration %v)", f.Kind, *f.At, s.Duration))
 		}
@@ -644,4 +647,26 @@ func modeMessage(m string) string {
 		msg += fmt.Sprintf(" (did you mean %s?)", d)
 	}
 	return msg
+}
+
+// clockDefaultWarning speaks up when a clock jump on a client relies on the
+// clients.clock default, which changed: clients used to time their leases
+// with the wall clock, and a step of it stretched or shortened the lease;
+// they now default to the monotonic clock (Go's time.Since), which the step
+// does not move. A file written before the change ran a different story
+// with no word; setting clients.clock (or each.<client>.clock) says which
+// one is meant.
+func (s *Scenario) clockDefaultWarning(f faults.Fault, names faults.Names) string {
+	if f.Kind != faults.ClockJump || !slices.Contains(names.Clients, f.Target) || s.Clients.Clock != "" {
+		return ""
+	}
+	if over, ok := s.Clients.Each[f.Target]; ok && over.Clock != nil {
+		return ""
+	}
+	// Only a Redis lease has a deadline on the client's clock; a ZooKeeper
+	// client never read its wall clock for anything, before or after.
+	if info, err := algorithms.Lookup(s.Algorithm); err != nil || info.Bubble || info.Backend != "redis" {
+		return ""
+	}
+	return fmt.Sprintf("%s's clock jump leaves its lease alone: clients.clock is not set, and clients now default to the monotonic clock, which a step of the wall clock does not move (before, they read the wall clock and the jump moved the lease); write clients.clock: wall for the old meaning, or clients.clock: monotonic to keep this one", f.Target)
 }

@@ -396,6 +396,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 				}
 			})
 		}
+		targets.JumpIgnored, targets.DriftIgnored = ignoredClocks(sc, info, opt, targets)
 		firing = faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
 	})
 	if setupErr != nil {
@@ -408,7 +409,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.End = w.Now()
 	res.Work = w.Work()
 	res.Stopped = stopOf(w.Cut())
-	res.Warnings = firing.Silent(sc.Faults)
+	res.Warnings = firing.Silent(sc.Faults, w.Net)
 	res.History = rec.finish(res.End, res.Stopped, inv)
 	res.History.Intervals, res.History.Wants = withModes(sc, res.History.Intervals, res.History.Wants)
 	if w.Bubble() {
@@ -520,7 +521,7 @@ func (wl *workload) run(p *sim.Process) {
 				w.Record(name, event.Event{Kind: event.HoldLost, Client: name, Token: l.Token, Fence: l.Fence})
 				wl.rec.stop(name, "lost")
 			})
-			w.Record(wl.name, event.Event{Kind: event.HoldBegan, Client: wl.name, Resource: l.Resource, Token: l.Token, Fence: l.Fence, Validity: l.Validity.Sub(sim.Epoch)})
+			w.Record(wl.name, holdBegan(wl.name, l))
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
@@ -528,7 +529,14 @@ func (wl *workload) run(p *sim.Process) {
 				// The client consults its lease and stops acting: its hold
 				// ends here, at the check, not at the deadline it passed.
 				wl.rec.stop(wl.name, "validity")
-				w.Record(wl.name, event.Event{Kind: event.WriteSkipped, Client: wl.name, Token: lease.Token, Fence: lease.Fence})
+				skipped := event.Event{Kind: event.WriteSkipped, Client: wl.name, Token: lease.Token, Fence: lease.Fence}
+				if lease.Lost() {
+					// A ZooKeeper holder told SUSPENDED or LOST, a watchdog
+					// whose renewal failed: no clock ran out, the client
+					// learned it.
+					skipped.Reason = "lost"
+				}
+				w.Record(wl.name, skipped)
 			} else if !wl.writes() {
 				// A reader, or a semaphore's holder: it reads only.
 			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
@@ -559,6 +567,63 @@ func withModes(sc *Scenario, iv []checker.Interval, wants []checker.Want) ([]che
 		wants[i].Mode = sc.ModeOf(wants[i].Client)
 	}
 	return iv, wants
+}
+
+// ignoredClocks names the hosts whose clock a clock-jump (a drift) sets
+// without effect, and why, so that such a fault is warned about.
+//   - A client that says clients.clock: monotonic times its lease with
+//     Go's time.Since, which a step of the wall clock does not move; its
+//     ZooKeeper session, if any, is timed the same way. (A client left at
+//     the default is warned about when the file is read: the default
+//     changed.) Real-client algorithms in a bubble read the clock their
+//     own way and are left out.
+//   - A zk-* client (sim/zk) counts its read timeout and pings on its
+//     oscillator, and a ZooKeeper lease has no deadline.
+//   - ZooKeeper times sessions with System.nanoTime (a monotonic clock):
+//     a step of a server's wall clock moves nothing, and the simulated
+//     ensemble (zookeeper-ensemble) keeps no per-server clock at all, so
+//     its servers ignore drift too.
+func ignoredClocks(sc *Scenario, info algorithms.Info, opt Options, t faults.Targets) (jump, drift map[string]string) {
+	jump, drift = map[string]string{}, map[string]string{}
+	if !info.Bubble && opt.Factory == nil {
+		for _, name := range sc.ClientNames() {
+			kind := sc.Clients.Clock
+			if c := sc.Clients.Each[name].Clock; c != nil {
+				kind = *c
+			}
+			if info.Backend == "zookeeper" {
+				jump[name] = name + "'s ZooKeeper client counts its timeouts with a monotonic clock and its lease has no deadline, so a step of its wall clock moves nothing"
+			} else if kind == ClockMonotonic {
+				jump[name] = name + " times its lease with the monotonic clock (clock: monotonic), which a step of the wall clock does not move"
+			}
+		}
+	}
+	switch info.Backend {
+	case "zookeeper":
+		for name, h := range t.Hosts {
+			if t.Clients[name] == nil && t.Nodes[name] == nil && name != ResourceHost && h != nil {
+				jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
+			}
+		}
+	case "zookeeper-ensemble":
+		for name := range t.Servers {
+			jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
+			drift[name] = "the simulated ensemble counts ticks of true time and keeps no clock per server, so " + name + "'s rate changes nothing"
+		}
+	}
+	return jump, drift
+}
+
+// holdBegan records a hold: its token (a lock whose library keeps the
+// token to itself, as go-zookeeper's zk.Lock does, has none), its fencing
+// token, and when it ends — a Redis lease at a time on the client's clock
+// (Validity), a ZooKeeper lease when its session is lost (no Validity).
+func holdBegan(client string, l *algorithms.Lease) event.Event {
+	e := event.Event{Kind: event.HoldBegan, Client: client, Resource: l.Resource, Token: l.Token, Fence: l.Fence}
+	if l.HasDeadline() {
+		e.Validity = l.Validity.Sub(sim.Epoch)
+	}
+	return e
 }
 
 // recorder builds the history as the run goes.

@@ -71,6 +71,7 @@ type Network struct {
 	last      map[fifoKey]time.Duration
 	calls     map[callKey]uint64
 	cut       map[[2]string]bool
+	talked    map[[2]string]bool // pairs that ever sent a message (Talked)
 	down      map[string]bool
 	filters   []Filter
 	observers []Observer
@@ -97,6 +98,7 @@ func newNetwork(w *World) *Network {
 		last:    map[fifoKey]time.Duration{},
 		calls:   map[callKey]uint64{},
 		cut:     map[[2]string]bool{},
+		talked:  map[[2]string]bool{},
 		down:    map[string]bool{},
 	}
 }
@@ -173,6 +175,12 @@ func (n *Network) Reachable(from, to string) bool {
 	return !n.cut[[2]string{from, to}] && !n.down[to]
 }
 
+// Talked reports whether a or b ever sent the other a message (delivered
+// or lost): a partition between hosts that never talk cuts nothing.
+func (n *Network) Talked(a, b string) bool {
+	return n.talked[[2]string{a, b}] || n.talked[[2]string{b, a}]
+}
+
 // Down reports whether a host is down.
 func (n *Network) Down(host string) bool { return n.down[host] }
 
@@ -192,6 +200,9 @@ func (n *Network) Send(m *Message, deliver func()) {
 		saved := w.rng
 		w.rng = w.contentRand(key)
 		defer func() { w.rng = saved }()
+	}
+	if !n.talked[[2]string{m.From, m.To}] {
+		n.talked[[2]string{m.From, m.To}] = true
 	}
 	if n.cut[[2]string{m.From, m.To}] {
 		n.Dropped++

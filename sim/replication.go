@@ -311,12 +311,15 @@ func (n *RedisNode) Promote() error {
 			lag = l.lag
 		}
 	}
+	// The promotion is traced before what it sets off: the new master's
+	// clock sync and first expiry sweep may expire keys and propagate DELs
+	// at this same instant, and those lines must read as its effects.
+	n.w.Record(n.Name, event.Event{Kind: event.Promoted, Node: n.Name, From: old.Name})
 	n.detach()
 	n.promoted = nil
 	old.promoted = n
 	n.syncClock()
 	n.startExpiring()
-	n.w.Record(n.Name, event.Event{Kind: event.Promoted, Node: n.Name, From: old.Name})
 	for _, l := range slices.Clone(old.links) {
 		if l.cancelled {
 			continue // n itself, or a replica that already left, unseen

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/sim/zk"
@@ -98,7 +97,7 @@ const (
 )
 
 // forever is a ZooKeeper lease's validity: the session, not a clock, ends it.
-const forever = 100 * 365 * 24 * time.Hour
+const forever = algorithms.NoDeadline
 
 type options struct {
 	guidProtection  bool

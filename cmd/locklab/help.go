@@ -1,5 +1,12 @@
 package main
 
+import (
+	"sort"
+	"strings"
+
+	"github.com/locklab/locklab/algorithms"
+)
+
 const scenarioHelp = `Scenario files (YAML)
 
 A scenario is one file. Durations are Go duration text (250ms, 10s, -2s);
@@ -94,10 +101,7 @@ Fault kinds and their fields:
   partition   groups: [[c1, A], [B, C]], one_way, duration
   heal        (undoes every partition)
 
-Algorithms: run 'locklab list' to see them in use; the names are
-setnx-expire, set-nx-px-del, set-nx-px-lua, reentrant, redlock,
-redlock-naive, and the ZooKeeper locks zk-simple and zk-queue.
-
+{{ALGORITHMS}}
 Checks: the whole file is checked before anything runs. Every key must be
 one of the fields above (typos get a did-you-mean), every value its exact
 type (count: 2.5 is refused), durations lie in [0, 8760h] unless said
@@ -111,7 +115,44 @@ printed at once, one per line:
 
   locklab: my.yaml:8:13: faults[0].target: unknown client "c7"; expected one of c1, c2 (did you mean c1?)
 
-and the exit status is 2. Faults that can never fire are warned about on
-stderr. Limits (clients, nodes, faults, cycles, duration, file size) and
+and the exit status is 2. Faults that can never fire, or fire and change
+nothing (a crash of a node already down, a partition between hosts that
+never talk, a clock jump nothing reads afterwards or on a monotonic clock),
+are warned about on stderr, as is a clock jump on a client that leaves
+clients.clock at its default (now monotonic; it was the wall clock). Limits (clients, nodes, faults, cycles, duration, file size) and
 the flags that raise them: 'locklab help run'.
 `
+
+// algorithmsPlaceholder marks where scenarioHelpText puts the algorithm
+// list: the list is read from the registry, so a new algorithm can never be
+// missing from the help (issue 20: it once listed 8 of 14).
+const algorithmsPlaceholder = "{{ALGORITHMS}}"
+
+// scenarioHelpText is 'locklab help scenario' with the registered
+// algorithms, grouped by backend, in place of the placeholder.
+func scenarioHelpText() string {
+	var b strings.Builder
+	b.WriteString("Algorithms ('locklab list' shows them in use), by backend:\n")
+	byBackend := map[string][]string{}
+	var backends []string
+	for _, name := range algorithms.Names() {
+		info, _ := algorithms.Lookup(name)
+		if byBackend[info.Backend] == nil {
+			backends = append(backends, info.Backend)
+		}
+		byBackend[info.Backend] = append(byBackend[info.Backend], name)
+	}
+	sort.Strings(backends)
+	for _, backend := range backends {
+		line := "  " + backend + ":"
+		for _, name := range byBackend[backend] {
+			if len(line)+1+len(name) > 74 {
+				b.WriteString(line + "\n")
+				line = "   "
+			}
+			line += " " + name
+		}
+		b.WriteString(line + "\n")
+	}
+	return strings.Replace(scenarioHelp, algorithmsPlaceholder, b.String(), 1)
+}

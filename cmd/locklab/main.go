@@ -148,7 +148,7 @@ func runHelp(args []string, stdout io.Writer) error {
 		return nil
 	}
 	if args[0] == "scenario" {
-		fmt.Fprint(stdout, scenarioHelp)
+		fmt.Fprint(stdout, scenarioHelpText())
 		return nil
 	}
 	for _, c := range commands() {

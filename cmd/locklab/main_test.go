@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/sim/bubblehost"
 )
 
@@ -139,6 +140,39 @@ func TestHelp(t *testing.T) {
 		code, out, _ := runCLI(t, args...)
 		if code != 0 || !strings.Contains(out, "locklab") && !strings.Contains(out, "Usage") {
 			t.Errorf("%v: exit %d, output %q", args, code, out)
+		}
+	}
+}
+
+// 'help scenario' names every algorithm a scenario file may use: the list
+// comes from the registry, so a new algorithm cannot be left out (issue 20
+// item 8: the hand-written list named 8 of 14).
+func TestHelpScenarioListsEveryAlgorithm(t *testing.T) {
+	code, out, _ := runCLI(t, "help", "scenario")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(out, algorithmsPlaceholder) {
+		t.Fatal("the algorithm placeholder was printed")
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(out, func(r rune) bool { return r == ' ' || r == '\n' || r == ',' }) {
+		words[w] = true
+	}
+	names := algorithms.Names()
+	if len(names) < 14 {
+		t.Fatalf("registry lists %d algorithms, want at least 14", len(names))
+	}
+	for _, name := range names {
+		if !words[name] {
+			t.Errorf("help scenario does not name %s", name)
+		}
+	}
+	_, list, _ := strings.Cut(out, "Algorithms (")
+	list, _, _ = strings.Cut(list, "\n\n")
+	for _, line := range strings.Split(list, "\n") {
+		if len(line) > 78 {
+			t.Errorf("line longer than 78 columns: %q", line)
 		}
 	}
 }

@@ -89,10 +89,25 @@ func (e *Event) AppendText(b []byte) []byte {
 	case AcquireFailed:
 		return fmt.Appendf(b, "acquire failed: %s", e.Reason)
 	case HoldBegan:
-		return fmt.Appendf(b, "holds %s (token %s, fence %d, valid until %s on its clock)", e.Resource, e.Token, e.Fence, e.Validity)
+		// A lock whose library keeps its token to itself (go-zookeeper's
+		// zk.Lock) has none; a ZooKeeper lease has no deadline (Validity
+		// 0): it lasts until its session is lost.
+		b = fmt.Appendf(b, "holds %s (", e.Resource)
+		if e.Token == "" {
+			b = append(b, "no token"...)
+		} else {
+			b = fmt.Appendf(b, "token %s", e.Token)
+		}
+		if e.Validity == 0 {
+			return fmt.Appendf(b, ", fence %d, held until its session is lost)", e.Fence)
+		}
+		return fmt.Appendf(b, ", fence %d, valid until %s on its clock)", e.Fence, e.Validity)
 	case HoldLost:
 		return append(b, "learns it lost the lock"...)
 	case WriteSkipped:
+		if e.Reason == "lost" {
+			return append(b, "learned it lost the lock: skips the write"...)
+		}
 		return append(b, "lease expired on its own clock: skips the write"...)
 	case WriteRejected:
 		return append(b, "write rejected by the resource"...)

@@ -79,7 +79,7 @@ type Session struct {
 
 // forever is the Validity of a ZooKeeper lease: the lock has no deadline
 // of its own, only the session's.
-const forever = 100 * 365 * 24 * time.Hour
+const forever = algorithms.NoDeadline
 
 var stopOnDisconnectParam = algorithms.Param{Name: "stop_on_disconnect", Expect: "true or false", Check: algorithms.BoolParam}
 

@@ -54,7 +54,7 @@ func TestWorldFaultSchedule(t *testing.T) {
 		if o := r.overlaps(); len(o) > 0 {
 			t.Fatalf("holds overlap: %v", o)
 		}
-		if silent := firing.Silent(sched); len(silent) > 0 {
+		if silent := firing.Silent(sched, nil); len(silent) > 0 {
 			t.Fatalf("faults changed nothing: %v", silent)
 		}
 		mustContain(t, r,
