@@ -336,6 +336,9 @@ func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Durat
 			w.Record(to, event.Event{Kind: event.CommandExecuted, Node: to, Client: p.Host.Name, Op: op, Command: summary, Reply: rs})
 		}
 		rep := &Message{Conn: conn, From: to, To: p.Host.Name, Client: p.Host.Name, Dir: Reply, Op: op, Summary: rs}
+		if sized, ok := reply.(interface{ WireSize() int }); ok {
+			rep.Size = sized.WireSize() // a reply that lists children (budget.go)
+		}
 		w.Net.Send(rep, func() {
 			if p.done {
 				return

@@ -135,6 +135,20 @@ func (s *Server) serve(sid int64, fn func(ss *session) (any, error)) (any, strin
 	return r, summarize(r)
 }
 
+// WireSize is about the bytes the reply takes on the wire: what the work
+// budget counts (sim/budget.go). A child list grows with the children (a
+// thousand waiters each listing a thousand children is a million names),
+// every other reply is a few dozen bytes.
+func (r reply) WireSize() int {
+	n := 16 // header: xid, zxid, error code
+	if c, ok := r.val.(childrenResult); ok {
+		for _, name := range c.children {
+			n += 4 + len(name)
+		}
+	}
+	return n
+}
+
 func summarize(r reply) string {
 	if r.err != nil {
 		return strings.TrimPrefix(r.err.Error(), "zk: ")
