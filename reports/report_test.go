@@ -368,3 +368,29 @@ func TestCourseIndexLinksEveryLesson(t *testing.T) {
 		}
 	}
 }
+
+// A run cut short by its work budget says so beside its verdict, with the
+// instant and the limit, and what the verdict then means (issue 25).
+func TestReportSaysTheRunWasCutShort(t *testing.T) {
+	sc, err := scenarios.Get("del-wrong-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, cmp, err := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true, MaxWork: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped == nil {
+		t.Fatal("the run was not cut short at a budget of 100")
+	}
+	page := render(t, res, cmp)
+	for _, want := range []string{`id="stopped"`, "run cut short", "it used its work budget of 100 kernel steps", "“ok” means none happened before the cut"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	full, _, _ := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+	if strings.Contains(render(t, full, nil), "run cut short") {
+		t.Error("a run that reached its duration says it was cut short")
+	}
+}

@@ -17,7 +17,10 @@ import (
 // runView is everything the "run" template prints about one run. Strings are
 // plain text: the template escapes them.
 type runView struct {
-	P                string // element id prefix, unique on the page
+	P string // element id prefix, unique on the page
+	// Stopped says the run was cut short by a limit (the work budget, or
+	// time that stopped): its verdict covers the history up to the cut.
+	Stopped          string
 	Heading          string // "broken" / "fixed" on a lesson page
 	Compact          bool   // on a lesson page: the whole-run timeline is drawn above
 	HeadingClass     string
@@ -119,7 +122,12 @@ const maxTraceRows = 5000
 func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefix string, withCharts bool) *runView {
 	sc := res.Scenario
 	info, _ := algorithms.Lookup(sc.Algorithm)
+	var stopped string
+	if res.Stopped != nil {
+		stopped = res.Stopped.Text()
+	}
 	v := &runView{
+		Stopped:          stopped,
 		P:                prefix,
 		ID:               sc.ID,
 		Title:            sc.Title,
