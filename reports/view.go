@@ -567,15 +567,33 @@ function locklabVizPost() {
   Array.prototype.forEach.call(document.querySelectorAll("body svg"), locklabVizFit);
   var legend = document.getElementById("legend");
   if (legend) { legend.style.maxWidth = "100%"; }
+  // What still pokes out — the legend's "jump to" link overhanging its own
+  // SVG, or a drawing fitted while a vertical scrollbar briefly took 15 px
+  // before the report sized the frame — is clipped, not scrolled.
+  document.documentElement.style.overflowX = "hidden";
   var boxes = svg ? svg.querySelectorAll("rect").length : 0;
   var h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
   var texts = svg ? Array.prototype.map.call(svg.querySelectorAll("text"), function (t) { return t.textContent; }) : [];
   var ms = texts.some(function (t) { return / ms\b/.test(t); });
-  var fits = document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1;
+  // Fits: every drawing of the view (the history and the legend) lies
+  // within the frame's width.
+  var vw = document.documentElement.clientWidth, fits = true;
+  Array.prototype.forEach.call(document.querySelectorAll("body svg"), function (g) {
+    if (g.getBoundingClientRect().right > vw + 1) { fits = false; }
+  });
   parent.postMessage({ locklabViz: true, h: h, boxes: boxes, labels: texts.slice(0, 20).join(" "), ms: ms, fits: fits }, "*");
 }
 locklabVizPost();
 window.addEventListener("resize", locklabVizPost);
+// Porcupine draws again after a resize, on its own schedule: fit and tell
+// again whenever its drawing changes.
+if (window.MutationObserver && document.body) {
+  var locklabVizPending = 0;
+  new MutationObserver(function () {
+    clearTimeout(locklabVizPending);
+    locklabVizPending = setTimeout(locklabVizPost, 50);
+  }).observe(document.body, { childList: true, subtree: true });
+}
 </script>`
 
 // PorcupineFile is the shared porcupine viewer in a course directory.
