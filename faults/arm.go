@@ -261,7 +261,7 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 	now := w.Now()
 	if !t.has(f) {
 		// The schedule names a host this world does not have: a compare:
-		// run of an algorithm on another backend (zk-simple's single "zk"
+		// run of an algorithm on another backend (a Redis lock's node A
 		// beside an ensemble's zk1…zk3). The fault cannot act here, and
 		// reaching for the missing host dereferenced nil (issue 25).
 		w.Record("faults", event.Event{Kind: event.FaultSkipped, Fault: f.String(), Node: f.Target})

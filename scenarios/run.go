@@ -577,8 +577,6 @@ func withModes(sc *Scenario, iv []checker.Interval, wants []checker.Want) ([]che
 //     the default is warned about when the file is read: the default
 //     changed.) Real-client algorithms in a bubble read the clock their
 //     own way and are left out.
-//   - A zk-* client (sim/zk) counts its read timeout and pings on its
-//     oscillator, and a ZooKeeper lease has no deadline.
 //   - ZooKeeper times sessions with System.nanoTime (a monotonic clock):
 //     a step of a server's wall clock moves nothing, and the simulated
 //     ensemble (zookeeper-ensemble) keeps no per-server clock at all, so
@@ -591,20 +589,12 @@ func ignoredClocks(sc *Scenario, info algorithms.Info, opt Options, t faults.Tar
 			if c := sc.Clients.Each[name].Clock; c != nil {
 				kind = *c
 			}
-			if info.Backend == "zookeeper" {
-				jump[name] = name + "'s ZooKeeper client counts its timeouts with a monotonic clock and its lease has no deadline, so a step of its wall clock moves nothing"
-			} else if kind == ClockMonotonic {
+			if kind == ClockMonotonic {
 				jump[name] = name + " times its lease with the monotonic clock (clock: monotonic), which a step of the wall clock does not move"
 			}
 		}
 	}
 	switch info.Backend {
-	case "zookeeper":
-		for name, h := range t.Hosts {
-			if t.Clients[name] == nil && t.Nodes[name] == nil && name != ResourceHost && h != nil {
-				jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
-			}
-		}
 	case "zookeeper-ensemble":
 		for name := range t.Servers {
 			jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
