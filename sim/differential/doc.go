@@ -48,7 +48,7 @@
 //     Restart("always").
 //   - TestDifferentialExamples: fixed sequences whose replies, on both
 //     sides, must be the values Redis documents.
-//   - TestDifferentialWaitWithoutReplica and
+//   - TestDifferentialWaitWithoutReplica, TestDifferentialWaitLaggingReplica and
 //     TestDifferentialMinReplicasRefusalAfterMaxLag: WAIT blocking until its
 //     timeout under go-redis's own deadline for it, and a master with
 //     min-replicas-to-write 1 accepting writes until its stopped replica's
