@@ -151,6 +151,7 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 		sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work = base.Clients.Count, base.Clients.Cycles, base.Clients.Work
 		hi = base.Clients.Work.Max
 	}
+	withModeCycle(sc, modeCycle(base)) // readers stay readers (modes_explore.go)
 	// Swarm: each enabled class is on for this run with probability 1/2.
 	var on []faults.Class
 	for _, c := range classes {
@@ -573,6 +574,7 @@ func withoutClient(sc *Scenario, n int) (*Scenario, bool) {
 	c := sc.Clone()
 	c.Clients.Count--
 	c.Clients.Each = nil
+	withModeCycle(c, modesWithout(sc, n))
 	for i := range c.Faults {
 		f := &c.Faults[i]
 		for _, p := range []*string{&f.Target, &f.Client} {

@@ -39,6 +39,9 @@ type userLock struct {
 	ttl     time.Duration
 	renews  bool
 	fencing bool
+	// mode is the client's declared hold, "read" or "write", for a
+	// reader-writer lock (RunReadWrite); it travels in the context.
+	mode string
 	// released ends the loss watcher of the current hold.
 	released chan struct{}
 }
@@ -54,7 +57,11 @@ func outside(env algorithms.Env, fn func()) {
 }
 
 func (u *userLock) ctx(env algorithms.Env) context.Context {
-	return context.WithValue(env.Context(), randKey{}, env.Rand())
+	ctx := context.WithValue(env.Context(), randKey{}, env.Rand())
+	if u.mode != "" {
+		ctx = context.WithValue(ctx, modeKey{}, u.mode)
+	}
+	return ctx
 }
 
 func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
@@ -122,7 +129,7 @@ func (u *userLock) Release(env algorithms.Env, l *algorithms.Lease) error {
 
 func (f Factory) algorithm(ttl time.Duration, renews, fencing bool) algorithms.Factory {
 	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
-		return &userLock{lock: f(c.Redis), ttl: ttl, renews: renews, fencing: fencing}, nil
+		return &userLock{lock: f(c.Redis), ttl: ttl, renews: renews, fencing: fencing, mode: p.Extra[algorithms.ParamMode]}, nil
 	}
 }
 
