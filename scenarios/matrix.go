@@ -393,7 +393,7 @@ func safeRun(sc *Scenario, seed uint64) (res *Result, err error) {
 			res, err = nil, fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return Run(sc, seed, Options{})
+	return Run(sc, seed, Options{Direct: true})
 }
 
 type matrixOutcome struct {

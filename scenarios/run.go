@@ -31,6 +31,11 @@ type Options struct {
 	CheckTimeout time.Duration
 	// NoTrace skips the event trace (and its digest) for speed.
 	NoTrace bool
+	// Direct hands go-redis's commands to the simulated nodes without
+	// RESP framing on the client side (sim.ClientOptions.Direct): the same
+	// run, digest and verdict, faster. Explore and matrix use it; run and
+	// reports keep the wire path.
+	Direct bool
 	// Factory, when set, builds every client's lock instead of the
 	// scenario's registered algorithm (a user's own lock).
 	Factory algorithms.Factory
@@ -96,6 +101,9 @@ type Result struct {
 	// Warnings name faults that changed nothing: never fired, or matched
 	// no message.
 	Warnings []string
+	// DirectCommands counts the commands that took the direct path
+	// (Options.Direct), for tests that it was taken.
+	DirectCommands int `json:"-"`
 }
 
 // Matches reports whether every property the scenario asserts came out as
@@ -355,7 +363,10 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			targets.Clients[name] = host
 			targets.Hosts[name] = host
 			res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
-			copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}
+			// A user's own lock (Factory) may hold connections of its
+			// own (client.Conn, Subscribe), which the direct path's one
+			// shared connection would merge: it keeps the wire.
+			copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries, Direct: opt.Direct && opt.Factory == nil}
 			if over.LibraryRetries != nil {
 				copts.LibraryRetries = *over.LibraryRetries
 			}
@@ -408,6 +419,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	}
 	res.End = w.Now()
 	res.Work = w.Work()
+	res.DirectCommands = w.DirectCommands
 	res.Stopped = stopOf(w.Cut())
 	res.Warnings = firing.Silent(sc.Faults, w.Net)
 	res.History = rec.finish(res.End, res.Stopped, inv)
