@@ -362,6 +362,9 @@ func (l *link) deliver(s *segment) {
 	case segRst:
 		to.fail(errReset)
 		n.w.Record(to.host.Name, event.Event{Kind: event.DBConnReset, Conn: l.id, Client: l.client.host.Name, Node: l.srv.Name, Reason: s.why})
+		if !to.isClient {
+			l.sessionEnded("the client's connection was reset")
+		}
 		return
 	case segFin:
 		to.mu.Lock()
@@ -434,6 +437,16 @@ func (l *link) serverGone(why string) {
 	}
 }
 
+// clientGone ends the client's side of a connection whose process
+// crashed while its host lives on (a pooler): the host resets it.
+func (l *link) clientGone(why string) {
+	if l.client.failed() {
+		return
+	}
+	l.client.fail(errCrashed)
+	_ = l.send(l.client, segRst, nil, why)
+}
+
 // sessionEnded records, once, that the server's backend for this
 // connection is gone and its session locks with it.
 func (l *link) sessionEnded(why string) {
@@ -457,9 +470,12 @@ func (l *link) schedule(at time.Duration, k int) {
 	l.n.w.AtKey(at, fmt.Sprintf("db %s keepalive %d@%d", l.id, k, at), func() { l.keepalive(k + 1) })
 }
 
-// keepalive is one keepalive check (kernel held): after Idle of silence a
-// probe; the client's TCP stack answers unless its host crashed or the
-// link is cut; Count unanswered probes in a row end the connection.
+// keepalive is one keepalive check (kernel held), as Linux runs it
+// (tcp_keepalive_timer): after Idle of silence it sends a probe, and
+// every Interval after that another while none is answered; the client's
+// TCP stack answers unless its host crashed or the link is cut. When
+// Count probes are out unanswered at a check, the connection is dead:
+// Idle + Count×Interval after the last segment.
 func (l *link) keepalive(k int) {
 	n := l.n
 	ka := l.srv.Keepalive
@@ -476,11 +492,13 @@ func (l *link) keepalive(k int) {
 		l.schedule(now+ka.Idle, k)
 		return
 	}
-	l.probes++
-	n.w.Record(l.srv.Name, event.Event{Kind: event.DBKeepaliveFailed, Conn: l.id, Client: l.client.host.Name, Node: l.srv.Name, Count: l.probes, Total: ka.Count})
+	if l.probes > 0 {
+		n.w.Record(l.srv.Name, event.Event{Kind: event.DBKeepaliveFailed, Conn: l.id, Client: l.client.host.Name, Node: l.srv.Name, Count: l.probes, Total: ka.Count})
+	}
 	if l.probes >= ka.Count {
 		l.serverGone(fmt.Sprintf("keepalive: %d probes unanswered", l.probes))
 		return
 	}
+	l.probes++
 	l.schedule(now+ka.Interval, k)
 }

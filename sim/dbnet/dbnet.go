@@ -155,6 +155,10 @@ func (n *Net) Promote(address, to string) {
 	n.w.Record(to, event.Event{Kind: event.DBPromoted, Node: to, To: address})
 }
 
+// Alias makes address lead to server (a service name such as "primary"
+// that failover moves).
+func (n *Net) Alias(address, server string) { n.routes[address] = server }
+
 // Route is the server an address leads to now.
 func (n *Net) Route(address string) string { return n.routes[address] }
 
@@ -241,8 +245,13 @@ func (n *Net) Crash(name string) {
 	s.down = true
 	n.w.Record(name, event.Event{Kind: event.DBServerCrashed, Node: name})
 	for _, l := range n.conns {
-		if l.srv == s {
+		switch {
+		case l.srv == s:
 			l.serverGone("server crashed")
+		case l.client.host == s.Host:
+			// A pooler's own connections to its server: the process is
+			// gone, its host's TCP stack resets them.
+			l.clientGone(name + " crashed")
 		}
 	}
 	if st, ok := s.svc.(Stopper); ok {

@@ -123,8 +123,9 @@ func TestKeepaliveEndsPartitionedSessionAndFreesItsLock(t *testing.T) {
 		if len(ended) != 1 || ended[0].Client != "c1" || !strings.Contains(ended[0].Reason, "keepalive: 3 probes unanswered") {
 			t.Fatalf("sessions ended: %+v, want c1's by keepalive", ended)
 		}
-		// Silence from about 1 s (c1's last poll answered before the cut),
-		// first probe 5 s later, two more a second apart: 8 s.
+		// Silence since c1's grant (it then only sleeps), first probe 5 s
+		// later, two more a second apart, dead a second after the third:
+		// about 8 s.
 		if ended[0].At < 7*time.Second || ended[0].At > 9*time.Second {
 			t.Fatalf("session ended at %v, want about 8 s (idle 5 s + 3 probes 1 s apart after the cut)", ended[0].At)
 		}

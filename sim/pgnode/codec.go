@@ -162,15 +162,17 @@ func (c *Codec) describeQuery(q string, params []*int64) unit {
 	case StmtRollback:
 		u.op, u.summary = "ROLLBACK", "ROLLBACK"
 	case StmtFenceUpdate:
-		u.op = "UPDATE fence"
+		u.op = "UPDATE_FENCE"
 		if len(args) == 1 {
 			u.fence = args[0]
 		}
 		u.summary = fmt.Sprintf("UPDATE fence SET token = %d WHERE token < %d", u.fence, u.fence)
 	case StmtFenceRead:
-		u.op, u.summary = "SELECT fence", "SELECT token FROM fence"
+		u.op, u.summary = "SELECT_FENCE", "SELECT token FROM fence"
 	case StmtSelectInt:
 		u.op = "SELECT"
+	case StmtDiscardAll:
+		u.op, u.summary = "DISCARD", "DISCARD ALL"
 	}
 	return u
 }
@@ -260,6 +262,11 @@ func (u *unit) fact() (event.Event, bool) {
 		return event.Event{}, false
 	}
 	switch u.st.Kind {
+	case StmtDiscardAll:
+		if u.err != "" {
+			return event.Event{}, false
+		}
+		return event.Event{Kind: event.DBLockReleased, Op: "DISCARD ALL", Key: "all"}, true
 	case StmtFenceUpdate:
 		if u.err != "" {
 			return event.Event{}, false

@@ -255,6 +255,14 @@ func (ss *session) exec(st Statement, params []*int64) (result, error) {
 		ss.endXact(false)
 	case StmtSelectInt:
 		res.tag, res.row, res.value = "SELECT 1", true, st.Int
+	case StmtDiscardAll:
+		if ss.inBlock {
+			return result{}, ss.fail(&SQLError{Code: "25001", Message: "DISCARD ALL cannot run inside a transaction block"})
+		}
+		res.tag = "DISCARD ALL"
+		ss.srv.mu.Lock()
+		ss.srv.wake(ss.srv.table.UnlockAll(ss.id))
+		ss.srv.mu.Unlock()
 	case StmtFenceRead:
 		ss.srv.mu.Lock()
 		res.value = ss.srv.fence
