@@ -314,12 +314,15 @@ const ResourceHost = "store"
 // Names returns what a fault schedule may refer to.
 func (s *Scenario) Names() faults.Names {
 	others := []string{ResourceHost}
-	var servers []string
+	var servers, standbys []string
 	if info, err := algorithms.Lookup(s.Algorithm); err == nil {
 		if b, ok := backends[info.Backend]; ok {
 			others = append(others, b.hosts(s)...)
 			if crashableBackends[info.Backend] {
 				servers = b.hosts(s)
+			}
+			if f := backendStandbys[info.Backend]; f != nil {
+				standbys = f(s)
 			}
 		}
 	}
@@ -329,7 +332,7 @@ func (s *Scenario) Names() faults.Names {
 			replicas = append(replicas, n.Name)
 		}
 	}
-	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers}
+	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers, Standbys: standbys}
 }
 
 // applyDefaults fills in what a file may leave out.
