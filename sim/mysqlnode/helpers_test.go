@@ -16,6 +16,7 @@ func simDB(t testing.TB, srv *Server) *sql.DB {
 	t.Helper()
 	cfg := mysql.NewConfig()
 	cfg.User = "locklab"
+	cfg.DBName = "lab"
 	cfg.Net = "tcp"
 	cfg.Addr = "mysql-sim:3306"
 	cfg.Logger = &mysql.NopLogger{}

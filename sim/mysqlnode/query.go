@@ -65,14 +65,14 @@ func columnName(ae *sqlparser.AliasedExpr) string {
 	return sqlparser.String(ae.Expr)
 }
 
-// exec runs one statement of one session.
-type exec struct {
+// executor runs the statements of one session.
+type executor struct {
 	srv   *Server
 	ss    *session
 	binds map[string]*querypb.BindVariable
 }
 
-func (e *exec) statement(st sqlparser.Statement) (*sqltypes.Result, error) {
+func (e *executor) statement(st sqlparser.Statement) (*sqltypes.Result, error) {
 	switch st := st.(type) {
 	case *sqlparser.Select:
 		if len(st.From) > 0 {
@@ -124,7 +124,7 @@ func (v value) number() float64 {
 	return 0
 }
 
-func (e *exec) selectExprs(sel *sqlparser.Select) (*sqltypes.Result, error) {
+func (e *executor) selectExprs(sel *sqlparser.Select) (*sqltypes.Result, error) {
 	res := &sqltypes.Result{}
 	var row []sqltypes.Value
 	for _, se := range sel.SelectExprs {
@@ -155,7 +155,7 @@ func (e *exec) selectExprs(sel *sqlparser.Select) (*sqltypes.Result, error) {
 	return res, nil
 }
 
-func (e *exec) expr(x sqlparser.Expr) (value, error) {
+func (e *executor) expr(x sqlparser.Expr) (value, error) {
 	switch x := x.(type) {
 	case *sqlparser.NullVal:
 		return value{}, nil
@@ -188,7 +188,7 @@ func (e *exec) expr(x sqlparser.Expr) (value, error) {
 	return value{}, notSupported(x)
 }
 
-func (e *exec) literal(x *sqlparser.SQLVal) (value, error) {
+func (e *executor) literal(x *sqlparser.SQLVal) (value, error) {
 	switch x.Type {
 	case sqlparser.StrVal:
 		return value{kind: kString, text: string(x.Val)}, nil
@@ -228,7 +228,7 @@ func (e *exec) literal(x *sqlparser.SQLVal) (value, error) {
 }
 
 // variable reads a system variable (@@name, @@session.name).
-func (e *exec) variable(name string) (value, error) {
+func (e *executor) variable(name string) (value, error) {
 	v := strings.ToLower(name)
 	v = strings.TrimPrefix(v, "@@")
 	v = strings.TrimPrefix(strings.TrimPrefix(v, "session."), "global.")
@@ -250,11 +250,17 @@ func (e *exec) variable(name string) (value, error) {
 
 // call evaluates a function. The lock functions follow MariaDB 10.11's
 // Item_func_get_lock and friends (sql/item_func.cc).
-func (e *exec) call(f *sqlparser.FuncExpr) (value, error) {
+func (e *executor) call(f *sqlparser.FuncExpr) (value, error) {
 	written := f.Name.String()
 	arity := map[string]int{"get_lock": 2, "release_lock": 1, "is_used_lock": 1, "is_free_lock": 1, "release_all_locks": 0, "connection_id": 0}
 	want, known := arity[strings.ToLower(written)]
 	if !known {
+		e.srv.mu.Lock()
+		schema := e.ss.schema
+		e.srv.mu.Unlock()
+		if schema != "" {
+			written = schema + "." + written
+		}
 		return value{}, sqlError(1305, "42000", "FUNCTION %s does not exist", written)
 	}
 	if len(f.Exprs) != want {
@@ -328,7 +334,9 @@ func lockName(v value) (string, bool, error) {
 	if len(v.text) > 192 {
 		shown := v.text
 		if len(shown) > 100 {
-			shown = shown[:100] + "..."
+			// my_vsnprintf's %-.100T: 100 characters, the last three
+			// of them "..." when the text was cut.
+			shown = shown[:97] + "..."
 		}
 		return "", false, sqlError(1059, "42000", "Identifier name '%s' is too long", shown)
 	}
@@ -339,7 +347,7 @@ func lockName(v value) (string, bool, error) {
 // truncation to an integer: -0.5 is a zero timeout) gives NULL and warning
 // 1411; a zero timeout never waits; otherwise the session waits up to
 // timeout seconds of the server's clock.
-func (e *exec) getLock(nameArg, timeoutArg value) (value, error) {
+func (e *executor) getLock(nameArg, timeoutArg value) (value, error) {
 	srv, ss := e.srv, e.ss
 	secs := timeoutArg.number()
 	if timeoutArg.null() || math.Trunc(secs) < 0 {
@@ -383,7 +391,7 @@ func boolValue(b bool) value {
 
 // set accepts what drivers and pools send (SET NAMES, SET autocommit,
 // SET SESSION ...) and sets the session's wait_timeout.
-func (e *exec) set(st *sqlparser.Set) (*sqltypes.Result, error) {
+func (e *executor) set(st *sqlparser.Set) (*sqltypes.Result, error) {
 	for _, x := range st.Exprs {
 		name := strings.ToLower(x.Name.Name.String())
 		name = strings.TrimPrefix(strings.TrimPrefix(name, "@@"), "session.")
@@ -403,7 +411,7 @@ func (e *exec) set(st *sqlparser.Set) (*sqltypes.Result, error) {
 }
 
 // fenceRead is SELECT over the fencing row (columns id, version, value).
-func (e *exec) fenceRead(sel *sqlparser.Select) (*sqltypes.Result, error) {
+func (e *executor) fenceRead(sel *sqlparser.Select) (*sqltypes.Result, error) {
 	if !isFence(sel.From) {
 		return nil, notSupported(sel)
 	}
@@ -439,7 +447,7 @@ func (e *exec) fenceRead(sel *sqlparser.Select) (*sqltypes.Result, error) {
 // the row's version is still W, the version its writer read when it took
 // the lock; a write without a version condition is accepted always (an
 // unfenced write).
-func (e *exec) fenceWrite(up *sqlparser.Update) (*sqltypes.Result, error) {
+func (e *executor) fenceWrite(up *sqlparser.Update) (*sqltypes.Result, error) {
 	if !isFence(up.TableExprs) {
 		return nil, notSupported(up)
 	}
@@ -504,4 +512,3 @@ func isFence(from sqlparser.TableExprs) bool {
 	tn, ok := at.Expr.(sqlparser.TableName)
 	return ok && strings.EqualFold(tn.Name.String(), "fence")
 }
-

@@ -119,6 +119,7 @@ type session struct {
 	idleGen     int
 	warnings    uint16
 	ended       bool
+	schema      string // the default database (COM_INIT_DB, or named at connect)
 }
 
 // Serve runs one client connection until the client quits or the
@@ -337,7 +338,12 @@ func (h *handler) ConnectionClosed(c *mysql.Conn) {
 }
 
 func (h *handler) ConnectionAborted(c *mysql.Conn, reason string) error { return nil }
-func (h *handler) ComInitDB(c *mysql.Conn, schemaName string) error     { return nil }
+func (h *handler) ComInitDB(c *mysql.Conn, schemaName string) error {
+	h.srv.mu.Lock()
+	defer h.srv.mu.Unlock()
+	h.ss.schema = schemaName
+	return nil
+}
 func (h *handler) ComResetConnection(c *mysql.Conn) error {
 	// COM_RESET_CONNECTION releases the session's user locks (MariaDB
 	// 10.2.4+, like a new session but keeping the connection).
@@ -393,7 +399,7 @@ func (h *handler) run(query string, binds map[string]*querypb.BindVariable) (*sq
 	if err != nil {
 		return nil, err
 	}
-	return (&exec{srv: h.srv, ss: h.ss, binds: binds}).statement(st)
+	return (&executor{srv: h.srv, ss: h.ss, binds: binds}).statement(st)
 }
 
 // sqlError is a MySQL error packet's content.

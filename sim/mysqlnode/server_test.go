@@ -30,7 +30,7 @@ func TestLockFunctionsThroughTheDriver(t *testing.T) {
 		{a, "SELECT GET_LOCK('Job', 0), RELEASE_ALL_LOCKS()", nil, "1 2"},
 		{b, "SELECT GET_LOCK('job', 0), GET_LOCK('job', -1), GET_LOCK('', 0), GET_LOCK(NULL, 0)", nil, "1 NULL NULL NULL"},
 		{b, "SELECT get_lock(5, 0)", nil, "ERROR 4079 (HY000): Illegal parameter data type int for operation 'get_lock'"},
-		{b, "SELECT get_lok('a', 0)", nil, "ERROR 1305 (42000): FUNCTION get_lok does not exist"},
+		{b, "SELECT get_lok('a', 0)", nil, "ERROR 1305 (42000): FUNCTION lab.get_lok does not exist"},
 		{b, "SELECT release_lock('a', 'b')", nil, "ERROR 1582 (42000): Incorrect parameter count in the call to native function 'release_lock'"},
 	}
 	for i, s := range steps {
