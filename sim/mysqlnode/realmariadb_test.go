@@ -129,4 +129,3 @@ func realDB(t testing.TB, dsn string) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
-
