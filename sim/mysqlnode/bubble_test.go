@@ -158,4 +158,3 @@ func TestGetLockDeadlock(t *testing.T) {
 		}
 	})
 }
-
