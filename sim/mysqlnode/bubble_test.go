@@ -12,7 +12,7 @@ import (
 // is virtual: the waits below last exactly what the protocol says,
 // whatever the machine's speed (issue 22, step 4).
 
-func mustAnswer(t *testing.T, q querier, want, query string, args ...any) {
+func mustAnswer(t testing.TB, q querier, want, query string, args ...any) {
 	t.Helper()
 	if got := answer(context.Background(), q, query, args...); got != want {
 		t.Fatalf("%s %v: got %q, want %q", query, args, got, want)

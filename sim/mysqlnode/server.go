@@ -72,6 +72,7 @@ type Server struct {
 	deadlineAt   time.Time
 	fenceVersion int64 // the fencing row: version, bumped by each accepted write
 	fenceValue   int64
+	tap          func([]byte) // sees every byte the server writes (tests)
 }
 
 // NewServer returns a server with no sessions and no locks.
@@ -268,6 +269,9 @@ func (w *wireConn) Write(p []byte) (int, error) {
 		if w.writes == 2 {
 			p = fixSalt(p, w.ss.id)
 		}
+	}
+	if tap := w.srv.tap; tap != nil {
+		tap(p)
 	}
 	return w.Conn.Write(p)
 }

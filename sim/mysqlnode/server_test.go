@@ -2,6 +2,7 @@ package mysqlnode
 
 import (
 	"context"
+	"sync"
 	"testing"
 )
 
@@ -37,5 +38,34 @@ func TestLockFunctionsThroughTheDriver(t *testing.T) {
 		if got := answer(ctx, s.c, s.query, s.args...); got != s.want {
 			t.Fatalf("step %d %s %v: got %q, want %q", i, s.query, s.args, got, s.want)
 		}
+	}
+}
+
+// The bytes a server sends depend only on what it is sent: vitess draws
+// the handshake salt from crypto/rand, and the server replaces it with
+// one derived from the connection id.
+func TestServerBytesAreDeterministic(t *testing.T) {
+	record := func() string {
+		srv := NewServer(Config{})
+		var sent []byte
+		var mu sync.Mutex
+		db := simDB(t, srv)
+		db.SetMaxIdleConns(0)
+		srv.tap = func(p []byte) {
+			mu.Lock()
+			sent = append(sent, p...)
+			mu.Unlock()
+		}
+		c := pinned(t, db)
+		mustAnswer(t, c, "1", "SELECT GET_LOCK('job', 0)")
+		c.Close()
+		db.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		return string(sent)
+	}
+	first, second := record(), record()
+	if first != second || len(first) < 50 {
+		t.Fatalf("two runs sent different bytes (%d and %d)", len(first), len(second))
 	}
 }
