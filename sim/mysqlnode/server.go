@@ -73,6 +73,9 @@ type Server struct {
 	fenceVersion int64 // the fencing row: version, bumped by each accepted write
 	fenceValue   int64
 	tap          func([]byte) // sees every byte the server writes (tests)
+	// parsed caches statements by their text: a driver sends the same
+	// few again and again, and parsing is most of a statement's cost.
+	parsed map[string]sqlparser.Statement
 }
 
 // NewServer returns a server with no sessions and no locks.
@@ -379,7 +382,7 @@ func (h *handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 }
 
 func (h *handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
-	st, err := parse(query)
+	st, err := h.srv.parse(query)
 	if err != nil {
 		return nil, err
 	}
@@ -399,11 +402,33 @@ func (h *handler) run(query string, binds map[string]*querypb.BindVariable) (*sq
 	h.srv.mu.Lock()
 	h.ss.warnings = 0
 	h.srv.mu.Unlock()
-	st, err := parse(query)
+	st, err := h.srv.parse(query)
 	if err != nil {
 		return nil, err
 	}
 	return (&executor{srv: h.srv, ss: h.ss, binds: binds}).statement(st)
+}
+
+// parse returns the statement of query, parsed once (statements are
+// not changed by running them).
+func (s *Server) parse(query string) (sqlparser.Statement, error) {
+	s.mu.Lock()
+	st, ok := s.parsed[query]
+	s.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	st, err := parse(query)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parsed == nil || len(s.parsed) >= 256 {
+		s.parsed = map[string]sqlparser.Statement{}
+	}
+	s.parsed[query] = st
+	return st, nil
 }
 
 // sqlError is a MySQL error packet's content.
