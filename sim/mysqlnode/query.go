@@ -19,16 +19,27 @@ import (
 // else is refused with ER_NOT_SUPPORTED_YET, naming the statement.
 
 // parse reads one statement with vitess's MySQL grammar.
-func parse(query string) (sqlparser.Statement, error) {
-	st, err := sqlparser.Parse(query)
-	if err != nil {
-		near := query
-		if len(near) > 80 {
-			near = near[:80]
+func parse(query string) (st sqlparser.Statement, err error) {
+	defer func() {
+		// vitess's parser panics on some malformed text (found by
+		// FuzzStatement: SELECT''A); that is a syntax error too.
+		if recover() != nil {
+			st, err = nil, syntaxError(query)
 		}
-		return nil, sqlError(1064, "42000", "You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near '%s' at line 1", near)
+	}()
+	st, err = sqlparser.Parse(query)
+	if err != nil {
+		return nil, syntaxError(query)
 	}
 	return st, nil
+}
+
+func syntaxError(query string) error {
+	near := query
+	if len(near) > 80 {
+		near = near[:80]
+	}
+	return sqlError(1064, "42000", "You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near '%s' at line 1", near)
 }
 
 func notSupported(st sqlparser.SQLNode) error {
@@ -420,8 +431,11 @@ func (e *executor) fenceRead(sel *sqlparser.Select) (*sqltypes.Result, error) {
 	var row []sqltypes.Value
 	for _, se := range sel.SelectExprs {
 		ae, ok := se.(*sqlparser.AliasedExpr)
-		col, isCol := ae.Expr.(*sqlparser.ColName)
-		if !ok || !isCol {
+		if !ok {
+			return nil, notSupported(sel)
+		}
+		col, ok := ae.Expr.(*sqlparser.ColName)
+		if !ok {
 			return nil, notSupported(sel)
 		}
 		var n int64
