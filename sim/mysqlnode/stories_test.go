@@ -3,6 +3,7 @@ package mysqlnode
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -64,6 +65,22 @@ func TestDifferentialMySQLStories(t *testing.T) {
 		both(t, "job is taken", rw, sw, "SELECT GET_LOCK('job', 0)", "0")
 		time.Sleep(2 * time.Second) // real servers, real time: 1 s and a margin
 		both(t, "the idle holder's session was closed: job is free", rw, sw, "SELECT GET_LOCK('job', 0)", "1")
+	})
+
+	t.Run("fenced write", func(t *testing.T) {
+		real, sim, _ := sides(t)
+		write := func(db *sql.DB, value, version int64) string {
+			res, err := db.ExecContext(ctx, "UPDATE fence SET version = version + 1, value = ? WHERE id = 1 AND version = ?", value, version)
+			if err != nil {
+				return renderErr(err)
+			}
+			n, err := res.RowsAffected()
+			return fmt.Sprintf("%d rows %v", n, err)
+		}
+		both(t, "read the row", real, sim, "SELECT version, value FROM fence WHERE id = 1", "0 0")
+		same(t, "write based on version 0", write(real, 33, 0), write(sim, 33, 0), "1 rows <nil>")
+		same(t, "a stale write based on version 0", write(real, 34, 0), write(sim, 34, 0), "0 rows <nil>")
+		both(t, "the row after both", real, sim, "SELECT version, value FROM fence WHERE id = 1", "1 33")
 	})
 
 	t.Run("pool release on another connection", func(t *testing.T) {
