@@ -170,6 +170,11 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 				kt.close(n, at, "released")
 			}
 		case "<compare-and-pexpire>":
+			if reply == ":0" && len(f) >= 5 && !replica {
+				// The node refused: the key does not hold the renewer's
+				// token (it expired, or another client took it).
+				m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at})
+			}
 			if reply == ":1" && len(f) >= 6 {
 				if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
 					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)

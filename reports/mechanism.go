@@ -118,6 +118,21 @@ type znodeSpan struct {
 	Owner    string
 	From, To time.Duration
 	End      string // "deleted", "session expired", "end of run"
+	// Untold: the create's reply never reached Owner (held by a cut,
+	// dropped, lost); the server made the node all the same.
+	Untold bool
+	// Adopted: Owner began a hold on this node at AdoptedAt in another
+	// session, AdoptedIn, than the one that made it (CURATOR-604).
+	Adopted   bool
+	AdoptedAt time.Duration
+	AdoptedIn string
+}
+
+// refusal is a renewal (compare-and-pexpire) a node refused because the
+// key did not hold the renewer's token.
+type refusal struct {
+	Node, Client, Token string
+	At                  time.Duration
 }
 
 // notify is one watch notification the server sent.
@@ -144,6 +159,7 @@ type mechanism struct {
 	// Voters, never Nodes.
 	Voters     []string
 	Keys       map[string][]keySpan
+	Refusals   []refusal // renewals a node refused
 	Fences     []fenceIssue
 	Attempts   []voteAttempt
 	Repl       []replEvent
