@@ -256,7 +256,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if opt.Bubble {
 		workers = 1 // one kernel per bubble at a time
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -397,7 +397,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()

@@ -1,0 +1,437 @@
+package mysqlnode
+
+import (
+	"context"
+
+	"net"
+	"sync"
+	"time"
+
+	"github.com/dolthub/vitess/go/mysql"
+	"github.com/dolthub/vitess/go/sqltypes"
+	vtlog "github.com/dolthub/vitess/go/vt/log"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
+	"github.com/dolthub/vitess/go/vt/sqlparser"
+)
+
+// This file is the server: sessions, waits on the caller's clock, and the
+// wire protocol through vitess's mysql.Listener, one listener per client
+// connection so that any net.Conn (a pipe, the simulated network) can be
+// served.
+
+func init() {
+	// vitess logs through its vt/log variables (glog-style, to the
+	// standard logger); a simulated server must not write to the
+	// process's log. Fatal stays as it is.
+	quiet := func(...any) {}
+	quietf := func(string, ...any) {}
+	vtlog.Info, vtlog.Warning, vtlog.Error = quiet, quiet, quiet
+	vtlog.Infof, vtlog.Warningf, vtlog.Errorf = quietf, quietf, quietf
+}
+
+// Version is what the server announces. MariaDB prefixes its version with
+// "5.5.5-" in the handshake for old clients' sake; drivers strip it.
+const Version = "5.5.5-10.11.19-MariaDB-locklab"
+
+// Clock is the time a server waits on: GET_LOCK deadlines and
+// wait_timeout. The zero Config uses the time package, which is virtual
+// inside a testing/synctest bubble; a simulation passes its own.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine after d; stop cancels it
+	// and reports whether it did so before f was called.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// Config sets up a Server.
+type Config struct {
+	Clock Clock
+	// WaitTimeout is the global wait_timeout, which each new session
+	// starts with: a session idle (the server waiting for its next
+	// command) that long is closed by the server, and its locks freed.
+	// Zero means never (MariaDB's default is 28800 s).
+	WaitTimeout time.Duration
+}
+
+// Server is one simulated MySQL server.
+type Server struct {
+	cfg      Config
+	mu       sync.Mutex
+	table    *Table
+	next     Session
+	sessions map[Session]*session
+	// deadline is the timer armed for the table's next GET_LOCK deadline.
+	deadline     func() bool
+	deadlineAt   time.Time
+	fenceVersion int64 // the fencing row: version, bumped by each accepted write
+	fenceValue   int64
+	tap          func([]byte) // sees every byte the server writes (tests)
+	// parsed caches statements by their text: a driver sends the same
+	// few again and again, and parsing is most of a statement's cost.
+	parsed map[string]sqlparser.Statement
+}
+
+// NewServer returns a server with no sessions and no locks.
+func NewServer(cfg Config) *Server {
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	return &Server{cfg: cfg, table: NewTable(), sessions: map[Session]*session{}}
+}
+
+// Locks lists the user-level lock table.
+func (s *Server) Locks() []LockRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.Rows()
+}
+
+// Fence is the fencing row: its version and value.
+func (s *Server) Fence() (version, value int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fenceVersion, s.fenceValue
+}
+
+// Sessions lists the open sessions' ids in order.
+func (s *Server) Sessions() []Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []Session
+	for id := Session(1); id <= s.next; id++ {
+		if s.sessions[id] != nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// session is one client connection's server state.
+type session struct {
+	id          Session
+	conn        net.Conn // the raw connection, closed by wait_timeout
+	waitTimeout time.Duration
+	wake        chan int // the waiting GET_LOCK's result: 1 granted, 0 timed out
+	idle        func() bool
+	idleGen     int
+	warnings    uint16
+	ended       bool
+	schema      string // the default database (COM_INIT_DB, or named at connect)
+}
+
+// Serve runs one client connection until the client quits or the
+// connection fails (or wait_timeout closes it), then ends the session,
+// releasing its locks, and closes conn.
+func (s *Server) Serve(conn net.Conn) error {
+	s.mu.Lock()
+	s.next++
+	ss := &session{id: s.next, conn: conn, waitTimeout: s.cfg.WaitTimeout}
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	h := &handler{srv: s, ss: ss, done: done}
+	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
+		Listener:                 &oneConn{conn: &wireConn{Conn: conn, srv: s, ss: ss}},
+		AuthServer:               mysql.NewAuthServerNone(),
+		Handler:                  h,
+		ConnReadBufferSize:       mysql.DefaultConnBufferSize,
+		AllowClearTextWithoutTLS: true,
+	})
+	if err != nil {
+		conn.Close()
+		s.endSession(ss)
+		return err
+	}
+	l.ServerVersion = Version
+	l.Accept() // hands conn to vitess's connection goroutine, then returns
+	<-done
+	return nil
+}
+
+// endSession releases what the session held and lets in whom that frees.
+func (s *Server) endSession(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss.ended {
+		return
+	}
+	ss.ended = true
+	if ss.idle != nil {
+		ss.idle()
+	}
+	delete(s.sessions, ss.id)
+	s.settle(s.table.EndSession(ss.id))
+}
+
+// settle delivers grants to their waiting sessions and re-arms the
+// deadline timer. Caller holds mu.
+func (s *Server) settle(grants []Waiter) {
+	for _, g := range grants {
+		s.deliver(g.Session, 1)
+	}
+	next, ok := s.table.NextDeadline()
+	if ok && s.deadline != nil && next.Equal(s.deadlineAt) {
+		return
+	}
+	if s.deadline != nil {
+		s.deadline()
+		s.deadline = nil
+	}
+	if !ok {
+		return
+	}
+	s.deadlineAt = next
+	s.deadline = s.cfg.Clock.AfterFunc(next.Sub(s.cfg.Clock.Now()), s.expire)
+}
+
+func (s *Server) deliver(id Session, result int) {
+	if ss := s.sessions[id]; ss != nil && ss.wake != nil {
+		ss.wake <- result
+		ss.wake = nil
+	}
+}
+
+// expire ends the GET_LOCK waits whose deadline has come: they return 0.
+func (s *Server) expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deadline = nil
+	for _, w := range s.table.Expire(s.cfg.Clock.Now()) {
+		s.deliver(w.Session, 0)
+	}
+	s.settle(nil)
+}
+
+// idleBegin arms wait_timeout while the server waits for the session's
+// next bytes; idleEnd disarms it when they come.
+func (s *Server) idleBegin(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss.ended || ss.waitTimeout <= 0 {
+		return
+	}
+	ss.idleGen++
+	gen := ss.idleGen
+	ss.idle = s.cfg.Clock.AfterFunc(ss.waitTimeout, func() {
+		s.mu.Lock()
+		fire := ss.idleGen == gen && !ss.ended
+		s.mu.Unlock()
+		if fire {
+			// MariaDB closes the connection (sql_parse.cc, a read
+			// timing out after wait_timeout); vitess's read fails
+			// and the session ends.
+			ss.conn.Close()
+		}
+	})
+}
+
+func (s *Server) idleEnd(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss.idleGen++
+	if ss.idle != nil {
+		ss.idle()
+		ss.idle = nil
+	}
+}
+
+// wireConn is the connection as vitess sees it: reads arm wait_timeout,
+// and the handshake's salt is made a function of the connection id.
+type wireConn struct {
+	net.Conn
+	srv    *Server
+	ss     *session
+	writes int
+}
+
+func (w *wireConn) Read(p []byte) (int, error) {
+	w.srv.idleBegin(w.ss)
+	n, err := w.Conn.Read(p)
+	w.srv.idleEnd(w.ss)
+	return n, err
+}
+
+// Write passes bytes on, except that the handshake packet's salt, which
+// vitess draws from crypto/rand, is replaced: a run must not depend on
+// random bytes on the wire. Any salt is as good: the server accepts
+// every client without a password (mysql.AuthServerNone), as a test
+// server with skip-grant-tables does.
+func (w *wireConn) Write(p []byte) (int, error) {
+	if w.writes < 2 {
+		w.writes++
+		// Write 1 is the packet header, write 2 the HandshakeV10 body
+		// (vitess writes them separately: conn.go writePacket).
+		if w.writes == 2 {
+			p = fixSalt(p, w.ss.id)
+		}
+	}
+	if tap := w.srv.tap; tap != nil {
+		tap(p)
+	}
+	return w.Conn.Write(p)
+}
+
+// fixSalt rewrites the 8 + 12 salt bytes of a HandshakeV10 body
+// (protocol 10, version NUL-terminated, connection id, salt part 1,
+// filler, capabilities, charset, status, capabilities, length, 10
+// reserved, salt part 2, NUL, plugin name).
+func fixSalt(body []byte, id Session) []byte {
+	if len(body) == 0 || body[0] != 10 {
+		return body
+	}
+	end := 1
+	for end < len(body) && body[end] != 0 {
+		end++
+	}
+	part1 := end + 1 + 4
+	part2 := part1 + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10
+	if part2+12 > len(body) {
+		return body
+	}
+	out := append([]byte(nil), body...)
+	salt := func(i int) byte { return 'A' + byte((int(id)*7+i)%26) }
+	for i := 0; i < 8; i++ {
+		out[part1+i] = salt(i)
+	}
+	for i := 0; i < 12; i++ {
+		out[part2+i] = salt(8 + i)
+	}
+	return out
+}
+
+// oneConn is a net.Listener that accepts one connection, then reports
+// itself closed so that vitess's accept loop returns.
+type oneConn struct {
+	conn net.Conn
+	used bool
+}
+
+func (o *oneConn) Accept() (net.Conn, error) {
+	if o.used {
+		return nil, net.ErrClosed
+	}
+	o.used = true
+	return o.conn, nil
+}
+func (o *oneConn) Close() error   { return nil }
+func (o *oneConn) Addr() net.Addr { return o.conn.LocalAddr() }
+
+// handler is vitess's mysql.Handler for one session.
+type handler struct {
+	srv  *Server
+	ss   *session
+	done chan struct{}
+}
+
+func (h *handler) NewConnection(c *mysql.Conn) {
+	// vitess numbers connections per listener; the server numbers
+	// sessions, and CONNECTION_ID() and IS_USED_LOCK must agree with
+	// the handshake.
+	c.ConnectionID = uint32(h.ss.id)
+	c.StatusFlags |= mysql.ServerStatusAutocommit
+}
+
+func (h *handler) ConnectionClosed(c *mysql.Conn) {
+	h.srv.endSession(h.ss)
+	close(h.done)
+}
+
+func (h *handler) ConnectionAborted(c *mysql.Conn, reason string) error { return nil }
+func (h *handler) ComInitDB(c *mysql.Conn, schemaName string) error {
+	h.srv.mu.Lock()
+	defer h.srv.mu.Unlock()
+	h.ss.schema = schemaName
+	return nil
+}
+func (h *handler) ComResetConnection(c *mysql.Conn) error {
+	// COM_RESET_CONNECTION releases the session's user locks (MariaDB
+	// 10.2.4+, like a new session but keeping the connection).
+	h.srv.mu.Lock()
+	defer h.srv.mu.Unlock()
+	_, grants := h.srv.table.ReleaseAll(h.ss.id)
+	h.srv.settle(grants)
+	return nil
+}
+func (h *handler) ParserOptionsForConnection(c *mysql.Conn) (sqlparser.ParserOptions, error) {
+	return sqlparser.ParserOptions{}, nil
+}
+func (h *handler) WarningCount(c *mysql.Conn) uint16 {
+	h.srv.mu.Lock()
+	defer h.srv.mu.Unlock()
+	return h.ss.warnings
+}
+
+func (h *handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
+	res, err := h.run(query, nil)
+	if err != nil {
+		return err
+	}
+	return callback(res, false)
+}
+
+func (h *handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (string, error) {
+	return "", h.ComQuery(ctx, c, query, callback)
+}
+
+func (h *handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) ([]*querypb.Field, error) {
+	st, err := h.srv.parse(query)
+	if err != nil {
+		return nil, err
+	}
+	return fieldsOf(st), nil
+}
+
+func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) error {
+	res, err := h.run(prepare.PrepareStmt, prepare.BindVars)
+	if err != nil {
+		return err
+	}
+	return callback(res)
+}
+
+// run parses and executes one statement.
+func (h *handler) run(query string, binds map[string]*querypb.BindVariable) (*sqltypes.Result, error) {
+	h.srv.mu.Lock()
+	h.ss.warnings = 0
+	h.srv.mu.Unlock()
+	st, err := h.srv.parse(query)
+	if err != nil {
+		return nil, err
+	}
+	return (&executor{srv: h.srv, ss: h.ss, binds: binds}).statement(st)
+}
+
+// parse returns the statement of query, parsed once (statements are
+// not changed by running them).
+func (s *Server) parse(query string) (sqlparser.Statement, error) {
+	s.mu.Lock()
+	st, ok := s.parsed[query]
+	s.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	st, err := parse(query)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parsed == nil || len(s.parsed) >= 256 {
+		s.parsed = map[string]sqlparser.Statement{}
+	}
+	s.parsed[query] = st
+	return st, nil
+}
+
+// sqlError is a MySQL error packet's content.
+func sqlError(code int, state, format string, args ...any) error {
+	return mysql.NewSQLError(code, state, format, args...)
+}
