@@ -167,7 +167,9 @@ func (e *realEnv) Parallel(fns ...func(algorithms.Env)) {
 	}
 	wg.Wait()
 }
-func (e *realEnv) Go(fn func(algorithms.Env)) { go fn(&realEnv{rng: rand.New(rand.NewPCG(e.rng.Uint64(), 2))}) }
+func (e *realEnv) Go(fn func(algorithms.Env)) {
+	go fn(&realEnv{rng: rand.New(rand.NewPCG(e.rng.Uint64(), 2))})
+}
 
 // selfCPU is this process's user and system CPU time.
 func selfCPU() time.Duration {
