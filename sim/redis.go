@@ -73,6 +73,8 @@ type RedisNode struct {
 	incarnation int // bumped by Crash
 	// last is what the node knows of the command run last (writeKeys).
 	last lastRun
+	// hooked is the miniredis instance commandCompat is installed on.
+	hooked *miniredis.Miniredis
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
