@@ -167,6 +167,7 @@ func (s *Server) endSession(ss *session) {
 	if ss.idle != nil {
 		ss.idle()
 	}
+	s.deliver(ss.id, killed)
 	delete(s.sessions, ss.id)
 	s.settle(s.table.EndSession(ss.id))
 }
@@ -197,6 +198,50 @@ func (s *Server) deliver(id Session, result int) {
 		ss.wake <- result
 		ss.wake = nil
 	}
+}
+
+// Results a waiting GET_LOCK can be woken with besides 1 and 0.
+const (
+	killedQuery = -1 // KILL QUERY: GET_LOCK returns NULL
+	killed      = -2 // KILL CONNECTION: the connection is gone
+)
+
+// Kill is KILL CONNECTION id: the server closes the session's connection
+// (the client sees the connection lost, also in the middle of a waiting
+// GET_LOCK) and the session ends, freeing its locks. It reports whether
+// the session existed.
+func (s *Server) Kill(id Session) bool {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return false
+	}
+	// Close first: MariaDB sends the killed session nothing, its client
+	// sees the connection lost (CR_SERVER_LOST).
+	ss.conn.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.table.CancelWait(id) {
+		s.deliver(id, killed)
+		s.settle(nil)
+	}
+	return true
+}
+
+// KillQuery is KILL QUERY id: a waiting GET_LOCK of the session ends
+// with NULL; the session stays. It reports whether the session existed.
+func (s *Server) KillQuery(id Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[id] == nil {
+		return false
+	}
+	if s.table.CancelWait(id) {
+		s.deliver(id, killedQuery)
+		s.settle(nil)
+	}
+	return true
 }
 
 // expire ends the GET_LOCK waits whose deadline has come: they return 0.

@@ -57,6 +57,32 @@ func TestDifferentialMySQLStories(t *testing.T) {
 		same(t, "a gets d2", <-realDone, <-simDone, "1")
 	})
 
+	t.Run("kill", func(t *testing.T) {
+		real, sim, srv := sides(t)
+		rh, rw, ro, sh, sw, so := pinned(t, real), pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim), pinned(t, sim)
+		both(t, "holder takes job", rh, sh, "SELECT GET_LOCK('job', 0)", "1")
+		id := func(c querier) string { return answer(ctx, c, "SELECT CONNECTION_ID()") }
+		for _, kill := range []struct{ how, expect string }{
+			{"KILL QUERY ", "NULL"},
+			{"KILL ", "error: invalid connection"},
+		} {
+			realDone, simDone := make(chan string), make(chan string)
+			realID, simID := id(rw), id(sw)
+			go func() { realDone <- answer(ctx, rw, "SELECT GET_LOCK('job', 20)") }()
+			go func() { simDone <- answer(ctx, sw, "SELECT GET_LOCK('job', 20)") }()
+			waitUntil(t, "the real waiter waits", func() bool {
+				return answer(ctx, ro, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'") == "1"
+			})
+			waitUntil(t, "the simulated waiter waits", func() bool {
+				rows := srv.Locks()
+				return len(rows) == 1 && len(rows[0].Waiters) == 1
+			})
+			same(t, kill.how+"of the waiter", answer(ctx, ro, kill.how+realID), answer(ctx, so, kill.how+simID), "")
+			same(t, "the waiter's reply after "+kill.how, <-realDone, <-simDone, kill.expect)
+			both(t, "the holder still holds", ro, so, "SELECT IS_FREE_LOCK('job')", "0")
+		}
+	})
+
 	t.Run("wait_timeout", func(t *testing.T) {
 		real, sim, _ := sides(t)
 		rh, rw, sh, sw := pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim)
