@@ -158,3 +158,31 @@ func TestGetLockDeadlock(t *testing.T) {
 		}
 	})
 }
+
+// go-sql-driver closes the connection when the context of a waiting
+// query ends; the server withdraws the wait at that instant, so the
+// dead session is never handed the lock.
+func TestWaitOfAGoneClientIsWithdrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := NewServer(Config{})
+		db := simDB(t, srv)
+		defer db.Close()
+		holder, waiter := pinned(t, db), pinned(t, db)
+		defer holder.Close()
+		mustAnswer(t, holder, "1", "SELECT GET_LOCK('job', 0)")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if got := answer(ctx, waiter, "SELECT GET_LOCK('job', 60)"); got != "error: context deadline exceeded" {
+			t.Fatalf("the waiter's query ended with %q, want its context's deadline", got)
+		}
+		waiter.Close()
+		synctest.Wait()
+		if rows := srv.Locks(); len(rows) != 1 || len(rows[0].Waiters) != 0 {
+			t.Fatalf("lock table %+v: the gone client still waits", rows)
+		}
+		mustAnswer(t, holder, "1", "SELECT RELEASE_LOCK('job')")
+		if rows := srv.Locks(); len(rows) != 0 {
+			t.Fatalf("lock table %+v after the release, want empty", rows)
+		}
+	})
+}

@@ -390,7 +390,23 @@ func (e *executor) getLock(nameArg, timeoutArg value) (value, error) {
 	ss.wake = wake
 	srv.settle(nil)
 	srv.mu.Unlock()
-	switch r := <-wake; r {
+	var r int
+	select {
+	case r = <-wake:
+	case <-ss.gone:
+		// The client went away while waiting: the wait is withdrawn
+		// at once, unless the lock was granted in the meantime (then
+		// the session's end releases it).
+		srv.mu.Lock()
+		if srv.table.CancelWait(ss.id) {
+			srv.settle(nil)
+			r = killed
+		} else {
+			r = <-wake
+		}
+		srv.mu.Unlock()
+	}
+	switch r {
 	case killedQuery:
 		return value{}, nil
 	case killed:

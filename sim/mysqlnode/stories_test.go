@@ -83,6 +83,33 @@ func TestDifferentialMySQLStories(t *testing.T) {
 		}
 	})
 
+	t.Run("client gone while waiting", func(t *testing.T) {
+		real, sim, srv := sides(t)
+		rh, ro, sh, so := pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim)
+		rw, sw := pinned(t, real), pinned(t, sim)
+		both(t, "holder takes job", rh, sh, "SELECT GET_LOCK('job', 0)", "1")
+		waitCtx, cancel := context.WithCancel(ctx)
+		realDone, simDone := make(chan string), make(chan string)
+		go func() { realDone <- answer(waitCtx, rw, "SELECT GET_LOCK('job', 30)") }()
+		go func() { simDone <- answer(waitCtx, sw, "SELECT GET_LOCK('job', 30)") }()
+		realWaiters := func() string {
+			return answer(ctx, ro, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'")
+		}
+		simWaiters := func() string {
+			n := 0
+			for _, r := range srv.Locks() {
+				n += len(r.Waiters)
+			}
+			return fmt.Sprint(n)
+		}
+		waitUntil(t, "both waiters wait", func() bool { return realWaiters() == "1" && simWaiters() == "1" })
+		cancel() // go-sql-driver closes both connections
+		same(t, "the waiters' queries", <-realDone, <-simDone, "error: context canceled")
+		waitUntil(t, "both servers withdrew the wait", func() bool { return realWaiters() == "0" && simWaiters() == "0" })
+		both(t, "the holder releases", rh, sh, "SELECT RELEASE_LOCK('job')", "1")
+		both(t, "nobody holds job", ro, so, "SELECT IS_USED_LOCK('job')", "NULL")
+	})
+
 	t.Run("wait_timeout", func(t *testing.T) {
 		real, sim, _ := sides(t)
 		rh, rw, sh, sw := pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim)
