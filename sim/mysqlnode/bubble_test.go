@@ -186,3 +186,29 @@ func TestWaitOfAGoneClientIsWithdrawn(t *testing.T) {
 		}
 	})
 }
+
+// A GET_LOCK deadline and the holder's wait_timeout due at the same
+// instant happen in one fixed order, on every run: the wait ends first
+// (0), then the idle holder's session is closed and the lock is free.
+// Separate timers would race here.
+func TestSameInstantDeadlineAndWaitTimeoutInFixedOrder(t *testing.T) {
+	for run := 0; run < 20; run++ {
+		synctest.Test(t, func(t *testing.T) {
+			srv := NewServer(Config{})
+			db := simDB(t, srv)
+			defer db.Close()
+			holder, waiter := pinned(t, db), pinned(t, db)
+			defer waiter.Close()
+			mustAnswer(t, holder, "", "SET SESSION wait_timeout = 5")
+			mustAnswer(t, holder, "1", "SELECT GET_LOCK('job', 0)")
+			start := time.Now()
+			mustAnswer(t, waiter, "0", "SELECT GET_LOCK('job', 5)")
+			if d := time.Since(start); d != 5*time.Second {
+				t.Fatalf("wait took %v, want 5s", d)
+			}
+			synctest.Wait()
+			mustAnswer(t, waiter, "NULL", "SELECT IS_USED_LOCK('job')")
+			holder.Close()
+		})
+	}
+}

@@ -67,9 +67,11 @@ type Server struct {
 	table    *Table
 	next     Session
 	sessions map[Session]*session
-	// deadline is the timer armed for the table's next GET_LOCK deadline.
-	deadline     func() bool
-	deadlineAt   time.Time
+	// timer is armed for the next instant something is due: a GET_LOCK
+	// deadline or an idle session's wait_timeout. One timer for both, so
+	// that what is due at one instant happens in one fixed order.
+	timer        func() bool
+	timerAt      time.Time
 	fenceVersion int64 // the fencing row: version, bumped by each accepted write
 	fenceValue   int64
 	tap          func([]byte) // sees every byte the server writes (tests)
@@ -118,9 +120,8 @@ type session struct {
 	id          Session
 	conn        net.Conn // the raw connection, closed by wait_timeout
 	waitTimeout time.Duration
-	wake        chan int // the waiting GET_LOCK's result: 1 granted, 0 timed out
-	idle        func() bool
-	idleGen     int
+	wake        chan int  // the waiting GET_LOCK's result: 1 granted, 0 timed out
+	idleAt      time.Time // when wait_timeout closes the session; zero when not idle
 	warnings    uint16
 	ended       bool
 	schema      string        // the default database (COM_INIT_DB, or named at connect)
@@ -161,43 +162,81 @@ func (s *Server) Serve(conn net.Conn) error {
 func (s *Server) endSession(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endSessionLocked(ss)
+}
+
+func (s *Server) endSessionLocked(ss *session) {
 	if ss.ended {
 		return
 	}
 	ss.ended = true
-	if ss.idle != nil {
-		ss.idle()
-	}
+	ss.idleAt = time.Time{}
 	s.deliver(ss.id, killed)
 	delete(s.sessions, ss.id)
 	s.settle(s.table.EndSession(ss.id))
 }
 
 // settle delivers grants to their waiting sessions and re-arms the
-// deadline timer. Caller holds mu.
+// timer. Caller holds mu.
 func (s *Server) settle(grants []Waiter) {
 	for _, g := range grants {
 		s.deliver(g.Session, 1)
 	}
+	s.arm()
+}
+
+// arm sets the timer for the next instant something is due, unless it is
+// already set for that instant or earlier (then it re-arms when it
+// fires). Caller holds mu.
+func (s *Server) arm() {
 	next, ok := s.table.NextDeadline()
-	if ok && s.deadline != nil && next.Equal(s.deadlineAt) {
+	for _, ss := range s.sessions {
+		if !ss.idleAt.IsZero() && (!ok || ss.idleAt.Before(next)) {
+			next, ok = ss.idleAt, true
+		}
+	}
+	if !ok || (s.timer != nil && !s.timerAt.After(next)) {
 		return
 	}
-	if s.deadline != nil {
-		s.deadline()
-		s.deadline = nil
+	if s.timer != nil {
+		s.timer()
 	}
-	if !ok {
-		return
-	}
-	s.deadlineAt = next
-	s.deadline = s.cfg.Clock.AfterFunc(next.Sub(s.cfg.Clock.Now()), s.expire)
+	s.timerAt = next
+	s.timer = s.cfg.Clock.AfterFunc(next.Sub(s.cfg.Clock.Now()), s.fire)
 }
 
 func (s *Server) deliver(id Session, result int) {
 	if ss := s.sessions[id]; ss != nil && ss.wake != nil {
 		ss.wake <- result
 		ss.wake = nil
+	}
+}
+
+// fire does what is due now, in a fixed order: first the GET_LOCK waits
+// whose deadline has come end with 0 (in deadline order, then by
+// session), then the sessions idle for their wait_timeout are closed, by
+// connection id. MariaDB closes an idle connection when its read times
+// out after wait_timeout (sql_parse.cc do_command); the session ends here
+// at once, releasing its locks, and its connection is closed.
+func (s *Server) fire() {
+	s.mu.Lock()
+	s.timer = nil
+	now := s.cfg.Clock.Now()
+	for _, w := range s.table.Expire(now) {
+		s.deliver(w.Session, 0)
+	}
+	var closing []net.Conn
+	for id := Session(1); id <= s.next; id++ {
+		ss := s.sessions[id]
+		if ss != nil && !ss.idleAt.IsZero() && !ss.idleAt.After(now) {
+			s.endSessionLocked(ss)
+			closing = append(closing, ss.conn)
+		}
+	}
+	s.arm()
+	s.mu.Unlock()
+	for _, c := range closing {
+		c.Close()
 	}
 }
 
@@ -221,12 +260,7 @@ func (s *Server) Kill(id Session) bool {
 	// Close first: MariaDB sends the killed session nothing, its client
 	// sees the connection lost (CR_SERVER_LOST).
 	ss.conn.Close()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.table.CancelWait(id) {
-		s.deliver(id, killed)
-		s.settle(nil)
-	}
+	s.endSession(ss)
 	return true
 }
 
@@ -245,48 +279,22 @@ func (s *Server) KillQuery(id Session) bool {
 	return true
 }
 
-// expire ends the GET_LOCK waits whose deadline has come: they return 0.
-func (s *Server) expire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deadline = nil
-	for _, w := range s.table.Expire(s.cfg.Clock.Now()) {
-		s.deliver(w.Session, 0)
-	}
-	s.settle(nil)
-}
-
-// idleBegin arms wait_timeout while the server waits for the session's
-// next bytes; idleEnd disarms it when they come.
+// idleBegin starts the session's wait_timeout while the server waits for
+// its next bytes; idleEnd stops it when they come.
 func (s *Server) idleBegin(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss.ended || ss.waitTimeout <= 0 {
 		return
 	}
-	ss.idleGen++
-	gen := ss.idleGen
-	ss.idle = s.cfg.Clock.AfterFunc(ss.waitTimeout, func() {
-		s.mu.Lock()
-		fire := ss.idleGen == gen && !ss.ended
-		s.mu.Unlock()
-		if fire {
-			// MariaDB closes the connection (sql_parse.cc, a read
-			// timing out after wait_timeout); vitess's read fails
-			// and the session ends.
-			ss.conn.Close()
-		}
-	})
+	ss.idleAt = s.cfg.Clock.Now().Add(ss.waitTimeout)
+	s.arm()
 }
 
 func (s *Server) idleEnd(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss.idleGen++
-	if ss.idle != nil {
-		ss.idle()
-		ss.idle = nil
-	}
+	ss.idleAt = time.Time{} // the timer, if set for it, fires and finds nothing due
 }
 
 // wireConn is the connection as vitess sees it: reads arm wait_timeout,
