@@ -172,9 +172,8 @@ type Factory func(p Params, c Conns) (Lock, error)
 type Info struct {
 	Name    string
 	Summary string
-	// Backend is "redis", "zookeeper" (the single-server model of sim/zk)
-	// or "zookeeper-ensemble" (the real go-zookeeper client against
-	// sim/zk/ensemble).
+	// Backend is "redis" or "zookeeper-ensemble" (the real go-zookeeper
+	// client against sim/zk/ensemble).
 	Backend string
 	// MinNodes is the number of Redis nodes the algorithm needs (1, or N for Redlock).
 	MinNodes int

@@ -22,6 +22,9 @@ type Names struct {
 	// zk1…zkN). They have no persistence setting: ZooKeeper fsyncs its
 	// transaction log before it acknowledges a write.
 	Servers []string
+	// Standbys are servers of Others a failover may promote (a Postgres
+	// standby).
+	Standbys []string
 }
 
 func (n Names) hosts() []string {
@@ -35,6 +38,12 @@ type Server interface {
 	Crash()
 	// Restart brings it back with what it had durably logged.
 	Restart()
+}
+
+// Promoter is a server a failover may promote: a standby that takes over
+// its primary's address.
+type Promoter interface {
+	Promote() error
 }
 
 // Targets are the simulated things a schedule acts on, by name.
@@ -62,7 +71,8 @@ func (t Targets) has(f Fault) bool {
 	case Pause, Crash, Hang:
 		return t.Clients[f.Target] != nil
 	case Failover:
-		return t.Nodes[f.Target] != nil
+		_, standby := t.Servers[f.Target].(Promoter)
+		return t.Nodes[f.Target] != nil || standby
 	case ClockJump, Drift:
 		return t.Hosts[f.Target] != nil
 	case NodeCrash:
@@ -261,7 +271,7 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 	now := w.Now()
 	if !t.has(f) {
 		// The schedule names a host this world does not have: a compare:
-		// run of an algorithm on another backend (zk-simple's single "zk"
+		// run of an algorithm on another backend (a Redis lock's node A
 		// beside an ensemble's zk1…zk3). The fault cannot act here, and
 		// reaching for the missing host dereferenced nil (issue 25).
 		w.Record("faults", event.Event{Kind: event.FaultSkipped, Fault: f.String(), Node: f.Target})
@@ -286,7 +296,13 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 			}
 		}
 	case Failover:
-		if err := t.Nodes[f.Target].Promote(); err != nil {
+		var err error
+		if n := t.Nodes[f.Target]; n != nil {
+			err = n.Promote()
+		} else {
+			err = t.Servers[f.Target].(Promoter).Promote()
+		}
+		if err != nil {
 			w.Record("faults", event.Event{Kind: event.FaultRefused, Fault: f.String(), Node: f.Target, Reason: err.Error()})
 		}
 	case ClockJump:

@@ -28,6 +28,13 @@ var (
 	ZooKeeperOps = []string{"CONNECT", "PING", "CREATE", "CREATE2", "CREATETTL", "CREATECONTAINER", "DELETE", "EXISTS", "GETDATA", "SETDATA",
 		"CHILDREN", "GETCHILDREN", "GETCHILDREN2", "MULTI", "CHECK", "SYNC", "SETWATCHES", "SETWATCHES2", "ADDWATCH", "REMOVEWATCHES",
 		"WATCH", "CLOSE", "AUTH", "GETACL", "SETACL"}
+	// PostgresOps are what a Postgres connection carries (sim/pgnode's
+	// codec): the advisory lock functions by name, transaction control,
+	// the fence row's read and write, and the protocol's own steps.
+	PostgresOps = []string{"PG_ADVISORY_LOCK", "PG_ADVISORY_LOCK_SHARED", "PG_TRY_ADVISORY_LOCK", "PG_TRY_ADVISORY_LOCK_SHARED",
+		"PG_ADVISORY_XACT_LOCK", "PG_ADVISORY_XACT_LOCK_SHARED", "PG_TRY_ADVISORY_XACT_LOCK", "PG_TRY_ADVISORY_XACT_LOCK_SHARED",
+		"PG_ADVISORY_UNLOCK", "PG_ADVISORY_UNLOCK_SHARED", "PG_ADVISORY_UNLOCK_ALL", "BEGIN", "COMMIT", "ROLLBACK", "DISCARD",
+		"UPDATE_FENCE", "SELECT_FENCE", "SELECT", "SQL", "PREPARE", "SYNC", "STARTUP", "SSL", "GSS", "CANCEL", "TERMINATE"}
 	// ResourceOps are the protected resource's operations.
 	ResourceOps = []string{"READ", "WRITE"}
 	// InternalOps are messages between servers.
@@ -36,7 +43,7 @@ var (
 
 // KnownOps lists every op, sorted, without duplicates.
 func KnownOps() []string {
-	all := slices.Concat(RedisOps, ZooKeeperOps, ResourceOps, InternalOps)
+	all := slices.Concat(RedisOps, ZooKeeperOps, PostgresOps, ResourceOps, InternalOps)
 	slices.Sort(all)
 	return slices.Compact(all)
 }

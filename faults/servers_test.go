@@ -62,7 +62,7 @@ func TestNodeCrashActsOnAServer(t *testing.T) {
 }
 
 // A compare: run of an algorithm on another backend has none of the hosts
-// the schedule names (zk-simple's single "zk" beside an ensemble's zk3):
+// the schedule names (a host "zk" beside an ensemble's zk3):
 // each fault is skipped with a trace line. Arming them dereferenced nil
 // (issue 25).
 func TestFaultsOnHostsTheRunDoesNotHaveAreSkipped(t *testing.T) {

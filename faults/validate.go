@@ -147,9 +147,12 @@ func (f Fault) Problems(n Names) []Problem {
 	case Hang:
 		needTarget("client", n.Clients)
 	case Failover:
-		if len(n.Replicas) == 0 {
+		switch {
+		case len(n.Replicas) == 0 && len(n.Standbys) == 0:
 			bad("target", "this scenario has no replica to promote; give a node replica_of")
-		} else {
+		case len(n.Standbys) > 0:
+			needTarget("replica or standby", append(slices.Clone(n.Replicas), n.Standbys...))
+		default:
 			needTarget("replica", n.Replicas)
 		}
 	case ClockJump:
@@ -225,7 +228,7 @@ func unknown(kind, name string, names []string) string {
 }
 
 func unknownOp(op string) string {
-	msg := fmt.Sprintf("unknown op %q; expected a Redis command (SET, EVAL, ...), a ZooKeeper request (CREATE, DELETE, ...) or READ/WRITE at the resource", op)
+	msg := fmt.Sprintf("unknown op %q; expected a Redis command (SET, EVAL, ...), a ZooKeeper request (CREATE, DELETE, ...), a Postgres statement (PG_ADVISORY_UNLOCK, COMMIT, ...) or READ/WRITE at the resource", op)
 	if s := closest(strings.ToUpper(op), KnownOps()); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	}

@@ -248,10 +248,10 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	sc := res.Scenario
 	m := &mechanism{Keys: map[string][]keySpan{}}
 	m.Redlock = strings.HasPrefix(sc.Algorithm, "redlock")
-	// zk-*: the old single-server model; gozk-*: the real go-zookeeper
-	// client against the simulated ensemble.
+	// gozk-*: the real go-zookeeper client against the simulated
+	// ensemble, the house's one ZooKeeper.
 	ensemble := strings.HasPrefix(sc.Algorithm, "gozk")
-	m.ZK = strings.HasPrefix(sc.Algorithm, "zk") || ensemble
+	m.ZK = ensemble
 	clocks := map[string]nodeClock{}
 	isNode := map[string]bool{}
 	isClient := map[string]bool{}
@@ -305,10 +305,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		}
 		return 0, false
 	}
-	// ZooKeeper.
-	zkState := map[string]*sessionSpan{}
-	var zkCreates []struct{ client, prefix string }
-	znodeIdx := map[string]int{}
+	// ZooKeeper: the ensemble the real go-zookeeper client talks to.
 	ens := newEnsembleState()
 
 	for i := range res.Events {
@@ -344,9 +341,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 					}
 				}
 			}
-			if len(f) >= 2 && f[0] == "CREATE" && strings.Contains(cmd, "ephemeral") {
-				zkCreates = append(zkCreates, struct{ client, prefix string }{base, f[1]})
-			}
 		case isClient[base] && e.Kind == event.HoldBegan:
 			if a := open[base]; a != nil {
 				a.Held = true
@@ -355,16 +349,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			}
 		case isClient[base] && e.Kind == event.AcquireFailed:
 			finish(base, e.At)
-		case isClient[base] && e.Kind == event.Note:
-			// The single-server ZooKeeper client's state lines are notes
-			// (sim/zk retires with issue 21 item 5).
-			if st, ok := retiringZKState(e); ok {
-				if cur := zkState[base]; cur != nil {
-					cur.To = e.At
-					m.Sessions = append(m.Sessions, *cur)
-				}
-				zkState[base] = &sessionSpan{Client: base, State: st, From: e.At}
-			}
 		case isNode[actor] && e.Kind == event.ReplicationApplied:
 			// The master that shipped the effect, as the replication
 			// stream says: after a failover it is not the one the host
@@ -434,8 +418,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 					}
 				}
 			}
-		case actor == "zk" || strings.HasPrefix(actor, "zk"):
-			deriveZK(m, e, &zkCreates, znodeIdx)
 		}
 	}
 	for _, n := range m.Nodes {
@@ -444,12 +426,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	}
 	for _, c := range sortedOpen(open) {
 		finish(c, res.End)
-	}
-	for _, c := range sc.ClientNames() {
-		if cur := zkState[c]; cur != nil {
-			cur.To = res.End
-			m.Sessions = append(m.Sessions, *cur)
-		}
 	}
 	if ensemble {
 		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)

@@ -13,8 +13,7 @@ import (
 // record"): the reports, the checker and the course command read typed
 // events. In their source, trace text appears only where it is shown to
 // people: the trace table renders events (view.go's traceRows calls
-// Text), and the count of trace lines is a length. The old single-server
-// ZooKeeper's notes are read in zksingle.go alone, which retires with it.
+// Text), and the count of trace lines is a length.
 // The check is syntactic: event variables are named e or ev, results res,
 // r or result, as they are throughout these packages.
 func TestReadersDoNotMatchTraceText(t *testing.T) {
@@ -64,7 +63,7 @@ func TestReadersDoNotMatchTraceText(t *testing.T) {
 				case "Note":
 					// An event's note (e.Note), not a fault's or a
 					// matrix's Note.
-					if id, ok := x.X.(*ast.Ident); ok && (id.Name == "e" || id.Name == "ev") && base != "zksingle.go" {
+					if id, ok := x.X.(*ast.Ident); ok && (id.Name == "e" || id.Name == "ev") {
 						t.Errorf("%s: reads an untyped note's text", fset.Position(x.Pos()))
 					}
 				}

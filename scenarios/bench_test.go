@@ -20,6 +20,12 @@ import (
 // contend, so a cycle also pays for the failed SETs of the waiters; with a
 // key per client it measures the bare cost of a cycle.
 func benchLockCycles(b *testing.B, plainLua, ownKeys bool) {
+	benchLockCyclesPath(b, plainLua, ownKeys, false)
+}
+
+// benchLockCyclesPath is benchLockCycles on the wire path or, with direct,
+// on the direct path explore and matrix take (sim.ClientOptions.Direct).
+func benchLockCyclesPath(b *testing.B, plainLua, ownKeys, direct bool) {
 	const clients = 5
 	w := sim.New(1)
 	w.Trace.Keep = false
@@ -37,7 +43,7 @@ func benchLockCycles(b *testing.B, plainLua, ownKeys bool) {
 		if ownKeys {
 			pr.Key = "lock-" + h.Name
 		}
-		lock, err := info.New(pr, algorithms.Conns{Redis: []*redis.Client{node.NewClient(h, sim.ClientOptions{})}})
+		lock, err := info.New(pr, algorithms.Conns{Redis: []*redis.Client{node.NewClient(h, sim.ClientOptions{Direct: direct})}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,6 +78,8 @@ func BenchmarkLockCycles(b *testing.B) {
 	b.Run("one-key/plain-lua", func(b *testing.B) { benchLockCycles(b, true, false) })
 	b.Run("key-per-client/native-scripts", func(b *testing.B) { benchLockCycles(b, false, true) })
 	b.Run("key-per-client/plain-lua", func(b *testing.B) { benchLockCycles(b, true, true) })
+	b.Run("one-key/native-direct", func(b *testing.B) { benchLockCyclesPath(b, false, false, true) })
+	b.Run("key-per-client/native-direct", func(b *testing.B) { benchLockCyclesPath(b, false, true, true) })
 }
 
 // BenchmarkScenario runs whole catalogue scenarios (workload, faults,
@@ -100,8 +108,14 @@ func BenchmarkScenario(b *testing.B) {
 // BenchmarkExploreRuns measures exploration throughput on the issue's
 // yardstick: Redlock on 5 nodes, 5 clients, 10 simulated seconds, a random
 // schedule from every fault class per run. Run with -cpu 1 for one core
-// (one worker) and without for all cores.
+// (one worker) and without for all cores. "direct" is what explore runs
+// (Options.Direct); "wire" is the same runs through go-redis's RESP.
 func BenchmarkExploreRuns(b *testing.B) {
+	b.Run("direct", func(b *testing.B) { benchExploreRuns(b, true) })
+	b.Run("wire", func(b *testing.B) { benchExploreRuns(b, false) })
+}
+
+func benchExploreRuns(b *testing.B, direct bool) {
 	base, err := MatrixScenario("redlock")
 	if err != nil {
 		b.Fatal(err)
@@ -121,7 +135,7 @@ func BenchmarkExploreRuns(b *testing.B) {
 			sc := base.Clone()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			sc.Faults = faults.Generate(rng, classes, generatorNames(sc), MatrixHorizon, sc.TTL.D())
-			res, err := Run(sc, uint64(i), Options{NoTrace: true})
+			res, err := Run(sc, uint64(i), Options{NoTrace: true, Direct: direct})
 			if err != nil {
 				b.Error(err)
 				return

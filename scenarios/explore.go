@@ -151,6 +151,7 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 		sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work = base.Clients.Count, base.Clients.Cycles, base.Clients.Work
 		hi = base.Clients.Work.Max
 	}
+	withModeCycle(sc, modeCycle(base)) // readers stay readers (modes_explore.go)
 	// Swarm: each enabled class is on for this run with probability 1/2.
 	var on []faults.Class
 	for _, c := range classes {
@@ -255,7 +256,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if opt.Bubble {
 		workers = 1 // one kernel per bubble at a time
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -396,7 +397,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare}
+	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -573,6 +574,7 @@ func withoutClient(sc *Scenario, n int) (*Scenario, bool) {
 	c := sc.Clone()
 	c.Clients.Count--
 	c.Clients.Each = nil
+	withModeCycle(c, modesWithout(sc, n))
 	for i := range c.Faults {
 		f := &c.Faults[i]
 		for _, p := range []*string{&f.Target, &f.Client} {

@@ -228,12 +228,13 @@ func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
 // run finds out.
 //
 // A row named "ALGORITHM+fencing" is the algorithm with fencing tokens: from
-// INCR on a separate node T (which faults leave alone) for Redis locks, from
-// the znode sequence for ZooKeeper, and a resource that checks them (">").
+// INCR on a separate node T (which faults leave alone), and a resource
+// that checks them (">"). (A ZooKeeper recipe's lease always carries its
+// znode's sequence; the gozk-* recipes are tabled by their own test.)
 func MatrixScenario(algorithm string) (*Scenario, error) {
 	name, fenced := strings.CutSuffix(algorithm, "+fencing")
 	info, err := algorithms.Lookup(name)
-	if err != nil || (fenced && info.Backend != "redis" && info.Backend != "zookeeper") {
+	if err != nil || (fenced && info.Backend != "redis") {
 		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(MatrixRows(), ", "))
 	}
 	if fenced {
@@ -242,12 +243,8 @@ func MatrixScenario(algorithm string) (*Scenario, error) {
 		if sc.Params == nil {
 			sc.Params = map[string]string{}
 		}
-		if info.Backend == "redis" {
-			sc.Params["fencing"] = "incr"
-			sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
-		} else {
-			sc.Params["fencing"] = "sequence"
-		}
+		sc.Params["fencing"] = "incr"
+		sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
 		return sc, sc.Validate()
 	}
 	sc := newMatrixScenario(info, "none")
@@ -296,11 +293,6 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 	for i := range nodes {
 		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
 	}
-	if info.Backend == "zookeeper" {
-		// A session is ZooKeeper's lease: give it the TTL the Redis locks
-		// get, so that the liveness bound (2×TTL+1s) means the same for all.
-		sc.Params = map[string]string{"session_timeout": MatrixTTL.String()}
-	}
 	sc.applyDefaults()
 	return sc
 }
@@ -347,7 +339,7 @@ func MatrixRows() []string {
 			rows = append(rows, a)
 		}
 	}
-	for _, a := range []string{"set-nx-px-lua", "redlock", "zk-queue"} {
+	for _, a := range []string{"set-nx-px-lua", "redlock"} {
 		if _, err := algorithms.Lookup(a); err == nil {
 			rows = append(rows, a+"+fencing")
 		}
@@ -401,7 +393,7 @@ func safeRun(sc *Scenario, seed uint64) (res *Result, err error) {
 			res, err = nil, fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return Run(sc, seed, Options{})
+	return Run(sc, seed, Options{Direct: true})
 }
 
 type matrixOutcome struct {

@@ -98,6 +98,10 @@ func (s *Scenario) Validate() error {
 		lim = *s.limits
 	}
 	s.Warnings = nil
+	// A file written for the retired single-server ZooKeeper runs on the
+	// ensemble (zookeeper.go); what was renamed is said as warnings.
+	errs = append(errs, s.retireZK()...)
+	s.Warnings = append(s.Warnings, s.renamed...)
 
 	if s.ID == "" {
 		bad("id", "missing; expected a short name such as my-scenario")
@@ -597,10 +601,17 @@ func posOf(root *yaml.Node, path string) (int, int) {
 	n := root.Content[0]
 	line, col := n.Line, n.Column
 	for _, part := range strings.Split(path, ".") {
-		name, idx := part, -1
-		if i := strings.IndexByte(part, '['); i >= 0 && strings.HasSuffix(part, "]") {
-			name = part[:i]
-			idx, _ = strconv.Atoi(part[i+1 : len(part)-1])
+		// A part is a name and any number of indices: groups[1][0].
+		name, rest, _ := strings.Cut(part, "[")
+		var idxs []int
+		for rest != "" {
+			num, after, ok := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			if !ok || err != nil {
+				break
+			}
+			idxs = append(idxs, i)
+			rest = strings.TrimPrefix(after, "[")
 		}
 		for n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias
@@ -623,7 +634,10 @@ func posOf(root *yaml.Node, path string) (int, int) {
 		if n.Kind == yaml.ScalarNode {
 			line, col = n.Line, n.Column
 		}
-		if idx >= 0 {
+		for _, idx := range idxs {
+			for n.Kind == yaml.AliasNode && n.Alias != nil {
+				n = n.Alias
+			}
 			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
 				return line, col
 			}

@@ -107,7 +107,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // Issue 25: a compared algorithm that cannot run on the file's nodes is
 // refused at validation, with the place of the compare entry.
 func TestParseRefusesCompareWithoutItsNodes(t *testing.T) {
-	data := "id: x\nalgorithm: zk-simple\nttl: 10s\nclients: {count: 2}\ncompare: [set-nx-px-lua]\n"
+	data := "id: x\nalgorithm: gozk-simple\nttl: 10s\nclients: {count: 2}\ncompare: [set-nx-px-lua]\n"
 	_, err := Parse("x.yaml", []byte(data))
 	want := "x.yaml:5:11: compare[0]: algorithm set-nx-px-lua needs at least 1 Redis lock node(s)"
 	if err == nil || !strings.Contains(err.Error(), want) {

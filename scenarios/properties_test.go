@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/sim/bubblehost"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -109,6 +110,7 @@ func TestPropertyRedlockSafeWithinItsAssumptions(t *testing.T) {
 // Each unsafe algorithm is caught within a bounded number of random runs,
 // and the counterexample shrinks small.
 func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
+	bubblehost.Bind(t) // gozk-queue runs the real go-zookeeper client
 	cases := []struct {
 		alg        string
 		classes    []faults.Class
@@ -124,7 +126,7 @@ func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
 		{"set-nx-px-lua", []faults.Class{faults.ClassPause}, "mutual_exclusion", 3, 3},
 		{"setnx-expire", []faults.Class{faults.ClassCrash}, "liveness", 3, 3},
 		{"set-nx-px-lua", []faults.Class{faults.ClassRestart}, "mutual_exclusion", 3, 3},
-		{"zk-queue", []faults.Class{faults.ClassPause}, "", 3, 3},
+		{"gozk-queue", []faults.Class{faults.ClassPause}, "", 3, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.alg+"/"+string(c.classes[0]), func(t *testing.T) {

@@ -31,6 +31,11 @@ type Options struct {
 	CheckTimeout time.Duration
 	// NoTrace skips the event trace (and its digest) for speed.
 	NoTrace bool
+	// Direct hands go-redis's commands to the simulated nodes without
+	// RESP framing on the client side (sim.ClientOptions.Direct): the same
+	// run, digest and verdict, faster. Explore and matrix use it; run and
+	// reports keep the wire path.
+	Direct bool
 	// Factory, when set, builds every client's lock instead of the
 	// scenario's registered algorithm (a user's own lock).
 	Factory algorithms.Factory
@@ -96,6 +101,9 @@ type Result struct {
 	// Warnings name faults that changed nothing: never fired, or matched
 	// no message.
 	Warnings []string
+	// DirectCommands counts the commands that took the direct path
+	// (Options.Direct), for tests that it was taken.
+	DirectCommands int `json:"-"`
 }
 
 // Matches reports whether every property the scenario asserts came out as
@@ -355,7 +363,10 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			targets.Clients[name] = host
 			targets.Hosts[name] = host
 			res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
-			copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries}
+			// A user's own lock (Factory) may hold connections of its
+			// own (client.Conn, Subscribe), which the direct path's one
+			// shared connection would merge: it keeps the wire.
+			copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries, Direct: opt.Direct && opt.Factory == nil}
 			if over.LibraryRetries != nil {
 				copts.LibraryRetries = *over.LibraryRetries
 			}
@@ -408,6 +419,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	}
 	res.End = w.Now()
 	res.Work = w.Work()
+	res.DirectCommands = w.DirectCommands
 	res.Stopped = stopOf(w.Cut())
 	res.Warnings = firing.Silent(sc.Faults, w.Net)
 	res.History = rec.finish(res.End, res.Stopped, inv)
@@ -577,8 +589,6 @@ func withModes(sc *Scenario, iv []checker.Interval, wants []checker.Want) ([]che
 //     the default is warned about when the file is read: the default
 //     changed.) Real-client algorithms in a bubble read the clock their
 //     own way and are left out.
-//   - A zk-* client (sim/zk) counts its read timeout and pings on its
-//     oscillator, and a ZooKeeper lease has no deadline.
 //   - ZooKeeper times sessions with System.nanoTime (a monotonic clock):
 //     a step of a server's wall clock moves nothing, and the simulated
 //     ensemble (zookeeper-ensemble) keeps no per-server clock at all, so
@@ -591,20 +601,12 @@ func ignoredClocks(sc *Scenario, info algorithms.Info, opt Options, t faults.Tar
 			if c := sc.Clients.Each[name].Clock; c != nil {
 				kind = *c
 			}
-			if info.Backend == "zookeeper" {
-				jump[name] = name + "'s ZooKeeper client counts its timeouts with a monotonic clock and its lease has no deadline, so a step of its wall clock moves nothing"
-			} else if kind == ClockMonotonic {
+			if kind == ClockMonotonic {
 				jump[name] = name + " times its lease with the monotonic clock (clock: monotonic), which a step of the wall clock does not move"
 			}
 		}
 	}
 	switch info.Backend {
-	case "zookeeper":
-		for name, h := range t.Hosts {
-			if t.Clients[name] == nil && t.Nodes[name] == nil && name != ResourceHost && h != nil {
-				jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
-			}
-		}
 	case "zookeeper-ensemble":
 		for name := range t.Servers {
 			jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"

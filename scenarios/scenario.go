@@ -263,8 +263,8 @@ type Scenario struct {
 	Faults  faults.Schedule `yaml:"faults,omitempty" json:"faults"`
 	Expect  Expect          `yaml:"expect,omitempty" json:"expect"`
 	// AtMost bounds figures the backend reports (for ZooKeeper:
-	// watch_notifications, sessions_expired, znodes_created,
-	// orphaned_znodes), as part of what the run must match: a cost claim
+	// watch_notifications, sessions_expired, elections,
+	// zk_client_messages), as part of what the run must match: a cost claim
 	// such as "the queue wakes one waiter per release" is then checked.
 	// It lives beside Expect, not in it, so that Expect stays comparable.
 	AtMost    map[string]int64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
@@ -282,8 +282,12 @@ type Scenario struct {
 	File string `yaml:"-" json:"-"`
 	// Warnings are faults that can never fire, found by Validate.
 	Warnings []*FieldError `yaml:"-" json:"-"`
-	root     *yaml.Node
-	limits   *Limits
+	// renamed are the retired ZooKeeper model's names Validate
+	// translated (zookeeper.go), kept to be warned about on every
+	// Validate.
+	renamed []*FieldError
+	root    *yaml.Node
+	limits  *Limits
 }
 
 // ClientNames returns c1..cN.
@@ -310,12 +314,15 @@ const ResourceHost = "store"
 // Names returns what a fault schedule may refer to.
 func (s *Scenario) Names() faults.Names {
 	others := []string{ResourceHost}
-	var servers []string
+	var servers, standbys []string
 	if info, err := algorithms.Lookup(s.Algorithm); err == nil {
 		if b, ok := backends[info.Backend]; ok {
 			others = append(others, b.hosts(s)...)
 			if crashableBackends[info.Backend] {
 				servers = b.hosts(s)
+			}
+			if f := backendStandbys[info.Backend]; f != nil {
+				standbys = f(s)
 			}
 		}
 	}
@@ -325,7 +332,7 @@ func (s *Scenario) Names() faults.Names {
 			replicas = append(replicas, n.Name)
 		}
 	}
-	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers}
+	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers, Standbys: standbys}
 }
 
 // applyDefaults fills in what a file may leave out.

@@ -60,7 +60,7 @@ var crashInputs = []struct {
 	{"third document after an empty one", "expect: {mutual_exclusion: ok}\n", "expect: {mutual_exclusion: ok}\n---\n---\nid: other\n", `x.yaml:17:1: expected one scenario per file, found YAML document 3 (after ---)`},
 	{"syntax error in a third document", "expect: {mutual_exclusion: ok}\n", "expect: {mutual_exclusion: ok}\n---\n---\nid: [unclosed\n", `x.yaml:16: did not find expected ',' or ']'`},
 	{"fractional count", "count: 2,", "count: 2.5,", `x.yaml:7:18: clients.count: expected a whole number, found "2.5"`},
-	{"node named like the zk server", "algorithm: set-nx-px-lua", "algorithm: set-nx-px-lua\ncompare: [zk-queue]", ""},
+	{"node named like the zk server", "algorithm: set-nx-px-lua", "algorithm: set-nx-px-lua\ncompare: [gozk-queue]", ""},
 	{"node named like the resource", "  - A\n", "  - A\n  - store\n", `nodes[1].name: the name "store" is taken by the protected resource`},
 	{"ttl beyond int64 arithmetic", "ttl: 10s", "ttl: 2000000h", `x.yaml:3:6: ttl: expected a duration between 1ms and 24h, found "2000000h"`},
 	{"negative ttl", "ttl: 10s", "ttl: -1s", `x.yaml:3:6: ttl: expected a duration between 1ms and 24h, found "-1s"`},
@@ -85,9 +85,9 @@ func TestCrashInputsAreOneLineErrors(t *testing.T) {
 			if c.name == "node named like the zk server" {
 				// the zk server's name is reserved when a compared
 				// algorithm brings ZooKeeper along
-				data = strings.Replace(data, "  - A\n", "  - A\n  - zk\n", 1)
+				data = strings.Replace(data, "  - A\n", "  - A\n  - zk1\n", 1)
 				_, err = Parse("x.yaml", []byte(data))
-				c.want = `x.yaml:7:5: nodes[1].name: the name "zk" is taken by the zookeeper server`
+				c.want = `x.yaml:7:5: nodes[1].name: the name "zk1" is taken by the zookeeper-ensemble server`
 			}
 			if err == nil {
 				t.Fatalf("accepted:\n%s", data)

@@ -2,85 +2,133 @@ package scenarios
 
 import (
 	"fmt"
-	"time"
-
-	"github.com/locklab/locklab/algorithms"
-	_ "github.com/locklab/locklab/algorithms/zklock" // registers zk-simple and zk-queue
-	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/sim"
-	"github.com/locklab/locklab/sim/zk"
+	"slices"
 )
 
-// The ZooKeeper backend: one ensemble host named "zk", and one connection
-// per client. Session settings come from the scenario's params:
-//
-//	session_timeout: 6s   the session timeout the clients ask for
-//	lost_after: 6s        how long a client stays SUSPENDED before it reports
-//	                      LOST on its own (Curator's default: the session timeout)
-//	request_timeout: 4s   how long a request waits for its reply (default:
-//	                      2/3 of the session timeout, the client's read timeout)
-func init() {
-	RegisterBackend("zookeeper", func(*Scenario) []string { return []string{zk.DefaultServerName} }, newZooKeeper)
-	positive := func(v string) error {
-		if d, err := faults.ParseDuration(v); err != nil || d <= 0 || d.D() > time.Hour {
-			return fmt.Errorf("expected a positive duration such as 6s")
-		}
-		return nil
-	}
-	backendParams["zookeeper"] = []algorithms.Param{
-		{Name: "session_timeout", Expect: "a duration between 2ms and 1h, such as 6s", Check: zkSessionTimeout},
-		{Name: "lost_after", Expect: "a duration between 1ns and 1h, such as 6s", Check: positive},
-		{Name: "request_timeout", Expect: "a duration between 1ns and 1h, such as 4s", Check: positive},
-	}
-}
-
-type zooKeeper struct {
-	server *zk.Server
-	opt    zk.Options
-}
-
-func newZooKeeper(w *sim.World, sc *Scenario) (Backend, error) {
-	var opt zk.Options
-	for _, p := range []struct {
-		key string
-		dst *time.Duration
-	}{{"session_timeout", &opt.SessionTimeout}, {"lost_after", &opt.LostAfter}, {"request_timeout", &opt.RequestTimeout}} {
-		v, ok := sc.Params[p.key]
-		if !ok {
-			continue
-		}
-		d, err := faults.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("params.%s: expected a positive duration such as 6s, got %q", p.key, v)
-		}
-		if p.key == "session_timeout" {
-			// A session of 1 ns made the server expire and the client
-			// reconnect at every instant: the run never ended (issue 25).
-			if err := zkSessionTimeout(v); err != nil {
-				return nil, fmt.Errorf("params.%s: %v, got %q", p.key, err, v)
-			}
-		}
-		*p.dst = d.D()
-	}
-	return &zooKeeper{server: zk.NewServer(w, zk.DefaultServerName, nil), opt: opt}, nil
-}
-
-func (z *zooKeeper) Connect(h *sim.Host) any { return z.server.Connect(h, z.opt) }
-
-func (z *zooKeeper) Hosts() []*sim.Host { return []*sim.Host{z.server.Host} }
+// The single-server ZooKeeper model (sim/zk's server and client, the
+// zk-simple, zk-queue and zk-queue-naive recipes written for it) is
+// retired (issue 21): the house has one ZooKeeper, the simulated ensemble
+// the real go-zookeeper client talks to. A scenario file written for the
+// old model keeps working: its algorithm names the go-zookeeper recipe
+// that replaced it, on a one-server ensemble (zk1), its settings are
+// translated where the replacement has one, and a setting it has no
+// equivalent for is refused with a message naming what to write instead.
+// Each translation is a warning, so the file's author learns the new
+// names.
 
 // backendMetrics lists, per backend, the metrics its Metrics reports, for
 // validating expect.at_most before a run.
-var backendMetrics = map[string][]string{
-	"zookeeper": {"watch_notifications", "sessions_expired", "znodes_created", "orphaned_znodes"},
+var backendMetrics = map[string][]string{}
+
+// retiredZK maps each retired algorithm to its replacement.
+var retiredZK = map[string]string{
+	"zk-simple":      "gozk-simple",
+	"zk-queue":       "gozk-queue",
+	"zk-queue-naive": "gozk-queue-naive",
 }
 
-func (z *zooKeeper) Metrics() []Metric {
-	s := z.server
-	return []Metric{
-		{Name: "watch_notifications", Value: s.Notifications},
-		{Name: "sessions_expired", Value: s.SessionsExpired},
-		{Name: "znodes_created", Value: s.NodesCreated},
-		{Name: "orphaned_znodes", Value: int64(len(s.Orphans()))},
+// retiredZKServer is the host name of the old model's one server; the
+// one-server ensemble names it zk1.
+const retiredZKServer = "zk"
+
+// RetiredAlgorithm says which algorithm replaced a retired one
+// ("zk-queue" → "gozk-queue"), for commands that take an algorithm's name
+// on their command line.
+func RetiredAlgorithm(name string) (replacement string, ok bool) {
+	replacement, ok = retiredZK[name]
+	return replacement, ok
+}
+
+// retireZK rewrites what the scenario says in the retired model's words
+// into the ensemble's, recording each change in s.renamed (warnings), and
+// reports the settings that have no equivalent. It changes nothing in a
+// scenario that names no retired algorithm, and nothing the second time.
+// The params and the server's name are translated when the scenario's own
+// algorithm is a retired one (they are its settings); a retired name in
+// compare is only renamed.
+func (s *Scenario) retireZK() Errors {
+	for i, a := range s.Compare {
+		if r, ok := retiredZK[a]; ok {
+			field := fmt.Sprintf("compare[%d]", i)
+			s.renamed = append(s.renamed, s.fieldErr(field, "%s was the retired single-server ZooKeeper model; comparing with %s, the same recipe on the real go-zookeeper client", a, r))
+			s.Compare[i] = r
+		}
 	}
+	r, ok := retiredZK[s.Algorithm]
+	if !ok {
+		return nil
+	}
+	s.renamed = append(s.renamed, s.fieldErr("algorithm", "%s was the retired single-server ZooKeeper model; running %s, the same recipe on the real go-zookeeper client, on a one-server ensemble (zk1)", s.Algorithm, r))
+	s.Algorithm = r
+	var errs Errors
+	if s.Params == nil {
+		s.Params = map[string]string{}
+	}
+	if _, ok := s.Params["zk_servers"]; !ok {
+		s.Params["zk_servers"] = "1"
+	}
+	if v, ok := s.Params["stop_on_suspended"]; ok {
+		if _, both := s.Params["stop_on_disconnect"]; both {
+			errs = append(errs, s.fieldErr("params.stop_on_suspended", "is stop_on_disconnect on the go-zookeeper recipes, which this file also sets; keep one"))
+		} else {
+			delete(s.Params, "stop_on_suspended")
+			s.Params["stop_on_disconnect"] = v
+			s.renamed = append(s.renamed, s.fieldErr("params.stop_on_suspended", "read as stop_on_disconnect (go-zookeeper's Disconnected is Curator's SUSPENDED)"))
+		}
+	}
+	switch v, ok := s.Params["fencing"]; {
+	case !ok:
+	case v == "none" || v == "sequence":
+		// A go-zookeeper recipe's lease always carries its node's
+		// sequence number + 1; resource.fencing decides whether the store
+		// checks it.
+		delete(s.Params, "fencing")
+		s.renamed = append(s.renamed, s.fieldErr("params.fencing", "dropped: a go-zookeeper recipe's lease always carries its node's sequence number + 1 as its fencing token (resource.fencing decides whether the store checks it)"))
+	default:
+		delete(s.Params, "fencing") // refused here, not again as unread
+		errs = append(errs, s.fieldErr("params.fencing", "the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with %q; remove params.fencing and set resource.fencing: \">\"", v))
+	}
+	switch v, ok := s.Params["guid_protection"]; {
+	case !ok:
+	case v == "true":
+		delete(s.Params, "guid_protection")
+		s.renamed = append(s.renamed, s.fieldErr("params.guid_protection", "dropped: the go-zookeeper queue recipes always protect their node names"))
+	default:
+		delete(s.Params, "guid_protection")
+		errs = append(errs, s.fieldErr("params.guid_protection", "the go-zookeeper queue recipes always protect their node names; for the recipe that loses its node after an unanswered lookup write algorithm: gozk-queue-naive and remove params.guid_protection"))
+	}
+	if _, ok := s.Params["request_timeout"]; ok {
+		delete(s.Params, "request_timeout")
+		errs = append(errs, s.fieldErr("params.request_timeout", "go-zookeeper waits for a reply as long as its read timeout, 2/3 of the session timeout, and cannot be told otherwise; remove params.request_timeout (params.session_timeout sets both)"))
+	}
+	if _, ok := s.Params["lost_after"]; ok {
+		if _, on := s.Params["replace_handle_on_lost"]; !on {
+			delete(s.Params, "lost_after")
+			errs = append(errs, s.fieldErr("params.lost_after", "go-zookeeper has no LOST timer of its own; Curator's (a new session lost_after after the connection is lost) is params.replace_handle_on_lost: \"true\" with params.lost_after, on gozk-queue or gozk-queue-naive"))
+		}
+	}
+	for i := range s.Faults {
+		f := &s.Faults[i]
+		field := fmt.Sprintf("faults[%d]", i)
+		for _, p := range []struct {
+			name string
+			v    *string
+		}{{"target", &f.Target}, {"node", &f.Node}, {"client", &f.Client}} {
+			if *p.v == retiredZKServer {
+				*p.v = "zk1"
+				s.renamed = append(s.renamed, s.fieldErr(field+"."+p.name, "the ZooKeeper server zk is zk1 in the one-server ensemble"))
+			}
+		}
+		if f.After != nil && f.After.Node == retiredZKServer {
+			f.After.Node = "zk1"
+			s.renamed = append(s.renamed, s.fieldErr(field+".after.node", "the ZooKeeper server zk is zk1 in the one-server ensemble"))
+		}
+		for g, group := range f.Groups {
+			if j := slices.Index(group, retiredZKServer); j >= 0 {
+				group[j] = "zk1"
+				s.renamed = append(s.renamed, s.fieldErr(fmt.Sprintf("%s.groups[%d][%d]", field, g, j), "the ZooKeeper server zk is zk1 in the one-server ensemble"))
+			}
+		}
+	}
+	return errs
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,99 @@ expect:
 	}
 	if zkMetric(t, r.Metrics, "sessions_expired") != 0 || zkMetric(t, r.Metrics, "watch_notifications") < 1 {
 		t.Fatalf("metrics %+v", r.Metrics)
+	}
+}
+
+// Issue 21 item 5: the single-server ZooKeeper model is retired. A file
+// written for it (zk-queue, stop_on_suspended, fencing: sequence, the
+// server named zk) runs the go-zookeeper recipe on a one-server ensemble,
+// exactly as the catalogue's own file in the new words does, and says
+// what it translated, each with its place.
+func TestRetiredZooKeeperNamesRunOnTheEnsemble(t *testing.T) {
+	bubblehost.Bind(t)
+	old := `id: zk-suspended-vs-lost-fixed
+algorithm: zk-queue
+ttl: 6s
+params:
+  session_timeout: 6s
+  stop_on_suspended: "true"
+  fencing: sequence
+  guid_protection: "true"
+clients:
+  count: 2
+  cycles: 1
+  work: 100ms
+  each:
+    c1: {start: 0s, work: 12s}
+    c2: {start: 50ms..100ms, work: 5s}
+duration: 40s
+faults:
+  - kind: partition
+    groups: [[c1], [zk]]
+    at: 1s
+    duration: 15s
+expect:
+  mutual_exclusion: ok
+  resource: ok
+  liveness: ok
+`
+	sc, err := Parse("old.yaml", []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Algorithm != "gozk-queue" || sc.Params["zk_servers"] != "1" || sc.Params["stop_on_disconnect"] != "true" || sc.Faults[0].Groups[1][0] != "zk1" {
+		t.Fatalf("translated to %s %v %v", sc.Algorithm, sc.Params, sc.Faults[0].Groups)
+	}
+	for _, k := range []string{"stop_on_suspended", "fencing", "guid_protection"} {
+		if _, ok := sc.Params[k]; ok {
+			t.Errorf("params.%s kept", k)
+		}
+	}
+	var warned []string
+	for _, w := range sc.Warnings {
+		warned = append(warned, w.Error())
+	}
+	for _, want := range []string{
+		"old.yaml:2:12: algorithm: zk-queue was the retired single-server ZooKeeper model; running gozk-queue, the same recipe on the real go-zookeeper client, on a one-server ensemble (zk1)",
+		"old.yaml:6:22: params.stop_on_suspended: read as stop_on_disconnect",
+		"old.yaml:7:12: params.fencing: dropped",
+		"old.yaml:8:20: params.guid_protection: dropped",
+		"old.yaml:19:21: faults[0].groups[1][0]: the ZooKeeper server zk is zk1 in the one-server ensemble",
+	} {
+		if !slices.ContainsFunc(warned, func(w string) bool { return strings.HasPrefix(w, want) }) {
+			t.Errorf("no warning %q in\n%s", want, strings.Join(warned, "\n"))
+		}
+	}
+	// Validating again translates nothing twice and keeps the warnings.
+	if err := sc.Validate(); err != nil || len(sc.Warnings) != len(warned) {
+		t.Fatalf("second Validate: %v, %d warnings (want %d)", err, len(sc.Warnings), len(warned))
+	}
+	now := mustGet(t, "zk-suspended-vs-lost-fixed")
+	a, b := mustRun(t, sc, 1, Options{}), mustRun(t, now, 1, Options{})
+	if a.TraceSHA256 != b.TraceSHA256 || a.Report.Verdict != b.Report.Verdict || !a.Matches() {
+		t.Fatalf("the old file ran %s (%+v, matches %v); the catalogue's %s (%+v)", a.TraceSHA256, a.Report.Verdict, a.Matches(), b.TraceSHA256, b.Report.Verdict)
+	}
+
+	// compare: entries are renamed too.
+	cmp, err := Parse("cmp.yaml", []byte("id: h\nalgorithm: zk-simple\nttl: 6s\nclients: {count: 3, cycles: 1}\ncompare: [zk-queue-naive]\n"))
+	if err != nil || cmp.Algorithm != "gozk-simple" || cmp.Compare[0] != "gozk-queue-naive" {
+		t.Fatalf("compare: %v %+v", err, cmp)
+	}
+}
+
+// A setting of the retired model that the go-zookeeper recipes have no
+// equivalent for is refused with its place and what to write instead.
+func TestRetiredZooKeeperSettingsWithoutEquivalentNameTheReplacement(t *testing.T) {
+	const head = "id: x\nalgorithm: zk-queue\nttl: 6s\nclients: {count: 2}\nparams:\n"
+	for _, c := range []struct{ param, want string }{
+		{`guid_protection: "false"`, `x.yaml:6:20: params.guid_protection: the go-zookeeper queue recipes always protect their node names; for the recipe that loses its node after an unanswered lookup write algorithm: gozk-queue-naive and remove params.guid_protection`},
+		{`fencing: zxid`, `x.yaml:6:12: params.fencing: the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with "zxid"; remove params.fencing and set resource.fencing: ">"`},
+		{`request_timeout: 4s`, `x.yaml:6:20: params.request_timeout: go-zookeeper waits for a reply as long as its read timeout, 2/3 of the session timeout, and cannot be told otherwise; remove params.request_timeout (params.session_timeout sets both)`},
+		{`lost_after: 6s`, `x.yaml:6:15: params.lost_after: go-zookeeper has no LOST timer of its own; Curator's (a new session lost_after after the connection is lost) is params.replace_handle_on_lost: "true" with params.lost_after, on gozk-queue or gozk-queue-naive`},
+	} {
+		_, err := Parse("x.yaml", []byte(head+"  "+c.param+"\n"))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %s", c.param, err, c.want)
+		}
 	}
 }

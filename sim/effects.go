@@ -27,6 +27,7 @@ import (
 //	gone               DEL key
 //	string changed     SET key value [PXAT ms]
 //	hash changed       HSET key field value … / HDEL key field …
+//	sorted set changed ZADD key score member … / ZREM key member …
 //	only expiry moved  PEXPIREAT key ms   (PERSIST key when removed)
 //
 // On a replica that followed the stream from the start this gives exactly
@@ -38,9 +39,9 @@ import (
 
 // keyState is one key as the effect stream last described it.
 type keyState struct {
-	kind     string            // "string", "hash", or another Redis type (propagated raw)
+	kind     string            // "string", "hash", "zset", or another Redis type (propagated raw)
 	value    string            // string value
-	fields   map[string]string // hash fields
+	fields   map[string]string // hash fields; a sorted set's members and their scores
 	expireAt time.Duration     // absolute expiry on the node's clock, whole milliseconds since Epoch; 0: none
 }
 
@@ -75,6 +76,16 @@ func (n *RedisNode) readKey(k string) (keyState, bool) {
 		s.fields = make(map[string]string, len(fields))
 		for _, f := range fields {
 			s.fields[f] = mr.HGet(k, f)
+		}
+	case "zset":
+		// A permit-expiring semaphore's leases (algorithms/
+		// semaphore_expirable.go): scripts change them with ZADD and ZREM,
+		// and Redis propagates exactly those.
+		members, _ := mr.ZMembers(k)
+		s.fields = make(map[string]string, len(members))
+		for _, m := range members {
+			score, _ := mr.ZScore(k, m)
+			s.fields[m] = strconv.FormatFloat(score, 'f', -1, 64)
 		}
 	}
 	if n.master != nil {
@@ -145,7 +156,7 @@ func (n *RedisNode) propagate(raw []string) {
 		case had && has && old.equal(cur):
 			continue
 		}
-		if has && cur.kind != "string" && cur.kind != "hash" {
+		if has && !rebuilt[cur.kind] {
 			if !rawSent {
 				n.emit(absoluteExpiry(raw, n.Clock.Local(n.w.now)))
 				rawSent = true // the raw command carries every key's change
@@ -162,6 +173,10 @@ func (n *RedisNode) propagate(raw []string) {
 		}
 	}
 }
+
+// rebuilt are the key types the effect stream rebuilds from their state;
+// others are propagated as the raw command.
+var rebuilt = map[string]bool{"string": true, "hash": true, "zset": true}
 
 // allKeys is the union of the dataset's keys and the shadow's, sorted.
 func (n *RedisNode) allKeys() []string {
@@ -211,6 +226,26 @@ func rebuild(k string, old keyState, had bool, cur keyState, has bool) [][]strin
 		}
 		if len(del) > 0 {
 			out = append(out, append([]string{"HDEL", k}, del...))
+		}
+	case "zset":
+		var add, rem []string
+		for _, m := range sortedFields(cur.fields) {
+			if v, ok := old.fields[m]; !had || !ok || v != cur.fields[m] {
+				add = append(add, cur.fields[m], m)
+			}
+		}
+		if had {
+			for _, m := range sortedFields(old.fields) {
+				if _, ok := cur.fields[m]; !ok {
+					rem = append(rem, m)
+				}
+			}
+		}
+		if len(add) > 0 {
+			out = append(out, append([]string{"ZADD", k}, add...))
+		}
+		if len(rem) > 0 {
+			out = append(out, append([]string{"ZREM", k}, rem...))
 		}
 	}
 	oldExp := old.expireAt

@@ -323,6 +323,12 @@ type ClientOptions struct {
 	// LibraryRetries keeps go-redis's default retry policy (3 retries with
 	// backoff): a command whose reply is lost is sent again. Off by default.
 	LibraryRetries bool
+	// Direct hands each command from go-redis to the simulated node
+	// without RESP framing on the client side (redis_direct.go): same
+	// messages, same faults, same replies, a fraction of the cost. It is
+	// taken only where it is proven to change nothing (no library
+	// retries, no bubble); elsewhere the client keeps the wire path.
+	Direct bool
 }
 
 // NewClient returns an unmodified go-redis client whose connections run over
@@ -352,22 +358,34 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		// classify the endpoint: a real network access, and a stall of seconds
 		// where DNS is unreachable.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		// The dialer never fails: a failed dial makes go-redis retry on real
-		// timers. Refusal is modelled by the conn itself.
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if n.w.b != nil {
-				n.w.enter("dial " + host.Name)
-				defer n.w.leave()
-			}
-			target := n.masterFor(host.Name)
-			c := &redisConn{node: target, host: host, timeout: o.Timeout, readTimeout: o.Timeout, id: n.w.Net.NewConn()}
-			target.conns = append(target.conns, c)
-			if n.w.b != nil {
-				c.bubbleDial()
-			}
-			n.w.Record(host.Name, event.Event{Kind: event.ConnectionDialed, Node: target.Name, Client: host.Name})
-			return c, nil
-		},
+	}
+	dial := func() *redisConn {
+		target := n.masterFor(host.Name)
+		c := &redisConn{node: target, host: host, timeout: o.Timeout, readTimeout: o.Timeout, id: n.w.Net.NewConn()}
+		target.conns = append(target.conns, c)
+		if n.w.b != nil {
+			c.bubbleDial()
+		}
+		n.w.Record(host.Name, event.Event{Kind: event.ConnectionDialed, Node: target.Name, Client: host.Name})
+		return c
+	}
+	var direct *directPath
+	if o.Direct && !o.LibraryRetries && n.w.b == nil {
+		direct = &directPath{w: n.w, dial: dial}
+	}
+	// The dialer never fails: a failed dial makes go-redis retry on real
+	// timers. Refusal is modelled by the conn itself.
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if direct != nil {
+			// Commands the direct path leaves to go-redis travel on
+			// the same connection as the others (redis_direct.go).
+			return direct.dialFor(), nil
+		}
+		if n.w.b != nil {
+			n.w.enter("dial " + host.Name)
+			defer n.w.leave()
+		}
+		return dial(), nil
 	}
 	if o.LibraryRetries {
 		opt.MaxRetries = 0 // go-redis default: 3 retries
@@ -383,7 +401,11 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 			opt.MinRetryBackoff, opt.MaxRetryBackoff = -1, -1
 		}
 	}
-	return redis.NewClient(opt)
+	client := redis.NewClient(opt)
+	if direct != nil {
+		client.AddHook(direct)
+	}
+	return client
 }
 
 // redisConn is the net.Conn go-redis dials: each RESP command written to it
@@ -551,11 +573,23 @@ func (c *redisConn) Read(b []byte) (int, error) {
 	if c.bb != nil {
 		return c.bubbleRead(b)
 	}
+	if err := c.await(); err != nil {
+		return 0, err
+	}
+	n := copy(b, c.rbuf)
+	c.rbuf = c.rbuf[n:]
+	return n, nil
+}
+
+// await blocks the calling process until reply bytes are there, the
+// connection is closed under it, or the read times out on the client's
+// own oscillator; it returns nil when c.rbuf holds bytes.
+func (c *redisConn) await() error {
 	w := c.node.w
 	if len(c.rbuf) == 0 && !c.closed {
 		p := w.current
 		if p == nil {
-			return 0, errors.New("simulated connection read outside a process")
+			return errors.New("simulated connection read outside a process")
 		}
 		c.waiter, c.waitID = p, p.prepark()
 		var timer *Event
@@ -566,19 +600,17 @@ func (c *redisConn) Read(b []byte) (int, error) {
 		timer.Cancel()
 		c.waiter = nil
 		if p.killed {
-			return 0, errConnClosed
+			return errConnClosed
 		}
 	}
 	if len(c.rbuf) > 0 {
-		n := copy(b, c.rbuf)
-		c.rbuf = c.rbuf[n:]
-		return n, nil
+		return nil
 	}
 	if c.closed {
-		return 0, io.EOF
+		return io.EOF
 	}
 	w.Record(c.host.Name, event.Event{Kind: event.ReplyTimeout, Node: c.node.Name, Client: c.host.Name})
-	return 0, timeoutError{}
+	return timeoutError{}
 }
 
 func (c *redisConn) Close() error {

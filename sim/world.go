@@ -83,6 +83,9 @@ type World struct {
 	Seed  uint64
 	Trace *Trace
 	Net   *Network
+	// DirectCommands counts the commands that took the direct path
+	// (redis_direct.go) instead of go-redis's wire path.
+	DirectCommands int
 
 	now     time.Duration
 	queue   eventQueue
@@ -110,6 +113,8 @@ type World struct {
 	cut       *Cut
 	// instantLimit is maxEventsPerInstant (tests lower it).
 	instantLimit int
+	// replayer decodes replies for the direct path (redis_direct.go).
+	replayer *replayClient
 }
 
 // New returns an empty world whose every random choice derives from seed.

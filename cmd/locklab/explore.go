@@ -155,6 +155,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return usagef("explore needs exactly one algorithm (one of %s), got %d arguments", strings.Join(algorithms.Names(), ", "), len(pos))
 	}
 	alg := pos[0]
+	if r, ok := scenarios.RetiredAlgorithm(alg); ok {
+		return usagef("%s was the retired single-server ZooKeeper model; explore %s, the same recipe on the real go-zookeeper client", alg, r)
+	}
 	if _, err := algorithms.Lookup(alg); err != nil {
 		msg := fmt.Sprintf("unknown algorithm %q; expected one of %s", term(alg, false), strings.Join(algorithms.Names(), ", "))
 		if d := scenarios.DidYouMean(alg, algorithms.Names()); d != "" {

@@ -93,6 +93,10 @@ func TestExploreBadInput(t *testing.T) {
 		{[]string{"explore", "redlock", "--faults", "cosmic-rays"}, "cosmic-rays"},
 		{[]string{"explore", "redlock", "--runs", "0"}, "--runs: expected a number of runs >= 1"},
 		{[]string{"explore", "redlock", "--time", "soon"}, "--time: expected a duration"},
+		// Issue 21: the single-server ZooKeeper model is retired; its
+		// names say what replaced them.
+		{[]string{"explore", "zk-queue"}, "zk-queue was the retired single-server ZooKeeper model; explore gozk-queue, the same recipe on the real go-zookeeper client"},
+		{[]string{"matrix", "--algorithms", "zk-simple"}, "--algorithms: zk-simple was the retired single-server ZooKeeper model; its replacement gozk-simple runs the real go-zookeeper client"},
 	} {
 		code, _, stderr := runCLI(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

@@ -27,13 +27,10 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     verify_ownership: "true"      #   read the key back when SET NX says busy
     wait_replicas: "1"            #   SET NX PX locks: WAIT for this many replicas
     wait_timeout: 100ms           #   after acquiring (held only if they acked)
-    session_timeout: 6s           #   ZooKeeper: the session the clients ask for
-    lost_after: 6s                #   ZooKeeper: SUSPENDED turns LOST after this
-    guid_protection: "true"       #   zk-queue: find its own node after a lost reply
-    stop_on_suspended: "false"    #   zk-queue: stop holding on SUSPENDED, not LOST
-    # fencing for zk-queue is "sequence" or "zxid" (the znode's numbers)
     # gozk-* algorithms (the real go-zookeeper client, backend
-    # zookeeper-ensemble; servers zk1..zkN, client ci dials zk((i-1) mod N + 1)):
+    # zookeeper-ensemble; servers zk1..zkN, client ci dials zk((i-1) mod N + 1);
+    # a lease carries its znode's sequence + 1 as its fencing token):
+    session_timeout: 6s           #   the session the clients ask for
     zk_servers: "3"               #   1, 3 or 5 servers; zkN leads first
     election_time: 400ms          #   an election, once the leader is lost
     tick_time: 2s                 #   ZooKeeper's tickTime
@@ -43,6 +40,10 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     replace_handle_on_lost: "true" #  gozk-queue(-naive), as Curator: LOST after
                                   #   lost_after (default session/3) past
                                   #   Disconnected, then a new handle (CURATOR-604)
+    lost_after: 2s                #   with replace_handle_on_lost: that delay
+    # Files naming the retired single-server zk-simple, zk-queue or
+    # zk-queue-naive run the gozk-* recipe of the same name on one server
+    # (zk1), with a warning for each name translated.
   nodes:                          # Redis nodes, by name or in full:
     - A
     - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica

@@ -361,6 +361,9 @@ func parseAlgorithms(list string) ([]string, error) {
 		if name == "" {
 			continue
 		}
+		if r, ok := scenarios.RetiredAlgorithm(strings.TrimSuffix(name, "+fencing")); ok {
+			return nil, usagef("--algorithms: %s was the retired single-server ZooKeeper model; its replacement %s runs the real go-zookeeper client, which the matrix does not table (its faults are tabled by the go-zookeeper × fault test; run a scenario or locklab explore %s)", name, r, r)
+		}
 		if _, err := algorithms.Lookup(strings.TrimSuffix(name, "+fencing")); err != nil {
 			return nil, usagef("--algorithms: unknown algorithm %q; expected a comma-separated list of %s", name, strings.Join(scenarios.MatrixRows(), ", "))
 		}

@@ -3,39 +3,48 @@ package main
 // The mutation gate (issue 10, item 6). Each mutant in
 // testdata/mutants/mutants.yaml is one realistic implementation mistake: a
 // file, an exact snippet of it and what the snippet becomes. The test builds
-// the CLI once per mutant with `go build -overlay` — the mutated file lives in
-// a temporary directory, the tree is never touched — and runs the whole
-// catalogue (`locklab run ID --json` for every id of `locklab list --json`),
-// plus any bounded explorations the mutant lists, until one run kills it:
-// the scenario the mutant names as its killer first, so a mutant costs its
-// build and usually one run. Mutants are built and run GOMAXPROCS at a
-// time. A mutant is killed when
-// some run's matches_expectation becomes false, a run exits with an error
-// (or hangs past a generous guard), or a listed exploration finds a
-// violation that the unmutated tree does not. Every mutant must be killed:
-// a survivor means the catalogue cannot tell that mistake from correct
-// code, and the fix is a scenario that can.
+// the gate's runner (internal/mutantrun) once per mutant with `go build
+// -overlay` — the mutated file lives in a temporary directory, the tree is
+// never touched — and the runner judges catalogue scenarios in its own
+// process, one after another, exactly as `locklab run ID --json` does,
+// until one run kills the mutant: the scenario the mutant names as its
+// killer first, then the rest of the catalogue, so a mutant usually costs
+// its build and one run. The runner links package scenarios and nothing
+// above it: the reports, the CLI and their dependencies are not rebuilt or
+// linked per mutant (issue 19: that was most of a mutant's cost). A mutant
+// the catalogue does not kill is then built as the whole CLI, and the
+// bounded explorations it lists run with it. Mutants are built and run
+// GOMAXPROCS at a time. A mutant is killed when some run's verdict does
+// not match its expectation, a run ends in an error or a panic (or hangs
+// past a generous guard), or a listed exploration finds a violation that
+// the unmutated tree does not. Every mutant must be killed: a survivor
+// means the catalogue cannot tell that mistake from correct code, and the
+// fix is a scenario that can.
 //
 // Equivalent mutants (no run can tell them apart from the original) are
 // listed in the same file with the reason and are not built; their snippets
 // must still be found, so a refactor cannot silently turn the listing stale.
 //
+// scripts/test.sh runs the gate as a step of its own, after the race pass
+// (which skips it): its work is in the builds and runs of subprocesses, and
+// -race on the test binary that drives them buys nothing.
+//
 //	go test ./cmd/locklab -run TestMutants -v                 # the table
 //	LOCKLAB_MUTANTS=quorum-half,zk-lexical-sort go test ...   # a few of them
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,97 +177,128 @@ func goTool(t *testing.T) string {
 	return ""
 }
 
-// buildCLI builds cmd/locklab into dir/name, with overlay (a path to an
-// overlay JSON file) when not empty.
-func buildCLI(goBin, root, dir, name, overlay string) (string, error) {
+// The packages the gate builds: its runner for every mutant, the whole CLI
+// only for explorations (`locklab explore`).
+const (
+	runnerPkg = "./cmd/locklab/internal/mutantrun"
+	cliPkg    = "./cmd/locklab"
+)
+
+// build builds pkg into dir/name, with overlay (a path to an overlay JSON
+// file) when not empty.
+func build(goBin, root, dir, name, overlay, pkg string) (string, error) {
 	out := filepath.Join(dir, name)
 	// No symbol table or DWARF: the binary only runs, and linking is a
 	// large part of rebuilding a mutant. A mutated function body changes
-	// its package's export data, so every package above it recompiles too;
+	// its package's archive, so every package above it recompiles too;
 	// without optimization and inlining (-N -l) the compiler does about
 	// half the work (measured: 11.3 s against 5.8 s for a mutant of
 	// sim/resource.go). It changes how fast a run goes, never what it
 	// does: a run is a deterministic simulation, and the catalogue's runs
-	// take milliseconds either way. The unmutated build uses the same
+	// take milliseconds either way. The unmutated builds use the same
 	// flags, so the standard library and the dependencies are compiled
-	// once and shared through the build cache.
+	// once and shared through the build cache (an overlay only changes
+	// the action ids of the mutated package and those above it).
 	args := []string{"build", "-gcflags=github.com/locklab/locklab/...=-N -l", "-ldflags=-s -w", "-o", out}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
-	args = append(args, "./cmd/locklab")
+	args = append(args, pkg)
 	cmd := exec.Command(goBin, args...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, stderr.String())
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
 	}
 	return out, nil
 }
 
-// outcome is what one run of the CLI said.
+// outcome is what one run said: a catalogue scenario judged by the runner,
+// or an exploration by the CLI.
 type outcome struct {
-	run    string // "run ID" or "explore ARGS"
+	run    string // the scenario id, or "explore ARGS"
 	killed bool
 	why    string
 }
 
-type runJSON struct {
-	Scenario           string            `json:"scenario"`
-	Verdict            map[string]string `json:"verdict"`
-	Expected           map[string]string `json:"expected"`
-	MatchesExpectation bool              `json:"matches_expectation"`
-	Metrics            map[string]any    `json:"metrics"`
-}
-
-// runScenario runs one catalogue scenario with the CLI at bin.
-func runScenario(bin, id string) outcome {
-	o := outcome{run: id}
-	code, stdout, stderr, hung := runBin(bin, "run", id, "--json")
-	var r runJSON
-	switch {
-	case hung:
-		o.killed, o.why = true, "hang"
-	case code == 2 || (code != 0 && code != 1):
-		o.killed, o.why = true, "error: "+firstLine(stderr)
-	case json.Unmarshal(stdout, &r) != nil:
-		o.killed, o.why = true, "error: output is not JSON: "+firstLine(string(stdout))
-	case !r.MatchesExpectation || code != 0:
-		o.killed, o.why = true, mismatch(r)
+// runCatalogue runs the scenarios ids, in that order, in one process of
+// the runner at bin, and returns one outcome per id it judged: up to and
+// including the first kill, or every id when all is set. A run that
+// prints nothing for runGuard is a hang; a process that ends before
+// judging every id (a panic outside the run's goroutine, an os.Exit)
+// kills the first id it did not judge. Which outcomes come back depends
+// only on what the runs did.
+func runCatalogue(bin string, ids []string, all bool) []outcome {
+	args := ids
+	if all {
+		args = append([]string{"-all"}, ids...)
 	}
-	return o
-}
-
-// mismatch names the verdicts that differ from the expectation.
-func mismatch(r runJSON) string {
-	var diffs []string
-	for _, k := range slices.Sorted(maps.Keys(r.Expected)) {
-		want := r.Expected[k]
-		got, ok := r.Verdict[k]
-		if !ok {
-			// A bound on a metric (at_most): "<= N".
-			got = fmt.Sprint(r.Metrics[k])
-			if strings.HasPrefix(want, "<= ") {
-				if n, err := strconv.ParseFloat(want[3:], 64); err == nil {
-					if v, isNum := r.Metrics[k].(float64); isNum && v <= n {
-						continue
-					}
-				}
-			}
-		} else if got == want {
-			continue
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = filepath.Dir(bin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return []outcome{{run: ids[0], killed: true, why: "error: " + err.Error()}}
+	}
+	lines := make(chan []byte)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- bytes.Clone(sc.Bytes())
 		}
-		diffs = append(diffs, fmt.Sprintf("%s %s (expected %s)", k, got, want))
+		io.Copy(io.Discard, stdout)
+	}()
+	var out []outcome
+	guard := time.NewTimer(runGuard)
+	defer guard.Stop()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				werr := cmd.Wait()
+				if len(out) == len(ids) || (len(out) > 0 && out[len(out)-1].killed && !all) {
+					return out
+				}
+				why := "error: " + firstLine(stderr.String())
+				if strings.TrimSpace(stderr.String()) == "" {
+					why = fmt.Sprintf("error: the runner ended (%v) before judging it", werr)
+				}
+				return append(out, outcome{run: ids[len(out)], killed: true, why: why})
+			}
+			var o struct {
+				Run    string `json:"run"`
+				Killed bool   `json:"killed"`
+				Why    string `json:"why"`
+			}
+			if err := json.Unmarshal(line, &o); err != nil || len(out) == len(ids) || o.Run != ids[len(out)] {
+				cmd.Process.Kill()
+				for range lines {
+				}
+				cmd.Wait()
+				id := ids[min(len(out), len(ids)-1)]
+				return append(out, outcome{run: id, killed: true, why: "error: the runner printed " + firstLine(string(line))})
+			}
+			out = append(out, outcome{run: o.Run, killed: o.Killed, why: o.Why})
+			guard.Reset(runGuard)
+		case <-guard.C:
+			cmd.Process.Kill()
+			for range lines {
+			}
+			cmd.Wait()
+			return append(out, outcome{run: ids[len(out)], killed: true, why: "hang"})
+		}
 	}
-	if len(diffs) == 0 {
-		return "does not match its expectation"
-	}
-	return strings.Join(diffs, ", ")
 }
 
-// runExploration runs a bounded exploration; it kills when it finds a violation
-// (exit 1) and errs on anything but 0 or 1.
+// runExploration runs a bounded exploration with the CLI at bin; it kills
+// when it finds a violation (exit 1) and errs on anything but 0 or 1.
 func runExploration(bin, dir string, args []string) outcome {
 	o := outcome{run: "explore " + strings.Join(args, " ")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -312,59 +352,56 @@ func firstLine(s string) string {
 	return s
 }
 
-// catalogueIDs asks the CLI for every catalogue id.
-func catalogueIDs(t *testing.T, bin string) []string {
+// catalogueIDs is every catalogue id, in the catalogue's order.
+func catalogueIDs(t *testing.T) []string {
 	t.Helper()
-	code, out, stderr, _ := runBin(bin, "list", "--json")
-	if code != 0 {
-		t.Fatalf("locklab list --json: exit %d: %s", code, stderr)
-	}
-	var list []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatalf("locklab list --json: %v", err)
+	all, err := scenarios.Catalogue()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var ids []string
-	for _, s := range list {
+	for _, s := range all {
 		ids = append(ids, s.ID)
 	}
 	if len(ids) == 0 {
-		t.Fatal("locklab list --json: no scenarios")
+		t.Fatal("the catalogue is empty")
 	}
 	return ids
 }
 
-// runAll runs the catalogue and then the explorations with the CLI at bin,
-// in batches of GOMAXPROCS parallel processes, and returns the outcomes in
-// a fixed order (catalogue order, then explorations).
-func runAll(bin, dir string, ids []string, explore [][]string) []outcome {
-	jobs := len(ids) + len(explore)
-	out := make([]outcome, jobs)
-	batch := runtime.GOMAXPROCS(0)
-	for from := 0; from < jobs; from += batch {
-		var wg sync.WaitGroup
-		for i := from; i < min(from+batch, jobs); i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if i < len(ids) {
-					out[i] = runScenario(bin, ids[i])
-				} else {
-					out[i] = runExploration(bin, filepath.Join(dir, fmt.Sprint("explore-", i)), explore[i-len(ids)])
-				}
-			}()
+// judgeOriginal runs the whole catalogue with the unmutated runner at
+// runner, in GOMAXPROCS processes side by side, and the explorations with
+// the unmutated CLI at cli, GOMAXPROCS at a time; it returns every outcome
+// in a fixed order (catalogue order, then explorations).
+func judgeOriginal(runner, cli, dir string, ids []string, explore [][]string) []outcome {
+	parts := max(1, runtime.GOMAXPROCS(0))
+	size := (len(ids) + parts - 1) / parts
+	var chunks [][]string
+	for from := 0; from < len(ids); from += size {
+		chunks = append(chunks, ids[from:min(from+size, len(ids))])
+	}
+	judged := make([][]outcome, len(chunks))
+	explored := make([]outcome, len(explore))
+	var wg sync.WaitGroup
+	for i, c := range chunks {
+		wg.Go(func() { judged[i] = runCatalogue(runner, c, true) })
+	}
+	wg.Wait()
+	for from := 0; from < len(explore); from += parts {
+		for i := from; i < min(from+parts, len(explore)); i++ {
+			wg.Go(func() { explored[i] = runExploration(cli, filepath.Join(dir, fmt.Sprint("explore-", i)), explore[i]) })
 		}
 		wg.Wait()
 	}
-	return out
+	return append(slices.Concat(judged...), explored...)
 }
 
-// hunt runs a mutant's CLI until something kills it: its named killer
-// first, then the rest of the catalogue in order, then its explorations,
-// one process at a time (the gate runs several mutants at once instead).
-// Which runs were made, and so the table, depends only on the outcomes.
-func hunt(bin, dir string, m mutant, ids []string) []outcome {
+// hunt judges a mutant until something kills it: its named killer first,
+// then the rest of the catalogue in order, all in one runner process; then,
+// only when none of them killed it, its explorations with a CLI built with
+// the same overlay. Which runs were made, and so the table, depends only
+// on the outcomes.
+func hunt(goBin, root, runner, overlay, dir string, m mutant, ids []string) ([]outcome, error) {
 	var order []string
 	if m.Killer != "" {
 		order = append(order, m.Killer)
@@ -374,44 +411,50 @@ func hunt(bin, dir string, m mutant, ids []string) []outcome {
 			order = append(order, id)
 		}
 	}
-	for _, id := range order {
-		if o := runScenario(bin, id); o.killed {
-			return []outcome{o}
-		}
+	if out := runCatalogue(runner, order, false); len(out) > 0 && out[len(out)-1].killed {
+		return out[len(out)-1:], nil
+	}
+	if len(m.Explore) == 0 {
+		return nil, nil
+	}
+	cli, err := build(goBin, root, dir, "locklab", overlay, cliPkg)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: mutant %s does not compile: %v", mutantsFile, m.line, m.ID, err)
 	}
 	for i, args := range m.Explore {
-		if o := runExploration(bin, filepath.Join(dir, fmt.Sprint("explore-", i)), args); o.killed {
-			return []outcome{o}
+		if o := runExploration(cli, filepath.Join(dir, fmt.Sprint("explore-", i)), args); o.killed {
+			return []outcome{o}, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
-// buildMutant writes m's mutated file into dir and builds the CLI with it
-// through an overlay; the tree is never touched.
-func buildMutant(goBin, root, dir string, m mutant) (string, error) {
+// buildMutant writes m's mutated file into dir and builds the runner with
+// it through an overlay; the tree is never touched. It returns the runner
+// and the overlay, for a CLI build should the mutant need explorations.
+func buildMutant(goBin, root, dir string, m mutant) (runner, overlay string, err error) {
 	src, err := m.mutate(root)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	mutated := filepath.Join(dir, filepath.Base(m.File))
-	overlay := filepath.Join(dir, "overlay.json")
+	overlay = filepath.Join(dir, "overlay.json")
 	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, m.File): mutated}})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := os.WriteFile(mutated, src, 0o644); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
-		return "", err
+		return "", "", err
 	}
-	bin, err := buildCLI(goBin, root, dir, "locklab", overlay)
+	runner, err = build(goBin, root, dir, "mutantrun", overlay, runnerPkg)
 	if err != nil {
 		// A mutant must compile: one that does not proves nothing.
-		return "", fmt.Errorf("%s:%d: mutant %s does not compile: %v", mutantsFile, m.line, m.ID, err)
+		return "", "", fmt.Errorf("%s:%d: mutant %s does not compile: %v", mutantsFile, m.line, m.ID, err)
 	}
-	return bin, nil
+	return runner, overlay, nil
 }
 
 func TestMutantsAreKilled(t *testing.T) {
@@ -447,16 +490,22 @@ func TestMutantsAreKilled(t *testing.T) {
 	dir := t.TempDir()
 
 	// The unmutated tree must pass everything the mutants are judged by.
-	base, err := buildCLI(goBin, root, dir, "locklab-original", "")
+	baseRunner, err := build(goBin, root, dir, "mutantrun-original", "", runnerPkg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := catalogueIDs(t, base)
+	ids := catalogueIDs(t)
 	var explorations [][]string
 	for _, m := range live {
 		explorations = append(explorations, m.Explore...)
 	}
-	for _, o := range runAll(base, dir, ids, explorations) {
+	var baseCLI string
+	if len(explorations) > 0 {
+		if baseCLI, err = build(goBin, root, dir, "locklab-original", "", cliPkg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range judgeOriginal(baseRunner, baseCLI, dir, ids, explorations) {
 		if o.killed {
 			t.Fatalf("the unmutated tree fails %s: %s; the gate cannot judge mutants against it", o.run, o.why)
 		}
@@ -481,10 +530,10 @@ func TestMutantsAreKilled(t *testing.T) {
 			for i := range next {
 				m := live[i]
 				mdir := filepath.Join(dir, m.ID)
-				bin, err := buildMutant(goBin, root, mdir, m)
+				runner, overlay, err := buildMutant(goBin, root, mdir, m)
 				r := result{m: m, err: err}
 				if err == nil {
-					r.killers = hunt(bin, mdir, m, ids)
+					r.killers, r.err = hunt(goBin, root, runner, overlay, mdir, m, ids)
 				}
 				results[i] = r
 			}
@@ -549,13 +598,15 @@ func TestMutantSnippets(t *testing.T) {
 	if _, err := twice.mutate(root); err == nil || !strings.Contains(err.Error(), "occurs") {
 		t.Errorf("ambiguous snippet: %v", err)
 	}
+	// One parse of the catalogue for all killers (scenarios.Get parses it
+	// whole at each call, which under -race cost most of this test).
+	ids := catalogueIDs(t)
 	for _, m := range ms {
-		if m.Killer == "" {
+		if m.Killer == "" || slices.Contains(ids, m.Killer) {
 			continue
 		}
-		if _, err := scenarios.Get(m.Killer); err != nil {
-			t.Errorf("%s:%d: mutant %s: killer %q is not a catalogue scenario: %v", mutantsFile, m.line, m.ID, m.Killer, err)
-		}
+		_, err := scenarios.Get(m.Killer)
+		t.Errorf("%s:%d: mutant %s: killer %q is not a catalogue scenario: %v", mutantsFile, m.line, m.ID, m.Killer, err)
 	}
 	areas := map[string]bool{}
 	for _, m := range ms {
@@ -568,5 +619,50 @@ func TestMutantSnippets(t *testing.T) {
 		if !areas[a] {
 			t.Errorf("no live mutant in area %q", a)
 		}
+	}
+}
+
+// TestRunCatalogueBlamesTheFirstUnjudgedRun: a runner that dies part-way
+// (a panic on another goroutine ends the whole process) kills the mutant
+// on the first scenario it did not judge, with its stderr as the reason;
+// one that prints something else than the next id's line is an error too.
+func TestRunCatalogueBlamesTheFirstUnjudgedRun(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to play a runner")
+	}
+	dir := t.TempDir()
+	fake := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!"+sh+"\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	crash := fake("crash", `echo '{"run":"a","killed":false}'; echo 'panic: boom' >&2; echo 'goroutine 7 [running]:' >&2; exit 2`)
+	got := runCatalogue(crash, []string{"a", "b", "c"}, false)
+	want := []outcome{{run: "a"}, {run: "b", killed: true, why: "error: panic: boom"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("crash: got %+v, want %+v", got, want)
+	}
+	kill := fake("kill", `echo '{"run":"a","killed":false}'; echo '{"run":"b","killed":true,"why":"liveness ok (expected violated)"}'`)
+	got = runCatalogue(kill, []string{"a", "b", "c"}, false)
+	want = []outcome{{run: "a"}, {run: "b", killed: true, why: "liveness ok (expected violated)"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("kill: got %+v, want %+v", got, want)
+	}
+	pass := fake("pass", `echo '{"run":"a","killed":false}'; echo '{"run":"b","killed":false}'`)
+	if got = runCatalogue(pass, []string{"a", "b"}, true); !slices.Equal(got, []outcome{{run: "a"}, {run: "b"}}) {
+		t.Errorf("pass: got %+v", got)
+	}
+	silent := fake("silent", `exit 0`)
+	got = runCatalogue(silent, []string{"a"}, false)
+	if len(got) != 1 || !got[0].killed || got[0].run != "a" || !strings.Contains(got[0].why, "before judging it") {
+		t.Errorf("silent: got %+v", got)
+	}
+	wrong := fake("wrong", `echo '{"run":"b","killed":false}'`)
+	got = runCatalogue(wrong, []string{"a", "b"}, false)
+	if len(got) != 1 || !got[0].killed || got[0].why != `error: the runner printed {"run":"b","killed":false}` {
+		t.Errorf("wrong order: got %+v", got)
 	}
 }

@@ -39,6 +39,9 @@ type userLock struct {
 	ttl     time.Duration
 	renews  bool
 	fencing bool
+	// mode is the client's declared hold, "read" or "write", for a
+	// reader-writer lock (RunReadWrite); it travels in the context.
+	mode string
 	// released ends the loss watcher of the current hold.
 	released chan struct{}
 }
@@ -54,7 +57,11 @@ func outside(env algorithms.Env, fn func()) {
 }
 
 func (u *userLock) ctx(env algorithms.Env) context.Context {
-	return context.WithValue(env.Context(), randKey{}, env.Rand())
+	ctx := context.WithValue(env.Context(), randKey{}, env.Rand())
+	if u.mode != "" {
+		ctx = context.WithValue(ctx, modeKey{}, u.mode)
+	}
+	return ctx
 }
 
 func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
@@ -122,7 +129,7 @@ func (u *userLock) Release(env algorithms.Env, l *algorithms.Lease) error {
 
 func (f Factory) algorithm(ttl time.Duration, renews, fencing bool) algorithms.Factory {
 	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
-		return &userLock{lock: f(c.Redis), ttl: ttl, renews: renews, fencing: fencing}, nil
+		return &userLock{lock: f(c.Redis), ttl: ttl, renews: renews, fencing: fencing, mode: p.Extra[algorithms.ParamMode]}, nil
 	}
 }
 
@@ -278,7 +285,7 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 		expect = Safe
 	}
 	if class == Failover && opt.Replicas == 0 {
-		t.Skip("locktest: failover needs Options.Replicas")
+		t.Skipf("locktest: %s: failover needs Options.Replicas", where(class, opt.caller))
 	}
 	file := failfile(t, class)
 	stop := make(chan struct{})
@@ -290,7 +297,7 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 		// already been reported with what blocked; say it once more and
 		// carry on with the next class instead of killing the test binary.
 		if r := recover(); r != nil {
-			t.Errorf("locktest: %s: goroutines of the lock outlived the runs (%v): stop them when the context passed to Lock is cancelled, or when Unlock is called. Still there:\n%s", class, r, sim.BlockedGoroutines(true))
+			t.Errorf("locktest: %s: goroutines of the lock outlived the runs (%v): stop them when the context passed to Lock is cancelled, or when Unlock is called. Still there:\n%s", where(class, opt.caller), r, sim.BlockedGoroutines(true))
 		}
 	}()
 	synctest.Test(t, func(t *testing.T) {
@@ -310,17 +317,17 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 		// unless a seed was asked for on the command line: then that
 		// seed's runs are what the user wants to see.
 		if _, err := os.Stat(file); err == nil && *flagSeed != 0 {
-			t.Logf("locktest: %s: exploring -locktest.seed=%d; the saved counterexample %s was not replayed (run without -locktest.seed to replay it)", class, *flagSeed, file)
+			t.Logf("locktest: %s: exploring -locktest.seed=%d; the saved counterexample %s was not replayed (run without -locktest.seed to replay it)", where(class, opt.caller), *flagSeed, file)
 		} else if sc, err := scenarios.Load(file); err == nil {
 			res, err := run(sc, true)
 			if err != nil {
-				t.Fatalf("locktest: %s: %v", file, err)
+				t.Fatalf("locktest: %s: %s: %v", where(class, opt.caller), file, err)
 			}
 			if prop := violated(res.Report.Verdict); prop != Safe {
 				judge(t, class, expect, opt.caller, finding{prop: prop, sc: sc, res: res, file: file, what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (delete it, or pass -locktest.seed, to explore)", file, opt.Seed)})
 				return
 			}
-			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", class, file)
+			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", where(class, opt.caller), file)
 		}
 		prepare := func(seed uint64) { seedProcessRandom(t, seed) }
 		var (
@@ -348,7 +355,7 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 			})
 		}
 		if err != nil {
-			t.Fatalf("locktest: %s: %v", class, err)
+			t.Fatalf("locktest: %s: %v", where(class, opt.caller), err)
 		}
 		if len(ex.Findings) == 0 {
 			judge(t, class, expect, opt.caller, finding{runs: ex.Runs, seed: opt.Seed})
@@ -362,7 +369,7 @@ func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, cl
 		sc.ID = fmt.Sprintf("locktest-%s-%s", strings.ReplaceAll(t.Name(), "/", "-"), class)
 		res, err := run(sc, true)
 		if err != nil {
-			t.Fatalf("locktest: %s: %v", class, err)
+			t.Fatalf("locktest: %s: %v", where(class, opt.caller), err)
 		}
 		saved := ""
 		if data, err := sc.Marshal(); err == nil {
@@ -410,6 +417,17 @@ func violated(v checker.Verdict) Outcome {
 	return o
 }
 
+// where names a class and the user's call of Run ("stall (Run at
+// lock_test.go:42)") at the head of every line a class logs: the class's
+// subtest has no frame of the user's, so testing's own file:line points
+// into this package whatever t.Helper says.
+func where(class Class, caller string) string {
+	if caller == "" {
+		return string(class)
+	}
+	return string(class) + " (Run at " + caller + ")"
+}
+
 // judge compares a class's finding with its expectation and logs or fails.
 // A class runs in a subtest of its own, so testing's file:line points into
 // this package whatever t.Helper says; each line names the user's call of
@@ -419,10 +437,7 @@ func judge(t *testing.T, class Class, expect Outcome, caller string, f finding) 
 	if observe != nil {
 		observe(t, class, f)
 	}
-	at := string(class)
-	if caller != "" {
-		at += " (Run at " + caller + ")"
-	}
+	at := where(class, caller)
 	if f.prop == Safe {
 		switch {
 		case expect == Safe || expect&Any != 0:
@@ -494,11 +509,11 @@ func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result
 		t.Fatalf("%v: %v", errNoReplay, err)
 	}
 	if want := "-" + string(class); !strings.HasSuffix(sc.ID, want) && !strings.HasSuffix(strings.TrimSuffix(file, ".yaml"), string(class)) {
-		t.Skipf("locktest: %s is not a %s counterexample", file, class)
+		t.Skipf("locktest: %s: %s is not a %s counterexample", where(class, caller), file, class)
 	}
 	res, err := run(sc, true)
 	if err != nil {
-		t.Fatalf("locktest: %s: %v", file, err)
+		t.Fatalf("locktest: %s: %s: %v", where(class, caller), file, err)
 	}
 	judge(t, class, expect, caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
 	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
@@ -510,7 +525,7 @@ func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result
 	if os.WriteFile(trace, []byte(tb.String()), 0o644) != nil {
 		trace = "(not written)"
 	}
-	t.Logf("locktest: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
+	t.Logf("locktest: %s: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", where(class, caller), file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
 }
 
 // stallLimit is how long, in real time, the kernel may make no progress

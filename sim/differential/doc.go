@@ -48,6 +48,16 @@
 //     Restart("always").
 //   - TestDifferentialExamples: fixed sequences whose replies, on both
 //     sides, must be the values Redis documents.
+//   - TestDifferentialWaitWithoutReplica, TestDifferentialWaitLaggingReplica and
+//     TestDifferentialMinReplicasRefusalAfterMaxLag: WAIT blocking until its
+//     timeout under go-redis's own deadline for it, and a master with
+//     min-replicas-to-write 1 accepting writes until its stopped replica's
+//     last ACK is older than min-replicas-max-lag.
+//   - TestDifferentialFailoverClientSwitch: go-redis's failover client
+//     across a failover voted by three real Sentinels
+//     (realredis.StartSentinels): the idle connection to the old master is
+//     dropped and the next command goes to the new master; a command
+//     waiting on the old master fails at the switch.
 //
 // A difference is shrunk by rapid and printed as the command list to paste
 // into redis-cli. At least 1,000 sequences run per property (TestMain sets

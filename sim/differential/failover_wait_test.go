@@ -144,3 +144,66 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// WAIT 1 2000 on a master whose replica lags (stopped for 300 ms, then
+// resumed) answers 1 once the replica acknowledges, on redis-server as in
+// the simulation (a 300 ms replication lag), with a client whose ordinary
+// read timeout is 50 ms: go-redis reads WAIT's reply under WAIT's own
+// deadline, and so does the simulated connection.
+func TestDifferentialWaitLaggingReplica(t *testing.T) {
+	t.Parallel()
+	master := realredis.Start(t, realredis.Options{})
+	replica := realredis.Start(t, realredis.Options{})
+	ctx := context.Background()
+	rc := replica.Client()
+	defer rc.Close()
+	if err := rc.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(master.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	real := redis.NewClient(&redis.Options{Addr: master.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1, ReadTimeout: 50 * time.Millisecond})
+	defer real.Close()
+	waitFor(t, 2*time.Minute, func() bool {
+		return strings.Contains(real.Info(ctx, "replication").Val(), "state=online")
+	})
+	if err := replica.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Signal(syscall.SIGCONT)
+	if err := real.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		replica.Signal(syscall.SIGCONT)
+	}()
+	start := time.Now()
+	realGot, realErr := real.Wait(ctx, 1, 2*time.Second).Result()
+	realTook := time.Since(start)
+	// Only lower bounds: load can delay the acknowledgement, never hasten it.
+	if realErr != nil || realGot != 1 || realTook < 300*time.Millisecond {
+		t.Fatalf("redis-server WAIT 1 2000 over a replica stopped for 300 ms: %d, %v after %v; want 1 after >= 300ms", realGot, realErr, realTook)
+	}
+
+	w := sim.New(1)
+	a := w.NewRedisNode("A", nil)
+	b := w.NewRedisNode("B", nil)
+	a.Replicate(b, 300*time.Millisecond)
+	h := w.NewHost("c1", nil)
+	c := a.NewClient(h, sim.ClientOptions{Timeout: 50 * time.Millisecond})
+	var simGot int64
+	var simErr error
+	var simTook time.Duration
+	h.Spawn("c1", 0, func(p *sim.Process) {
+		p.Sleep(time.Second) // the link is up
+		c.Set(p.Context(), "k", "v", 0)
+		t0 := p.TrueNow()
+		simGot, simErr = c.Wait(p.Context(), 1, 2*time.Second).Result()
+		simTook = p.TrueNow() - t0
+	})
+	if err := w.Run(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if simErr != nil || simGot != realGot || simTook < 300*time.Millisecond || simTook >= 2*time.Second {
+		t.Fatalf("simulated WAIT 1 2000 over a 300 ms replica: %d, %v after %v; redis-server said %d after %v", simGot, simErr, simTook, realGot, realTook)
+	}
+}

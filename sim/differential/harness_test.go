@@ -384,6 +384,7 @@ func probe(node int) []step {
 			step{args: []string{"TYPE", k}, node: node, probe: true},
 			step{args: []string{"GET", k}, node: node, probe: true},
 			step{args: []string{"HGETALL", k}, node: node, probe: true, pairs: true},
+			step{args: []string{"ZRANGE", k, "0", "-1", "WITHSCORES"}, node: node, probe: true},
 			step{args: []string{"PTTL", k}, node: node, probe: true, ttl: true},
 		)
 	}

@@ -65,12 +65,35 @@ var lockScripts = func() []lockScript {
 		{name: "rw-write", src: algorithms.ScriptRWWrite, args: rwArgs, keys: 2},
 		{name: "rw-release", src: algorithms.ScriptRWRelease,
 			args: func(t *rapid.T) []string { return []string{draw(t, owners, "owner")} }},
+		// The permit-expiring semaphore's scripts (issue 23): KEYS are the
+		// free counter and the sorted set of leases; the client's "now"
+		// and lease ends travel as ARGV, so both sides see the same times.
+		{name: "permit-acquire", src: algorithms.ScriptPermitAcquire, keys: 2,
+			args: func(t *rapid.T) []string {
+				return []string{draw(t, []string{"1", "2"}, "permits"), draw(t, owners, "permit"), draw(t, permitNows, "now"), draw(t, permitEnds, "end")}
+			}},
+		{name: "permit-refresh", src: algorithms.ScriptPermitRefresh, args: permitRefreshArgs, keys: 2},
+		{name: "permit-refresh-blind", src: algorithms.ScriptPermitRefreshBlind, args: permitRefreshArgs, keys: 2},
+		{name: "permit-release", src: algorithms.ScriptPermitRelease, keys: 2,
+			args: func(t *rapid.T) []string { return []string{draw(t, owners, "permit"), draw(t, permitNows, "now")} }},
 	}
 	for i := range s {
 		s[i].sha = sha1hex(s[i].src)
 	}
 	return s
 }()
+
+// The permit scripts' clock readings (ms): a lease taken at one "now"
+// ends before, at or after the others.
+var (
+	permitNows = []string{"1000", "2000", "3000"}
+	permitEnds = []string{"2000", "2500", "4000"}
+)
+
+// permitRefreshArgs are a permit refresh's ARGV: permit id, now, lease end.
+func permitRefreshArgs(t *rapid.T) []string {
+	return []string{draw(t, owners, "permit"), draw(t, permitNows, "now"), draw(t, permitEnds, "end")}
+}
 
 // rwArgs are a reader-writer script's ARGV: ttl, token, prefer-writers.
 func rwArgs(t *rapid.T) []string {

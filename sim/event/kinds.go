@@ -72,4 +72,24 @@ const (
 	ConnectStarted   Kind = "zk.connect"
 	LinkCut          Kind = "zk.link.cut"
 	LinkHealed       Kind = "zk.link.healed"
+
+	// Database servers on the simulated network (sim/dbnet): connections
+	// carry segments of the real wire protocol; Conn names one
+	// (client#dial>server), Session the server's backend for it.
+	DBConnOpened      Kind = "db.conn.opened"      // Client dials Node (Conn)
+	DBConnRefused     Kind = "db.conn.refused"     // Node is down (Reason)
+	DBSegmentReceived Kind = "db.segment.received" // Actor received Command (Op, Dir) on Conn
+	DBSegmentHeld     Kind = "db.segment.held"     // link cut or host paused: Command waits on Conn
+	DBConnReset       Kind = "db.conn.reset"       // Conn reset (Reason)
+	DBConnClosed      Kind = "db.conn.closed"      // Conn closed by Reason ("client", "server")
+	DBKeepaliveFailed Kind = "db.keepalive.failed" // Node's probe Count of Total on Conn unanswered
+	DBSessionEnded    Kind = "db.session.ended"    // Node ends the backend of Conn (Reason): its session locks go
+	DBLockGranted     Kind = "db.lock.granted"     // Node grants Key to the backend of Conn (Op)
+	DBLockRefused     Kind = "db.lock.refused"     // Key busy (Op), or the wait ended (Reason)
+	DBLockReleased    Kind = "db.lock.released"    // the backend of Conn releases Key (Op)
+	DBUnlockNotHeld   Kind = "db.unlock.notheld"   // an unlock on a backend that does not hold Key: false
+	DBFenceCompared   Kind = "db.fence.compared"   // Fence written if above the row's version (Reason: accepted, rejected)
+	DBServerCrashed   Kind = "db.server.crashed"   // every session of Node ends, its locks with them
+	DBServerRestarted Kind = "db.server.restarted" // Node serves again with an empty lock table
+	DBPromoted        Kind = "db.promoted"         // Node (a standby) now answers for To's address, without its locks
 )

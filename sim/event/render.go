@@ -152,6 +152,42 @@ func (e *Event) AppendText(b []byte) []byte {
 		return fmt.Appendf(b, "link %s–%s cut", e.From, e.To)
 	case LinkHealed:
 		return fmt.Appendf(b, "link %s–%s healed", e.From, e.To)
+
+	case DBConnOpened:
+		return fmt.Appendf(b, "dial %s", e.Conn)
+	case DBConnRefused:
+		return fmt.Appendf(b, "dial %s refused: %s", e.Node, e.Reason)
+	case DBSegmentReceived:
+		return fmt.Appendf(b, "recv %s %s", e.Conn, e.Command)
+	case DBSegmentHeld:
+		return fmt.Appendf(b, "%s held (link cut or host paused): %s", e.Conn, e.Command)
+	case DBConnReset:
+		return fmt.Appendf(b, "connection %s reset: %s", e.Conn, e.Reason)
+	case DBConnClosed:
+		return fmt.Appendf(b, "%s closed by the %s", e.Conn, e.Reason)
+	case DBKeepaliveFailed:
+		return fmt.Appendf(b, "keepalive probe %d of %d on %s unanswered", e.Count, e.Total, e.Conn)
+	case DBSessionEnded:
+		return fmt.Appendf(b, "backend of %s ends (%s): its session locks are released", e.Conn, e.Reason)
+	case DBLockGranted:
+		return fmt.Appendf(b, "%s: lock %s granted to the backend of %s", e.Op, e.Key, e.Conn)
+	case DBLockRefused:
+		if e.Reason != "" {
+			return fmt.Appendf(b, "%s: lock %s not granted to the backend of %s (%s)", e.Op, e.Key, e.Conn, e.Reason)
+		}
+		return fmt.Appendf(b, "%s: lock %s busy for the backend of %s", e.Op, e.Key, e.Conn)
+	case DBLockReleased:
+		return fmt.Appendf(b, "%s: lock %s released by the backend of %s", e.Op, e.Key, e.Conn)
+	case DBUnlockNotHeld:
+		return fmt.Appendf(b, "%s: the backend of %s does not hold lock %s (false)", e.Op, e.Conn, e.Key)
+	case DBFenceCompared:
+		return fmt.Appendf(b, "fence write %d on %s %s", e.Fence, e.Conn, e.Reason)
+	case DBServerCrashed:
+		return append(b, "crash: every session ends, and its advisory locks with it"...)
+	case DBServerRestarted:
+		return append(b, "restart with an empty lock table"...)
+	case DBPromoted:
+		return fmt.Appendf(b, "promoted: answers for %s's address, with none of its advisory locks", e.To)
 	}
 	return fmt.Appendf(b, "%s %+v", e.Kind, *e)
 }

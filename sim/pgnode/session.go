@@ -3,6 +3,7 @@ package pgnode
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -17,6 +18,8 @@ type Server struct {
 	wakeups map[Session]chan struct{} // sessions blocked in pg_advisory_lock
 	// cancelled marks a waiting session whose wait a CancelRequest ended.
 	cancelled map[Session]bool
+	// stopped: the server process is gone (Stop); no wait goes on.
+	stopped bool
 }
 
 // NewServer returns a server with no sessions, no locks and fence token 0.
@@ -72,6 +75,36 @@ func (s *Server) cancel(pid, secret uint32) {
 }
 
 var errCanceled = &SQLError{Code: "57014", Message: "canceling statement due to user request"}
+
+var errShutdown = &SQLError{Code: "57P01", Message: "terminating connection due to administrator command"}
+
+// Stop ends the server process: every lock wait ends with 57P01, as a
+// shutdown's SIGTERM ends backends (a crash ends them without a word; the
+// connections fail either way). The simulated network calls it when the
+// server crashes or the run ends, so that no backend goroutine stays
+// blocked in a wait (sim/dbnet).
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	var ids []Session
+	for id := range s.wakeups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		close(s.wakeups[id])
+		delete(s.wakeups, id)
+	}
+}
+
+// SetFenceToken sets the fencing row's committed token: a restarted
+// server keeps its tables (the row is durable, the advisory locks are not).
+func (s *Server) SetFenceToken(v int64) {
+	s.mu.Lock()
+	s.fence = v
+	s.mu.Unlock()
+}
 
 // session is one backend's transaction state.
 type session struct {
@@ -222,6 +255,14 @@ func (ss *session) exec(st Statement, params []*int64) (result, error) {
 		ss.endXact(false)
 	case StmtSelectInt:
 		res.tag, res.row, res.value = "SELECT 1", true, st.Int
+	case StmtDiscardAll:
+		if ss.inBlock {
+			return result{}, ss.fail(&SQLError{Code: "25001", Message: "DISCARD ALL cannot run inside a transaction block"})
+		}
+		res.tag = "DISCARD ALL"
+		ss.srv.mu.Lock()
+		ss.srv.wake(ss.srv.table.UnlockAll(ss.id))
+		ss.srv.mu.Unlock()
 	case StmtFenceRead:
 		ss.srv.mu.Lock()
 		res.value = ss.srv.fence
@@ -343,6 +384,10 @@ func (ss *session) lockCall(f LockFunc, args []int64) (int64, error) {
 		srv.mu.Unlock()
 		return boolInt(ok), nil
 	}
+	if srv.stopped {
+		srv.mu.Unlock()
+		return 0, errShutdown
+	}
 	granted := srv.table.Acquire(ss.id, key, f.Mode, f.Xact, !f.Try)
 	if granted || f.Try {
 		srv.mu.Unlock()
@@ -358,6 +403,9 @@ func (ss *session) lockCall(f LockFunc, args []int64) (int64, error) {
 	if srv.cancelled[ss.id] {
 		delete(srv.cancelled, ss.id)
 		return 0, errCanceled
+	}
+	if srv.stopped {
+		return 0, errShutdown
 	}
 	return 0, nil
 }

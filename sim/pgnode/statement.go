@@ -20,6 +20,7 @@ import (
 //	COMMIT | END | ROLLBACK | ABORT
 //	UPDATE fence SET token = v WHERE token < v     (the fencing row)
 //	SELECT token FROM fence
+//	DISCARD ALL                                    (a pooler's reset query)
 //
 // where key is an integer literal, a $n parameter, optionally negated,
 // parenthesised or cast (::bigint, ::int), as pgx's simple protocol and
@@ -37,6 +38,7 @@ const (
 	StmtRollback
 	StmtFenceUpdate
 	StmtFenceRead
+	StmtDiscardAll
 )
 
 // Arg is one argument: a literal, or the 1-based parameter number.
@@ -256,6 +258,12 @@ func parseTokens(toks []token, end int) (Statement, error) {
 		st, err = p.selectList()
 	case "update":
 		st, err = p.fenceUpdate()
+	case "discard":
+		// DISCARD ALL: PgBouncer's server_reset_query. Of what it resets,
+		// only the session's advisory locks exist here
+		// (pg_advisory_unlock_all, PG15 manual, DISCARD).
+		err = p.expect("all")
+		st.Kind = StmtDiscardAll
 	default:
 		p.i--
 		return st, p.syntaxError()

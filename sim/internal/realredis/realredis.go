@@ -60,20 +60,31 @@ type Server struct {
 
 	bin  string
 	opts Options
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
+	// sentinel is set for a Sentinel (sentinel.go): the process runs
+	// from a config file Sentinel rewrites, not from arguments.
+	sentinel *sentinelConf
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when cmd has been waited for
 }
 
 // Start runs a redis-server and waits until it answers PING. The server is
 // stopped and its directory removed by t.Cleanup, also when the test fails.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
-	bin := Binary(t)
+	s := &Server{bin: Binary(t), opts: o}
+	launch(t, s)
+	return s
+}
+
+// launch gives s a temporary directory and a free port and starts it,
+// registering its kill and the directory's removal with t.Cleanup.
+func launch(t testing.TB, s *Server) {
+	t.Helper()
 	dir, err := os.MkdirTemp(tempBase(), "locklab-redis-")
 	if err != nil {
 		t.Fatalf("realredis: temp dir: %v", err)
 	}
-	s := &Server{Dir: dir, bin: bin, opts: o}
+	s.Dir = dir
 	t.Cleanup(func() {
 		s.Kill()
 		os.RemoveAll(dir)
@@ -86,11 +97,26 @@ func Start(t testing.TB, o Options) *Server {
 			t.Fatalf("realredis: free port: %v", err)
 		}
 		if lastErr = s.start(); lastErr == nil {
-			return s
+			return
 		}
 	}
 	t.Fatalf("realredis: %v", lastErr)
-	return nil
+}
+
+// what names the process in errors.
+func (s *Server) what() string {
+	if s.sentinel != nil {
+		return "redis-sentinel"
+	}
+	return "redis-server"
+}
+
+// logName is the log file in Dir.
+func (s *Server) logName() string {
+	if s.sentinel != nil {
+		return "sentinel.log"
+	}
+	return "redis.log"
 }
 
 // Addr is host:port of the server.
@@ -106,6 +132,9 @@ func freePort() (int, error) {
 }
 
 func (s *Server) args() []string {
+	if s.sentinel != nil {
+		return s.sentinelArgs()
+	}
 	fsync := s.opts.AppendFsync
 	if fsync == "" {
 		fsync = "always"
@@ -154,19 +183,19 @@ func (s *Server) start() error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("redis-server on port %d exited at start: %s", s.Port, s.logTail())
+			return fmt.Errorf("%s on port %d exited at start: %s", s.what(), s.Port, s.logTail())
 		default:
 		}
 		if time.Now().After(deadline) {
 			s.Kill()
-			return fmt.Errorf("redis-server on port %d did not answer PING within 10s: %s", s.Port, s.logTail())
+			return fmt.Errorf("%s on port %d did not answer PING within 10s: %s", s.what(), s.Port, s.logTail())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 }
 
 func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	b, _ := os.ReadFile(filepath.Join(s.Dir, s.logName()))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) > 5 {
 		lines = lines[len(lines)-5:]

@@ -1,0 +1,63 @@
+package gozk
+
+// The semaphore and the reader-writer lock registered as algorithms for
+// scenario files, on the same backend as the mutex recipes: clients
+// declare permits (a semaphore) or mode: read|write (a reader-writer
+// lock) and the scenario runner hands them over in Params.Extra.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/locklab/locklab/algorithms"
+)
+
+func init() {
+	algorithms.Register(algorithms.Info{
+		Name:    "gozk-semaphore",
+		Summary: "Curator InterProcessSemaphoreV2 on the real client: leases as ephemeral sequential nodes, counted under a mutex",
+		Backend: Backend,
+		Bubble:  true,
+		Params:  []algorithms.Param{stopOnDisconnectParam},
+		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+			leases := 1
+			if v, ok := p.Extra[algorithms.ParamPermits]; ok {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return nil, fmt.Errorf("gozk-semaphore: permits: expected a number >= 1, found %q", v)
+				}
+				leases = n
+			}
+			return build("gozk-semaphore", p, c, func(l *ensembleLock, s *Session, dir string) {
+				sem := NewSemaphore(s.Conn, dir, leases)
+				sem.Mutex.Rand = s.Rand
+				l.lock = sem.Acquire
+				l.unlock = sem.Release
+				if s.AtEnd != nil {
+					s.AtEnd(sem.Mutex.Stop)
+				}
+			})
+		},
+	})
+	algorithms.Register(algorithms.Info{
+		Name:    "gozk-rwlock",
+		Summary: "Curator InterProcessReadWriteLock on the real client: read- and write- sequential nodes in one queue",
+		Backend: Backend,
+		Bubble:  true,
+		Params:  []algorithms.Param{stopOnDisconnectParam},
+		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+			mode := p.Extra[algorithms.ParamMode]
+			if mode == "" {
+				mode = "write"
+			}
+			if mode != "read" && mode != "write" {
+				return nil, fmt.Errorf("gozk-rwlock: mode: expected read or write, found %q", mode)
+			}
+			return build("gozk-rwlock", p, c, func(l *ensembleLock, s *Session, dir string) {
+				rw := NewRWLock(s.Conn, dir, mode == "read")
+				l.lock = rw.Lock
+				l.unlock = rw.Unlock
+			})
+		},
+	})
+}

@@ -1,0 +1,284 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/pglock" // registers the pg-* algorithms
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/dbnet"
+	"github.com/locklab/locklab/sim/pgnode"
+)
+
+// The Postgres backend: the real pgx driver (unmodified) against
+// simulated Postgres servers (sim/pgnode) on the simulated network
+// (sim/dbnet), in the bubble runtime. Hosts, which fault schedules name:
+//
+//	db1        the primary; clients dial it through the address "primary"
+//	db2        a standby (params.standby: true) with none of the primary's
+//	           advisory locks (they are not replicated); a failover fault
+//	           targeting db2 points "primary" at it, as Patroni moves the
+//	           virtual IP
+//	pgbouncer  a pooler between clients and db1 (params.pooler)
+//
+// Params:
+//
+//	pooler: none               none, session or transaction (PgBouncer pool_mode)
+//	pool_size: 20              server connections per pool (default_pool_size)
+//	server_reset_query: DISCARD ALL
+//	server_reset_query_always: false
+//	server_lifetime: 1h        a server connection older than this is closed on release
+//	keepalive_idle: 2h         TCP keepalive of the servers' sockets (Linux defaults:
+//	keepalive_interval: 75s    tcp_keepalive_time, _intvl, _probes; Postgres'
+//	keepalive_count: 9         tcp_keepalives_* = 0 uses them)
+//	standby: false             add db2
+//	direct_clients: c5         clients that dial db1 directly, not through
+//	                           the pooler (a migration job, a psql session)
+func init() {
+	RegisterBackend(pglock.Backend, postgresHostNames, newPostgresBackend)
+	crashableBackends[pglock.Backend] = true
+	backendStandbys[pglock.Backend] = func(sc *Scenario) []string {
+		if postgresStandby(sc) {
+			return []string{"db2"}
+		}
+		return nil
+	}
+	duration := func(min time.Duration, example string) func(string) error {
+		return func(v string) error {
+			if d, err := faults.ParseDuration(v); err != nil || d.D() < min || d.D() > 24*time.Hour {
+				return fmt.Errorf("expected a duration between %v and 24h, such as %s", min, example)
+			}
+			return nil
+		}
+	}
+	backendParams[pglock.Backend] = []algorithms.Param{
+		{Name: "pooler", Expect: "none, session or transaction", Check: algorithms.OneOf("none", "session", "transaction")},
+		{Name: "pool_size", Expect: "a whole number between 1 and 100", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("expected a whole number between 1 and 100, such as 20")
+			}
+			return nil
+		}},
+		{Name: "server_reset_query", Expect: "DISCARD ALL, SELECT pg_advisory_unlock_all() or empty", Check: algorithms.OneOf("DISCARD ALL", "SELECT pg_advisory_unlock_all()", "")},
+		{Name: "server_reset_query_always", Expect: "true or false", Check: algorithms.BoolParam},
+		{Name: "server_lifetime", Expect: "a duration such as 1h", Check: duration(time.Millisecond, "1h")},
+		{Name: "keepalive_idle", Expect: "a duration such as 10s", Check: duration(time.Millisecond, "10s")},
+		{Name: "keepalive_interval", Expect: "a duration such as 2s", Check: duration(time.Millisecond, "2s")},
+		{Name: "keepalive_count", Expect: "a whole number between 1 and 100", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("expected a whole number between 1 and 100, such as 9")
+			}
+			return nil
+		}},
+		{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
+		{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
+	}
+	backendMetrics[pglock.Backend] = []string{"db_segments", "pooler_server_conns"}
+	backendChecks[pglock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+		names := s.ClientNames()
+		for _, c := range strings.Split(s.Params["direct_clients"], ",") {
+			if c = strings.TrimSpace(c); c != "" && !slices.Contains(names, c) {
+				msg := fmt.Sprintf("unknown client %q; expected one of %s", c, strings.Join(names, ", "))
+				if m := DidYouMean(c, names); m != "" {
+					msg += fmt.Sprintf(" (did you mean %s?)", m)
+				}
+				bad("params.direct_clients", "%s", msg)
+			}
+		}
+	}
+}
+
+// backendStandbys lists, per backend, the servers a failover may promote.
+var backendStandbys = map[string]func(sc *Scenario) []string{}
+
+func postgresStandby(sc *Scenario) bool {
+	on, _ := strconv.ParseBool(sc.Params["standby"])
+	return on
+}
+
+func postgresPooler(sc *Scenario) string {
+	if m := sc.Params["pooler"]; m == "session" || m == "transaction" {
+		return m
+	}
+	return ""
+}
+
+func postgresHostNames(sc *Scenario) []string {
+	out := []string{"db1"}
+	if postgresStandby(sc) {
+		out = append(out, "db2")
+	}
+	if postgresPooler(sc) != "" {
+		out = append(out, "pgbouncer")
+	}
+	return out
+}
+
+// paramDuration reads a duration param (validated before the run).
+func paramDuration(sc *Scenario, key string, def time.Duration) time.Duration {
+	if v, ok := sc.Params[key]; ok {
+		if d, err := faults.ParseDuration(v); err == nil && d > 0 {
+			return d.D()
+		}
+	}
+	return def
+}
+
+func paramInt(sc *Scenario, key string, def int) int {
+	if n, err := strconv.Atoi(sc.Params[key]); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// pgBackend is the backend of one run.
+type pgBackend struct {
+	w       *sim.World
+	net     *dbnet.Net
+	address string // what clients dial: "primary:5432" or "pgbouncer:6432"
+	simple  bool   // the clients use the simple protocol (behind a pooler)
+	direct  []string
+	bouncer *pgnode.Bouncer
+}
+
+func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
+	if !w.Bubble() {
+		return nil, fmt.Errorf("backend %s runs the real pgx driver and needs the bubble runtime (Options.Bubble)", pglock.Backend)
+	}
+	n := dbnet.New(w, func() dbnet.Codec { return pgnode.NewCodec() })
+	ka := dbnet.Keepalive{
+		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
+		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),
+		Count:    paramInt(sc, "keepalive_count", dbnet.LinuxKeepalive.Count),
+	}
+	// A restart keeps the tables (the fence row), never the advisory
+	// locks, which live in shared memory.
+	postgres := func(prev dbnet.Service) dbnet.Service {
+		s := pgnode.NewServer()
+		if p, ok := prev.(*pgnode.Server); ok {
+			s.SetFenceToken(p.FenceToken())
+		}
+		return s
+	}
+	n.AddServer("db1", ka, postgres)
+	n.Alias("primary", "db1")
+	if postgresStandby(sc) {
+		n.AddServer("db2", ka, postgres)
+	}
+	b := &pgBackend{w: w, net: n, address: "primary:5432"}
+	for _, c := range strings.Split(sc.Params["direct_clients"], ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			b.direct = append(b.direct, c)
+		}
+	}
+	if mode := postgresPooler(sc); mode != "" {
+		reset := "DISCARD ALL"
+		if v, ok := sc.Params["server_reset_query"]; ok {
+			reset = v
+		}
+		always, _ := strconv.ParseBool(sc.Params["server_reset_query_always"])
+		bouncer := func(dbnet.Service) dbnet.Service {
+			bc := &pgnode.Bouncer{
+				Transaction:    mode == "transaction",
+				PoolSize:       paramInt(sc, "pool_size", 20),
+				ResetQuery:     reset,
+				ResetAlways:    always,
+				ServerLifetime: paramDuration(sc, "server_lifetime", time.Hour),
+				Dial:           func() (c net.Conn, err error) { return n.Dial(n.Server("pgbouncer").Host, "primary") },
+			}
+			b.bouncer = bc
+			return bc
+		}
+		n.AddServer("pgbouncer", ka, bouncer)
+		b.address, b.simple = "pgbouncer:6432", true
+	}
+	return b, nil
+}
+
+// Connect hands client host h its access to the database: a pgx
+// configuration dialling over the simulated network. Behind a pooler the
+// client uses the simple protocol, as PgBouncer's users must before 1.21
+// (a statement prepared on one server connection is unknown on the next).
+func (b *pgBackend) Connect(h *sim.Host) any {
+	address, simple := b.address, b.simple
+	if slices.Contains(b.direct, h.Name) {
+		address, simple = "primary:5432", false
+	}
+	return &pglock.Client{Config: func() *pgx.ConnConfig {
+		url := "postgres://" + h.Name + "@" + address + "/lab?sslmode=disable"
+		if simple {
+			url += "&default_query_exec_mode=simple_protocol"
+		}
+		cfg, err := pgx.ParseConfig(url)
+		if err != nil {
+			panic(fmt.Sprintf("postgres backend: %v", err)) // the URL is ours
+		}
+		cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) { return []string{host}, nil }
+		cfg.DialFunc = b.net.DialFunc(h)
+		return cfg
+	}}
+}
+
+func (b *pgBackend) Hosts() []*sim.Host {
+	var out []*sim.Host
+	for _, s := range b.net.Servers() {
+		out = append(out, s.Host)
+	}
+	return out
+}
+
+// Servers are the database servers and the pooler, for node-crash (and
+// failover, for the standby).
+func (b *pgBackend) Servers() map[string]faults.Server {
+	out := map[string]faults.Server{}
+	for _, s := range b.net.Servers() {
+		if s.Name == "db2" {
+			out[s.Name] = pgStandby{pgServer{b.net, s.Name}}
+			continue
+		}
+		out[s.Name] = pgServer{b.net, s.Name}
+	}
+	return out
+}
+
+type pgServer struct {
+	n    *dbnet.Net
+	name string
+}
+
+func (s pgServer) Crash()   { s.n.Crash(s.name) }
+func (s pgServer) Restart() { s.n.Restart(s.name) }
+
+// pgStandby is a standby a failover promotes: "primary" now leads to it.
+// It has none of the primary's advisory locks (they are not replicated)
+// and the fence row as replicated up to now.
+type pgStandby struct{ pgServer }
+
+func (s pgStandby) Promote() error {
+	if s.n.Route("primary") == s.name {
+		return fmt.Errorf("%s is the primary already", s.name)
+	}
+	if old, ok := s.n.Server(s.n.Route("primary")).Service().(*pgnode.Server); ok {
+		if srv, ok := s.n.Server(s.name).Service().(*pgnode.Server); ok {
+			srv.SetFenceToken(old.FenceToken())
+		}
+	}
+	s.n.Promote("primary", s.name)
+	return nil
+}
+
+func (b *pgBackend) Metrics() []Metric {
+	out := []Metric{{Name: "db_segments", Value: int64(b.net.Segments())}}
+	if b.bouncer != nil {
+		out = append(out, Metric{Name: "pooler_server_conns", Value: int64(b.bouncer.ServerConns)})
+	}
+	return out
+}

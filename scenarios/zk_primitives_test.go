@@ -1,0 +1,138 @@
+package scenarios
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/sim/bubblehost"
+)
+
+// holds maps each client to its (only) hold.
+func holds(t *testing.T, res *Result) map[string]checker.Interval {
+	t.Helper()
+	out := map[string]checker.Interval{}
+	for _, iv := range res.History.Intervals {
+		if _, dup := out[iv.Client]; dup {
+			t.Fatalf("%s holds twice", iv.Client)
+		}
+		out[iv.Client] = iv
+	}
+	return out
+}
+
+func runYAML(t *testing.T, src string) *Result {
+	t.Helper()
+	sc, err := Parse("inline.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(sc, 7, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// zk-semaphore-session-expiry: c1's lease goes with its expired session
+// while it is paused, c3 (waiting with the counting mutex) takes a lease:
+// c1, c2 and c3 hold two leases.
+func TestZKSemaphoreSessionExpiry(t *testing.T) {
+	bubblehost.Bind(t)
+	sc, err := Get("zk-semaphore-session-expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(sc, 7, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Report.Witness.MutualExclusion
+	if o == nil || o.Permits != 2 {
+		t.Fatalf("witness %v, want 3 holders of 2 leases", o)
+	}
+	var names []string
+	for _, h := range o.Holders {
+		names = append(names, h.Client)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"c1", "c2", "c3"}) {
+		t.Fatalf("holders %v, want c1 c2 c3", names)
+	}
+	for _, m := range res.Metrics {
+		if m.Name == "sessions_expired" && m.Value != 1 {
+			t.Fatalf("%v sessions expired, want c1's", m.Value)
+		}
+	}
+}
+
+// Without faults the ZooKeeper semaphore admits two of three at once: the
+// third takes a lease only when a holder returns one.
+func TestZKSemaphoreCountsLeases(t *testing.T) {
+	bubblehost.Bind(t)
+	res := runYAML(t, `id: zk-semaphore-inline
+title: three clients, two leases
+algorithm: gozk-semaphore
+ttl: 6s
+params: {zk_servers: "1", session_timeout: 6s}
+clients:
+  count: 3
+  cycles: 1
+  permits: 2
+  each:
+    c1: {start: 0s, work: 1s}
+    c2: {start: 50ms, work: 3s}
+    c3: {start: 100ms, work: 500ms}
+duration: 20s
+expect: {mutual_exclusion: ok, resource: ok, liveness: ok}
+`)
+	if v := res.Report.Verdict.MutualExclusion; v != checker.OK {
+		t.Fatalf("mutual exclusion %s: %v", v, res.Report.Witness.MutualExclusion)
+	}
+	h := holds(t, res)
+	if len(h) != 3 || h["c1"].Start >= h["c2"].End || h["c2"].Start >= h["c1"].End {
+		t.Fatalf("c1 and c2 must hold together: %v", h)
+	}
+	if h["c3"].Start < h["c1"].End {
+		t.Fatalf("c3 leased at %v, before c1 returned its lease at %v", h["c3"].Start, h["c1"].End)
+	}
+}
+
+// The ZooKeeper reader-writer lock: two readers read together; a writer
+// queued behind them waits for both; a reader queued behind the writer
+// waits for the writer (no writer starvation).
+func TestZKReadWriteLockQueue(t *testing.T) {
+	bubblehost.Bind(t)
+	res := runYAML(t, `id: zk-rwlock-inline
+title: two readers, a writer, a late reader
+algorithm: gozk-rwlock
+ttl: 6s
+params: {zk_servers: "1", session_timeout: 6s}
+clients:
+  count: 4
+  cycles: 1
+  each:
+    c1: {start: 0s, work: 1s, mode: read}
+    c2: {start: 100ms, work: 1s, mode: read}
+    c3: {start: 200ms, work: 300ms, mode: write}
+    c4: {start: 300ms, work: 100ms, mode: read}
+duration: 20s
+expect: {mutual_exclusion: ok, resource: ok, liveness: ok}
+`)
+	if v := res.Report.Verdict.MutualExclusion; v != checker.OK {
+		t.Fatalf("mutual exclusion %s: %v", v, res.Report.Witness.MutualExclusion)
+	}
+	h := holds(t, res)
+	if len(h) != 4 {
+		t.Fatalf("holds %v", h)
+	}
+	if h["c2"].Start >= h["c1"].End {
+		t.Fatalf("readers c1 %v and c2 %v must overlap", h["c1"], h["c2"])
+	}
+	if h["c3"].Start < h["c1"].End || h["c3"].Start < h["c2"].End {
+		t.Fatalf("writer c3 began at %v, before the readers ended (%v, %v)", h["c3"].Start, h["c1"].End, h["c2"].End)
+	}
+	if h["c4"].Start < h["c3"].End {
+		t.Fatalf("reader c4 began at %v, before the writer it queued behind ended at %v", h["c4"].Start, h["c3"].End)
+	}
+}

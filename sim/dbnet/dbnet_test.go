@@ -1,0 +1,172 @@
+package dbnet_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/dbnet"
+	"github.com/locklab/locklab/sim/event"
+	"github.com/locklab/locklab/sim/pgnode"
+)
+
+// pgWorld is a world with one simulated Postgres server, db1, on the
+// simulated network, and what its clients did.
+type pgWorld struct {
+	w     *sim.World
+	net   *dbnet.Net
+	holds []string // "c1 from 0.01s"
+}
+
+func newPgWorld(seed uint64, ka dbnet.Keepalive) *pgWorld {
+	w := sim.New(seed)
+	w.UseBubble()
+	n := dbnet.New(w, func() dbnet.Codec { return pgnode.NewCodec() })
+	n.AddServer("db1", ka, func(dbnet.Service) dbnet.Service { return pgnode.NewServer() })
+	return &pgWorld{w: w, net: n}
+}
+
+// connect opens an unmodified pgx connection from p's host to db1.
+func (pw *pgWorld) connect(p *sim.Process) *pgx.Conn {
+	cfg, err := pgx.ParseConfig("postgres://" + p.Host.Name + "@db1:5432/lab?sslmode=disable")
+	if err != nil {
+		panic(err)
+	}
+	cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) { return []string{host}, nil }
+	cfg.DialFunc = pw.net.DialFunc(p.Host)
+	var c *pgx.Conn
+	p.Outside(func() { c, err = pgx.ConnectConfig(context.Background(), cfg) })
+	if err != nil {
+		panic(fmt.Sprintf("%s: connect: %v", p.Name, err))
+	}
+	return c
+}
+
+// tryLock polls pg_try_advisory_lock every second until it gets the lock
+// or the connection fails.
+func (pw *pgWorld) tryLock(p *sim.Process, c *pgx.Conn, key int64) bool {
+	for {
+		var ok bool
+		var err error
+		p.Outside(func() { err = c.QueryRow(context.Background(), "SELECT pg_try_advisory_lock($1)", key).Scan(&ok) })
+		if err != nil {
+			return false
+		}
+		if ok {
+			pw.holds = append(pw.holds, fmt.Sprintf("%s from %v", p.Name, p.TrueNow()))
+			return true
+		}
+		p.Sleep(time.Second)
+	}
+}
+
+func kinds(evs []event.Event, k event.Kind) []event.Event {
+	var out []event.Event
+	for _, e := range evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// runPartition: c1 takes lock 1 and keeps it; at 1 s c1 is cut off from
+// db1 (or paused, or nothing happens); c2 polls for the lock.
+func runPartition(t *testing.T, seed uint64, fault string) *pgWorld {
+	pw := newPgWorld(seed, dbnet.Keepalive{Idle: 5 * time.Second, Interval: time.Second, Count: 3})
+	w := pw.w
+	c1, c2 := w.NewHost("c1", nil), w.NewHost("c2", nil)
+	c1.Spawn("c1", 0, func(p *sim.Process) {
+		c := pw.connect(p)
+		pw.tryLock(p, c, 1)
+		p.Sleep(time.Minute) // holds, and believes it holds
+	})
+	c2.Spawn("c2", 100*time.Millisecond, func(p *sim.Process) {
+		c := pw.connect(p)
+		pw.tryLock(p, c, 1)
+	})
+	w.At(time.Second, func() {
+		switch fault {
+		case "partition":
+			w.Net.Cut("c1", "db1")
+			w.Net.Cut("db1", "c1")
+		case "pause":
+			c1.Pause()
+			w.After(20*time.Second, c1.Resume)
+		}
+	})
+	w.Trace.Keep = true
+	if err := w.Run(40 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return pw
+}
+
+// A partition cuts the lock holder off: db1 hears nothing from c1, its
+// keepalive probes after 5 s of silence, gives up after 3 unanswered
+// probes a second apart, and ends c1's session — releasing the lock,
+// which c2 then takes while c1 still believes it holds it.
+func TestKeepaliveEndsPartitionedSessionAndFreesItsLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pw := runPartition(t, 1, "partition")
+		evs := pw.w.Trace.Events
+		if len(pw.holds) != 2 || !strings.HasPrefix(pw.holds[0], "c1 ") || !strings.HasPrefix(pw.holds[1], "c2 ") {
+			t.Fatalf("holds %v, want c1 then c2", pw.holds)
+		}
+		ended := kinds(evs, event.DBSessionEnded)
+		if len(ended) != 1 || ended[0].Client != "c1" || !strings.Contains(ended[0].Reason, "keepalive: 3 probes unanswered") {
+			t.Fatalf("sessions ended: %+v, want c1's by keepalive", ended)
+		}
+		// Silence since c1's grant (it then only sleeps), first probe 5 s
+		// later, two more a second apart, dead a second after the third:
+		// about 8 s.
+		if ended[0].At < 7*time.Second || ended[0].At > 9*time.Second {
+			t.Fatalf("session ended at %v, want about 8 s (idle 5 s + 3 probes 1 s apart after the cut)", ended[0].At)
+		}
+		var c2From time.Duration
+		fmt.Sscanf(strings.TrimPrefix(pw.holds[1], "c2 from "), "%v", &c2From)
+		granted := kinds(evs, event.DBLockGranted)
+		if len(granted) != 2 || granted[1].Client != "c2" || granted[1].At < ended[0].At {
+			t.Fatalf("grants %+v, want c2's after c1's session ended at %v", granted, ended[0].At)
+		}
+		if n := len(kinds(evs, event.DBKeepaliveFailed)); n != 3 {
+			t.Fatalf("%d failed probes, want 3", n)
+		}
+	})
+}
+
+// A paused client process keeps its session: its host's TCP stack
+// answers the probes, so db1 keeps the lock for it and c2 never gets it.
+func TestPausedClientKeepsItsSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pw := runPartition(t, 1, "pause")
+		if len(pw.holds) != 1 {
+			t.Fatalf("holds %v, want c1's only", pw.holds)
+		}
+		if ended := kinds(pw.w.Trace.Events, event.DBSessionEnded); len(ended) != 0 {
+			t.Fatalf("sessions ended %+v, want none", ended)
+		}
+	})
+}
+
+// One seed, one trace: the same run at GOMAXPROCS 1 and 4 gives the same
+// digest (and -race runs the same test).
+func TestDBNetTraceIsDeterministic(t *testing.T) {
+	digest := func(procs int) string {
+		prev := runtime.GOMAXPROCS(procs)
+		defer runtime.GOMAXPROCS(prev)
+		var sum string
+		synctest.Test(t, func(t *testing.T) { sum = runPartition(t, 7, "partition").w.Trace.SHA256() })
+		return sum
+	}
+	a, b, c := digest(1), digest(4), digest(4)
+	if a != b || b != c {
+		t.Fatalf("digests differ: %s %s %s", a, b, c)
+	}
+}
