@@ -77,7 +77,8 @@ type Server struct {
 	tap          func([]byte) // sees every byte the server writes (tests)
 	// parsed caches statements by their text: a driver sends the same
 	// few again and again, and parsing is most of a statement's cost.
-	parsed map[string]sqlparser.Statement
+	parsed  map[string]sqlparser.Statement
+	stopped bool
 }
 
 // NewServer returns a server with no sessions and no locks.
@@ -93,6 +94,13 @@ func (s *Server) Locks() []LockRow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.table.Rows()
+}
+
+// SetFence sets the fencing row (a restarted server keeps its tables).
+func (s *Server) SetFence(version, value int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fenceVersion, s.fenceValue = version, value
 }
 
 // Fence is the fencing row: its version and value.
@@ -195,7 +203,7 @@ func (s *Server) arm() {
 			next, ok = ss.idleAt, true
 		}
 	}
-	if !ok || (s.timer != nil && !s.timerAt.After(next)) {
+	if !ok || s.stopped || (s.timer != nil && !s.timerAt.After(next)) {
 		return
 	}
 	if s.timer != nil {
@@ -238,6 +246,27 @@ func (s *Server) fire() {
 	for _, c := range closing {
 		c.Close()
 	}
+}
+
+// Stop is the server process ending (a crash, the end of a run): the
+// GET_LOCK waits end and no timer is set again; the sessions end as their
+// connections fail. It may be called with a simulation's kernel held, so
+// it does its work on a goroutine of its own.
+func (s *Server) Stop() {
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.stopped = true
+		for id := Session(1); id <= s.next; id++ {
+			if s.table.CancelWait(id) {
+				s.deliver(id, killed)
+			}
+		}
+		if s.timer != nil {
+			s.timer()
+			s.timer = nil
+		}
+	}()
 }
 
 // Results a waiting GET_LOCK can be woken with besides 1 and 0.
