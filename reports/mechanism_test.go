@@ -278,7 +278,7 @@ func TestSyllabusCoversTheCatalogue(t *testing.T) {
 			}
 		}
 	}
-	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing"
+	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing|Database locks"
 	if got := strings.Join(titles, "|"); got != want {
 		t.Errorf("sections: %s\nwant:     %s", got, want)
 	}
