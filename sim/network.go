@@ -59,6 +59,8 @@ type MessageFacts struct {
 	Session string
 	// Ephemeral marks a create of an ephemeral node, or its reply.
 	Ephemeral bool
+	// Args is the command the message carries (a replicated effect).
+	Args []string
 }
 
 // event is an event of kind k about m (its ends, op, summary and facts),
@@ -66,7 +68,7 @@ type MessageFacts struct {
 func (m *Message) event(k event.Kind, reason string, delay time.Duration) event.Event {
 	ev := event.Event{Kind: k, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: reason, Delay: delay}
 	if f := m.Facts; f != nil {
-		ev.Key, ev.Reply, ev.Session, ev.Ephemeral = f.Key, f.Reply, f.Session, f.Ephemeral
+		ev.Key, ev.Reply, ev.Session, ev.Ephemeral, ev.Args = f.Key, f.Reply, f.Session, f.Ephemeral, f.Args
 	}
 	return ev
 }

@@ -242,8 +242,12 @@ func (c *Conn) frameEvent(k record.Kind, m *sim.Message) record.Event {
 // path, the result, the session, whether the node is ephemeral), so the
 // events about it carry them and readers (the reports' ZooKeeper lanes)
 // never take them back out of the summary written for people.
-func remember(m *sim.Message, f sim.MessageFacts) {
-	if f != (sim.MessageFacts{}) {
+// Built only when events are.
+func (c *Conn) remember(m *sim.Message, f sim.MessageFacts) {
+	if !c.e.tracing() {
+		return
+	}
+	if f.Key != "" || f.Reply != "" || f.Session != "" || f.Ephemeral {
 		m.Facts = &f
 	}
 }
@@ -257,7 +261,7 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 		m.Op = "CONNECT"
 		if req, err := wire.DecodeConnect(body); err == nil && req.SessionID != 0 {
 			m.Summary = fmt.Sprintf("CONNECT session 0x%x", req.SessionID)
-			remember(m, sim.MessageFacts{Session: fmt.Sprintf("0x%x", req.SessionID)})
+			c.remember(m, sim.MessageFacts{Session: fmt.Sprintf("0x%x", req.SessionID)})
 		} else {
 			m.Summary = "CONNECT new session"
 		}
@@ -273,14 +277,14 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 	req, err := wire.DecodeRequest(body)
 	if err == nil && req.Path != "" {
 		m.Summary += " " + redactGUID(req.Path)
-		remember(m, sim.MessageFacts{Key: redactGUID(req.Path), Ephemeral: req.Op == wire.OpCreate && req.Flags&wire.FlagEphemeral != 0})
+		c.remember(m, sim.MessageFacts{Key: redactGUID(req.Path), Ephemeral: req.Op == wire.OpCreate && req.Flags&wire.FlagEphemeral != 0})
 	}
 	if xid != wire.XidPing {
 		if c.xids == nil {
 			c.xids = map[int32]string{}
 		}
 		c.xids[xid] = m.Summary
-		if err == nil && req.Path != "" {
+		if err == nil && req.Path != "" && c.e.tracing() {
 			if c.xidPaths == nil {
 				c.xidPaths = map[int32]string{}
 			}
@@ -319,7 +323,7 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 				f = sim.MessageFacts{Reply: "ok", Session: fmt.Sprintf("0x%x", id)}
 			}
 		}
-		remember(m, f)
+		c.remember(m, f)
 		return m
 	}
 	if len(body) < 16 {
@@ -334,7 +338,7 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 		d := wire.NewDecoder(body[16:])
 		typ, _, path := d.Int(), d.Int(), d.String()
 		m.Summary = fmt.Sprintf("WATCH %s %s", eventName(typ), redactGUID(path))
-		remember(m, sim.MessageFacts{Key: redactGUID(path), Reply: eventName(typ)})
+		c.remember(m, sim.MessageFacts{Key: redactGUID(path), Reply: eventName(typ)})
 	case wire.XidPing:
 		m.Op, m.Summary = "PING", "PING → ok"
 	default:
@@ -369,7 +373,7 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 				}
 			}
 		}
-		remember(m, f)
+		c.remember(m, f)
 	}
 	return m
 }
