@@ -16,6 +16,7 @@ var zkScenarios = []string{
 	"zk-suspended-vs-lost", "zk-suspended-vs-lost-fixed",
 	"zk-lost-create-reply", "zk-lost-create-reply-fixed",
 	"zk-herd-effect", "zk-queue-no-herd", "zk-clock-jump",
+	"zk-semaphore-session-expiry",
 }
 
 func zkMetric(t *testing.T, ms []Metric, name string) int64 {
