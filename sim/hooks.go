@@ -160,7 +160,7 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		}
 	}
 	if delay > 0 {
-		n.Delays = append(n.Delays, Delayed{From: w.now, To: w.now + delay, Client: m.Client,
+		n.Delays = append(n.Delays, Delayed{From: w.now, To: w.now + delay, Client: m.Client, Ends: [2]string{m.From, m.To},
 			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, reason)})
 	}
 	return false, delay, reason
