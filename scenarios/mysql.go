@@ -130,7 +130,7 @@ func newMySQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	if !w.Bubble() {
 		return nil, fmt.Errorf("backend %s runs the real go-sql-driver/mysql and needs the bubble runtime (Options.Bubble)", mysqllock.Backend)
 	}
-	n := dbnet.New(w, nil)
+	n := dbnet.New(w, func() dbnet.Codec { return mysqlnode.NewCodec() })
 	ka := dbnet.Keepalive{
 		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
 		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),

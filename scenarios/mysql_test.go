@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/sim/bubblehost"
 	"github.com/locklab/locklab/sim/event"
@@ -42,6 +43,24 @@ func TestSQLPoolReleaseOtherConnectionWitness(t *testing.T) {
 	me := r.Report.Witness.MutualExclusion
 	if me == nil || me.First.Client != "c1" || me.Second.Client != "c2" {
 		t.Fatalf("mutual exclusion witness %+v, want c1 and c2 (c2 handed c1's connection)", me)
+	}
+	// The codec's facts: both grants on the pool's first connection,
+	// the refused release on its second.
+	granted := 0
+	for _, e := range eventsOf(r, event.DBLockGranted) {
+		if e.At < r.Scenario.Clients.Each["c3"].Start.Min+time.Second {
+			granted++
+			if e.Conn != "app#1>db1" || e.Op != "GET_LOCK" || e.Key != "lock" {
+				t.Errorf("early grant %+v, want GET_LOCK of lock on app#1>db1 (re-entrant)", e)
+			}
+		}
+	}
+	if granted < 2 {
+		t.Fatalf("%d early grants, want c1's and c2's on the same connection", granted)
+	}
+	notHeld := eventsOf(r, event.DBUnlockNotHeld)
+	if len(notHeld) == 0 || notHeld[0].Conn != "app#2>db1" || notHeld[0].Op != "RELEASE_LOCK" {
+		t.Fatalf("unlocks not held %+v, want RELEASE_LOCK on app#2>db1", notHeld)
 	}
 	failed := eventsOf(r, event.ReleaseFailed)
 	if len(failed) == 0 || failed[0].Client != "c1" || !strings.Contains(failed[0].Reason, `RELEASE_LOCK("lock") returned 0`) {

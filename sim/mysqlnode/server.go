@@ -74,7 +74,7 @@ type Server struct {
 	timerAt      time.Time
 	fenceVersion int64 // the fencing row: version, bumped by each accepted write
 	fenceValue   int64
-	tap          func([]byte) // sees every byte the server writes (tests)
+	tap          func(Session, []byte) // sees every reply the server writes (tests)
 	// parsed caches statements by their text: a driver sends the same
 	// few again and again, and parsing is most of a statement's cost.
 	parsed  map[string]sqlparser.Statement
@@ -382,7 +382,7 @@ func (w *wireConn) flush() error {
 	out := w.out
 	w.out = nil
 	if tap := w.srv.tap; tap != nil {
-		tap(out)
+		tap(w.ss.id, out)
 	}
 	_, err := w.Conn.Write(out)
 	return err
