@@ -228,7 +228,7 @@ func lenencInt(b []byte) (uint64, int, bool) {
 
 func lenencString(b []byte) (string, int, bool) {
 	n, used, ok := lenencInt(b)
-	if !ok || used+int(n) > len(b) {
+	if !ok || n > uint64(len(b)-used) {
 		return "", 0, false
 	}
 	return string(b[used : used+int(n)]), used + int(n), true
@@ -293,7 +293,7 @@ func (c *Codec) Reply(seg []byte) (op, summary string, facts []event.Event) {
 // column count, column definitions, an EOF unless deprecated, then rows.
 func firstValue(pk [][]byte, bin bool) (string, bool) {
 	n, _, ok := lenencInt(pk[0])
-	if !ok || int(n)+1 > len(pk) {
+	if !ok || n >= uint64(len(pk)) {
 		return "", false
 	}
 	i := 1 + int(n)
