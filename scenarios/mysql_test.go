@@ -127,6 +127,7 @@ clients: {count: 2}
 		{base + "params: {own_pool: c}\n", `unknown client "c"; expected one of c1, c2 (did you mean c1?)`},
 		{base + "params: {nodes: \"2\", fencing: table}\n", `params.fencing: fencing: table is not modelled with nodes: 2`},
 		{base + "faults: [{kind: node-crash, target: db2, at: 1s}]\n", `unknown node "db2"`},
+		{base + "faults: [{kind: drop, op: release_lok, at: 1s}]\n", `(did you mean RELEASE_LOCK?)`},
 	} {
 		s, err := Parse("x.yaml", []byte(tc.yaml))
 		if err == nil {
@@ -139,6 +140,37 @@ clients: {count: 2}
 		var errs Errors
 		if err != nil && !errors.As(err, &fe) && !errors.As(err, &errs) {
 			t.Errorf("%q: error %T is not a field error", tc.yaml, err)
+		}
+	}
+}
+
+// A fault names a MySQL statement by the codec's op: the lost reply to
+// c1's RELEASE_LOCK resets its connection (TCP gives up on the segment),
+// and the server ends the session.
+func TestMySQLDropByOp(t *testing.T) {
+	bubblehost.Bind(t)
+	sc, err := Parse("x.yaml", []byte(`id: x
+title: x
+algorithm: mysql-get-lock
+ttl: 10s
+clients: {count: 2, cycles: 1, work: 1s}
+duration: 10s
+faults: [{kind: drop, dir: reply, op: RELEASE_LOCK, client: c1, count: 1, at: 0s}]
+`))
+	if err == nil {
+		err = sc.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, sc, 1, Options{KeepTrace: true})
+	resets := eventsOf(r, event.DBConnReset)
+	if len(resets) == 0 || !strings.HasPrefix(resets[0].Conn, "c1#") {
+		t.Fatalf("connection resets %+v, want c1's connection reset by the lost RELEASE_LOCK reply", resets)
+	}
+	for _, e := range eventsOf(r, event.DBLockReleased) {
+		if strings.HasPrefix(e.Conn, "c1#") {
+			t.Fatalf("the client was told of a release %+v whose reply was lost", e)
 		}
 	}
 }
