@@ -39,6 +39,9 @@ var gap = opts.LineData{Value: "-"}
 func buildCharts(res *scenarios.Result, prefix string) []chartView {
 	var out []chartView
 	out = append(out, holdingChart(res, prefix))
+	if c, ok := sharedChart(res, prefix); ok {
+		out = append(out, c) // semaphores and reader-writer locks (shared_charts.go)
+	}
 	out = append(out, latencyChart(res, prefix), throughputChart(res, prefix))
 	for _, h := range res.Hosts {
 		if !trivialClock(h) {
@@ -120,7 +123,7 @@ func holdingChart(res *scenarios.Result, prefix string) chartView {
 	w := res.Report.Witness
 	if o := w.MutualExclusion; o != nil {
 		areas = append(areas, []any{
-			map[string]any{"xAxis": sec(o.From), "name": fmt.Sprintf("overlap: %s and %s", o.First.Client, o.Second.Client), "itemStyle": map[string]any{"color": "rgba(220,38,38,0.25)"},
+			map[string]any{"xAxis": sec(o.From), "name": "overlap: " + andList(witnessClients(o)), "itemStyle": map[string]any{"color": "rgba(220,38,38,0.25)"},
 				"label": map[string]any{"show": true, "position": "insideBottomLeft", "color": "#7f1d1d"}},
 			map[string]any{"xAxis": sec(o.To)},
 		})

@@ -355,6 +355,10 @@ func TestCourseSizeAndSharedAssets(t *testing.T) {
 	}
 	checkCourseApparatus(t, out, all)
 	herd, _ := os.ReadFile(filepath.Join(out, "zk-herd-effect.html"))
+	// Issue 21: a lesson says how to get its run's events as data.
+	if !strings.Contains(string(herd), "add <code>--events FILE</code> to <code>locklab run zk-herd-effect --seed ") {
+		t.Error("the lesson's event log does not say how to write the events as JSON Lines")
+	}
 	if len(herd) > 400_000 {
 		t.Errorf("the herd lesson is %d bytes", len(herd))
 	}

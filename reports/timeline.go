@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -187,8 +188,12 @@ func (b *tlBuilder) layout(clients []string) {
 	var witnessLanes []lane
 	w := res.Report.Witness
 	if o := w.MutualExclusion; o != nil && b.visible(o.From, o.To) {
+		text := fmt.Sprintf("OVERLAP: %s and %s both hold the lock from %s to %s (%s)", o.First.Client, o.Second.Client, checker.Sec(o.From), checker.Sec(o.To), dur(o.To-o.From))
+		if len(o.Holders) > 0 {
+			text = fmt.Sprintf("OVERLAP: %s hold %d permits of %d from %s to %s (%s)", andList(witnessClients(o)), len(o.Holders), o.Permits, checker.Sec(o.From), checker.Sec(o.To), dur(o.To-o.From))
+		}
 		witnessLanes = append(witnessLanes, lane{
-			text:  fmt.Sprintf("OVERLAP: %s and %s both hold the lock from %s to %s (%s)", o.First.Client, o.Second.Client, checker.Sec(o.From), checker.Sec(o.To), dur(o.To-o.From)),
+			text:  text,
 			x:     b.xc(o.From),
 			color: witnessRed, weight: "700",
 		})
@@ -602,7 +607,36 @@ func endPhrase(reason string) string {
 
 func (b *tlBuilder) isWitnessInterval(iv checker.Interval) bool {
 	o := b.res.Report.Witness.MutualExclusion
-	return o != nil && (iv == o.First || iv == o.Second)
+	return o != nil && (iv == o.First || iv == o.Second || slices.Contains(o.Holders, iv))
+}
+
+// witnessClients are the holders a mutual-exclusion witness names: the
+// two of a mutex or a reader-writer lock, or the permits+1 of a
+// semaphore.
+func witnessClients(o *checker.Overlap) []string {
+	if len(o.Holders) == 0 {
+		return []string{o.First.Client, o.Second.Client}
+	}
+	var out []string
+	for _, h := range o.Holders {
+		if !slices.Contains(out, h.Client) {
+			out = append(out, h.Client)
+		}
+	}
+	return out
+}
+
+// holdVerb is what a hold is called on its bar: a reader reads, a writer
+// writes (a reader-writer lock's holds carry their mode); anyone else
+// holds.
+func holdVerb(iv checker.Interval) string {
+	switch iv.Mode {
+	case checker.ModeRead:
+		return "reads"
+	case checker.ModeWrite:
+		return "writes"
+	}
+	return "holds"
 }
 
 func (b *tlBuilder) interval(iv checker.Interval) {
@@ -614,6 +648,9 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	x0, x1 := b.x(iv.Start), b.x(iv.End)
 	w := math.Max(x1-x0, 2)
 	title := fmt.Sprintf("%s holds the lock %s → %s (%s); ends: %s", iv.Client, checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
+	if iv.Mode != "" {
+		title = fmt.Sprintf("%s holds the lock as a %ser %s → %s (%s); ends: %s", iv.Client, iv.Mode, checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
+	}
 	if iv.Token != "" {
 		title += "; token " + iv.Token
 	}
@@ -621,6 +658,10 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 		title += fmt.Sprintf("; fencing token %d", iv.Fence)
 	}
 	s := shape{Kind: "rect", X: x0, Y: by, W: w, H: bh, Fill: b.color[iv.Client], Class: "hold", Title: title}
+	if iv.Mode == checker.ModeRead {
+		// A reader's bar is lighter: readers may share the lock.
+		s.Opacity, s.Class = 0.6, "hold hold-read"
+	}
 	if b.isWitnessInterval(iv) {
 		s.Stroke, s.SW, s.Class = witnessRed, 3, "hold witness-hold"
 	}
@@ -630,7 +671,7 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	}
 	// Label inside the bar when it fits, the end reason after it.
 	vis0, vis1 := math.Max(x0, b.t.X0), math.Min(x0+w, b.t.X1)
-	label := iv.Client + " holds"
+	label := iv.Client + " " + holdVerb(iv)
 	if iv.Fence != 0 {
 		label += fmt.Sprintf(" (token %d)", iv.Fence)
 	}
@@ -877,14 +918,15 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 	if o := w.MutualExclusion; o != nil && b.visible(o.From, o.To) {
 		x0, x1 := b.x(o.From), b.x(o.To)
 		wd := math.Max(x1-x0, 2)
-		clients := o.First.Client + " " + o.Second.Client
+		holders := witnessClients(o)
+		clients := strings.Join(holders, " ")
 		title := "mutual exclusion violated: " + o.String()
 		// The window across every client row, deep red on the two holders.
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: t.Y0, W: wd, H: clientRowsEnd - t.Y0, Fill: witnessRed, Opacity: 0.05, Stroke: witnessRed, SW: 2,
 			ID: t.P + "witness-overlap", Class: "witness witness-overlap", Clients: clients,
 			Label: fmt.Sprintf("overlap %s %s %s", clients, checker.Sec(o.From), checker.Sec(o.To)),
 			Title: title})
-		for _, c := range []string{o.First.Client, o.Second.Client} {
+		for _, c := range holders {
 			if r, ok := b.rowOf[c]; ok {
 				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 1, W: wd, H: r.h - 2, Fill: witnessRed, Opacity: 0.22, Class: "witness-holder", Clients: c, Title: title})
 			}

@@ -202,3 +202,35 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// BenchmarkEventLog is what the event log costs one catalogue run, in its
+// three modes: off (exploration: no event is built), the digest (every
+// event rendered to its trace line and hashed, the default of locklab
+// run), and kept (the events and the text trace kept, as --events,
+// --report and --trace do). Run with -benchmem: allocations do not depend
+// on the machine's load, times do.
+func BenchmarkEventLog(b *testing.B) {
+	for _, id := range []string{"redlock-clock-jump", "wait-one-of-two-failover"} {
+		s, err := Get(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range []struct {
+			name string
+			opt  Options
+		}{{"off", Options{NoTrace: true}}, {"digest", Options{}}, {"kept", Options{KeepTrace: true}}} {
+			b.Run(id+"/"+mode.name, func(b *testing.B) {
+				b.ReportAllocs()
+				events := 0
+				for i := 0; i < b.N; i++ {
+					r, err := Run(s, s.Seed, mode.opt)
+					if err != nil {
+						b.Fatal(err)
+					}
+					events = len(r.Events)
+				}
+				b.ReportMetric(float64(events), "events/run")
+			})
+		}
+	}
+}

@@ -150,11 +150,11 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		d, extra, why := f(m)
 		if d {
 			n.Dropped++
-			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: why})
+			w.Record(m.From, m.event(event.MessageDropped, why, 0))
 			return true, 0, why
 		}
 		if extra > 0 {
-			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Delay: extra, Reason: why})
+			w.Record(m.From, m.event(event.MessageDelayed, why, extra))
 			delay += extra
 			reason = why
 		}
