@@ -56,7 +56,7 @@ func init() {
 		{Name: "route", Expect: "spread or first", Check: algorithms.OneOf("spread", "first")},
 		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "own_pool", Expect: "client names, comma-separated, such as c4"},
-		{Name: "wait_timeout", Expect: "a duration such as 10s", Check: func(v string) error {
+		{Name: "wait_timeout", Expect: "a whole number of seconds between 1s and 8760h, such as 10s", Check: func(v string) error {
 			if d, err := faults.ParseDuration(v); err != nil || d.D() < time.Second || d.D() > 365*24*time.Hour || d.D()%time.Second != 0 {
 				return fmt.Errorf("expected a whole number of seconds between 1s and 8760h, such as 10s")
 			}
@@ -130,7 +130,7 @@ func newMySQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	if !w.Bubble() {
 		return nil, fmt.Errorf("backend %s runs the real go-sql-driver/mysql and needs the bubble runtime (Options.Bubble)", mysqllock.Backend)
 	}
-	n := dbnet.New(w, nil)
+	n := dbnet.New(w, func() dbnet.Codec { return mysqlnode.NewCodec() })
 	ka := dbnet.Keepalive{
 		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
 		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),
