@@ -42,6 +42,9 @@ import (
 //	standby: false             add db2
 //	direct_clients: c5         clients that dial db1 directly, not through
 //	                           the pooler (a migration job, a psql session)
+//	shared_pool: false         every client (not direct_clients) dials from
+//	                           one host, app: the workers of one service
+//	                           sharing its connection pool (scenarios/locktest)
 func init() {
 	RegisterBackend(pglock.Backend, postgresHostNames, newPostgresBackend)
 	crashableBackends[pglock.Backend] = true
@@ -80,6 +83,7 @@ func init() {
 		}},
 		{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
+		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
 	}
 	backendMetrics[pglock.Backend] = []string{"db_segments", "pooler_server_conns"}
 	backendChecks[pglock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
@@ -119,6 +123,9 @@ func postgresHostNames(sc *Scenario) []string {
 	if postgresPooler(sc) != "" {
 		out = append(out, "pgbouncer")
 	}
+	if on, _ := strconv.ParseBool(sc.Params["shared_pool"]); on {
+		out = append(out, "app")
+	}
 	return out
 }
 
@@ -147,6 +154,10 @@ type pgBackend struct {
 	simple  bool   // the clients use the simple protocol (behind a pooler)
 	direct  []string
 	bouncer *pgnode.Bouncer
+	// app is the service host whose one client all clients share
+	// (shared_pool), and shared that client.
+	app    *sim.Host
+	shared *pglock.Client
 }
 
 func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
@@ -200,6 +211,9 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 		n.AddServer("pgbouncer", ka, bouncer)
 		b.address, b.simple = "pgbouncer:6432", true
 	}
+	if on, _ := strconv.ParseBool(sc.Params["shared_pool"]); on {
+		b.app = w.NewHost("app", nil)
+	}
 	return b, nil
 }
 
@@ -208,6 +222,16 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 // client uses the simple protocol, as PgBouncer's users must before 1.21
 // (a statement prepared on one server connection is unknown on the next).
 func (b *pgBackend) Connect(h *sim.Host) any {
+	if b.app != nil && !slices.Contains(b.direct, h.Name) {
+		if b.shared == nil {
+			b.shared = b.connect(b.app)
+		}
+		return b.shared
+	}
+	return b.connect(h)
+}
+
+func (b *pgBackend) connect(h *sim.Host) *pglock.Client {
 	address, simple := b.address, b.simple
 	if slices.Contains(b.direct, h.Name) {
 		address, simple = "primary:5432", false
@@ -231,6 +255,9 @@ func (b *pgBackend) Hosts() []*sim.Host {
 	var out []*sim.Host
 	for _, s := range b.net.Servers() {
 		out = append(out, s.Host)
+	}
+	if b.app != nil {
+		out = append(out, b.app)
 	}
 	return out
 }

@@ -216,6 +216,9 @@ type Options struct {
 	// ShrinkRuns bounds the runs spent shrinking a counterexample
 	// (default 80).
 	ShrinkRuns int
+	// Database sets up the simulated database of RunPostgres and RunSQL
+	// (database.go); Run ignores it.
+	Database Database
 
 	// caller is where the user's test called Run (file:line), named in
 	// every verdict line: a class's subtest has no frame of the user's.

@@ -278,7 +278,7 @@ func seedProcessRandom(t *testing.T, seed uint64) {
 	mathrand.Seed(int64(seed)) //nolint:staticcheck // deterministic library retries need it
 }
 
-func runClass(t *testing.T, f Factory, opt Options, base *scenarios.Scenario, class Class) {
+func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, class Class) {
 	t.Helper()
 	expect, ok := opt.Expect[class]
 	if !ok {

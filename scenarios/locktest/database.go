@@ -1,0 +1,407 @@
+package locktest
+
+// Database locks: a lock built on the database a service already runs —
+// a Postgres advisory lock through pgx or database/sql, a MySQL named lock
+// (GET_LOCK) through database/sql — under the same fault classes,
+// expectations, failfiles and reports as a Redis lock. The user's
+// constructor receives a handle of the real driver, unmodified, connected
+// over the simulated network (sim/dbnet) to the simulated servers of
+// sim/pgnode or sim/mysqlnode, inside the run's bubble:
+//
+//	locktest.RunPostgres(t, func(pool *pgxpool.Pool) locktest.Lock { ... }, opt)
+//	locktest.RunSQL(t, "mysql", func(db *sql.DB) locktest.Lock { ... }, opt)
+//	locktest.RunSQL(t, "pgx", func(db *sql.DB) locktest.Lock { ... }, opt)
+//
+// By default the clients are the workers of one service sharing one pool
+// (params shared_pool: true), as a service's goroutines share its *sql.DB
+// or *pgxpool.Pool: that is where the classic pool bug lives (the lock
+// taken on one pooled connection, the unlock sent on another; see
+// algorithms/mysqllock and algorithms/pglock). A lock that pins one
+// connection from lock to unlock (*sql.Conn, pool.Acquire) or holds a
+// transaction lock does not have it.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/mysqllock"
+	"github.com/locklab/locklab/algorithms/pglock"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
+)
+
+// Database is the simulated database of RunPostgres and RunSQL.
+type Database struct {
+	// Params are the database backend's params, as in a scenario file
+	// (README, "Database locks"): for Postgres pooler (none, session or
+	// transaction: PgBouncer's pool_mode), server_reset_query,
+	// server_reset_query_always, keepalive_idle, keepalive_interval,
+	// keepalive_count, standby, direct_clients; for MySQL nodes (2: a
+	// multi-primary cluster whose named locks are node-local), route,
+	// wait_timeout, keepalive_*, own_pool. Both take shared_pool (default
+	// true: one pool for all clients). Unknown keys and bad values fail
+	// the test with a did-you-mean.
+	Params map[string]string
+	// PoolSize is the largest number of connections of a *pgxpool.Pool
+	// (MaxConns; default 10: pgxpool's own default depends on the
+	// machine's CPUs, which would make a run depend on the machine).
+	PoolSize int
+}
+
+// PostgresFactory builds one client's lock on its pgx pool, connected to
+// the simulated Postgres server (or its pooler, params.pooler). It is
+// called once per client per run, inside the run, when the client first
+// locks; with shared_pool (the default) every client gets the same pool.
+type PostgresFactory func(pool *pgxpool.Pool) Lock
+
+// SQLFactory builds one client's lock on its database/sql pool, connected
+// to the simulated server. It is called as PostgresFactory is.
+type SQLFactory func(db *sql.DB) Lock
+
+// The drivers RunSQL accepts.
+const (
+	DriverPgx   = "pgx"   // github.com/jackc/pgx/v5/stdlib, to Postgres
+	DriverMySQL = "mysql" // github.com/go-sql-driver/mysql, to MariaDB/MySQL
+)
+
+// The hidden algorithms a database lock's runs (and failfiles) name: a
+// user's lock on the Postgres or the MySQL backend, as algorithms.Custom
+// is one on Redis.
+const (
+	customPostgres = "custom-postgres"
+	customMySQL    = "custom-mysql"
+)
+
+func init() {
+	for _, a := range []struct{ name, backend string }{{customPostgres, pglock.Backend}, {customMySQL, mysqllock.Backend}} {
+		algorithms.Register(algorithms.Info{
+			Name:    a.name,
+			Summary: "your own lock on the " + a.backend + " backend, supplied by a factory in Go (scenarios/locktest)",
+			Backend: a.backend, Bubble: true, Hidden: true,
+			New: func(algorithms.Params, algorithms.Conns) (algorithms.Lock, error) {
+				return nil, errors.New("a custom database lock is built by a factory in Go; use package scenarios/locktest")
+			},
+		})
+	}
+}
+
+// RunPostgres tests a lock built on a *pgxpool.Pool as Run tests a Redis
+// lock: one subtest per fault class, each class judged against
+// opt.Expect, counterexamples shrunk, saved as failfiles and replayed.
+func RunPostgres(t *testing.T, f PostgresFactory, opt Options) {
+	t.Helper()
+	if f == nil {
+		t.Fatal("locktest: RunPostgres: the factory is nil")
+	}
+	runDatabase(t, customPostgres, dbBuilder{open: func(c any, o Database) (any, func(), error) {
+		client, ok := c.(*pglock.Client)
+		if !ok {
+			return nil, nil, fmt.Errorf("locktest: RunPostgres: expected a Postgres client, got %T", c)
+		}
+		pc, err := pgxpool.ParseConfig("")
+		if err != nil {
+			return nil, nil, err
+		}
+		pc.ConnConfig = client.Config()
+		pc.MaxConns = int32(o.PoolSize)
+		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pool, pool.Close, nil
+	}, build: func(h any) Lock { return f(h.(*pgxpool.Pool)) }}, opt)
+}
+
+// RunSQL tests a lock built on a *sql.DB of driver (DriverPgx, to
+// Postgres; DriverMySQL, to MySQL) as Run tests a Redis lock.
+func RunSQL(t *testing.T, driver string, f SQLFactory, opt Options) {
+	t.Helper()
+	if f == nil {
+		t.Fatal("locktest: RunSQL: the factory is nil")
+	}
+	build := func(h any) Lock { return f(h.(*sql.DB)) }
+	switch driver {
+	case DriverPgx:
+		runDatabase(t, customPostgres, dbBuilder{open: func(c any, _ Database) (any, func(), error) {
+			client, ok := c.(*pglock.Client)
+			if !ok {
+				return nil, nil, fmt.Errorf("locktest: RunSQL: expected a Postgres client, got %T", c)
+			}
+			db := stdlib.OpenDB(*client.Config())
+			return db, func() { _ = db.Close() }, nil
+		}, build: build}, opt)
+	case DriverMySQL:
+		runDatabase(t, customMySQL, dbBuilder{open: func(c any, _ Database) (any, func(), error) {
+			client, ok := c.(*mysqllock.Client)
+			if !ok {
+				return nil, nil, fmt.Errorf("locktest: RunSQL: expected a MySQL client, got %T", c)
+			}
+			// The backend closes its pools when the run ends.
+			return client.DB, nil, nil
+		}, build: build}, opt)
+	default:
+		msg := fmt.Sprintf("locktest: RunSQL: unknown driver %q; expected %q or %q", driver, DriverPgx, DriverMySQL)
+		if m := scenarios.DidYouMean(driver, []string{DriverPgx, DriverMySQL}); m != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", m)
+		}
+		t.Fatal(msg)
+	}
+}
+
+// runDatabase is Run for a database lock on the backend of algorithm.
+func runDatabase(t *testing.T, algorithm string, b dbBuilder, opt Options) {
+	t.Helper()
+	// Failover and stall draw Redis faults (a master and its replica,
+	// EVALSHA and DEL): a database's classes are the generator's, whose
+	// crash and restart classes take the database's servers down.
+	for _, c := range opt.Classes {
+		if c == Failover || c == Stall {
+			t.Fatalf("locktest: Options.Classes: %s is a class of Redis locks; a database's classes are %v", c, faults.Classes())
+		}
+	}
+	if len(opt.Classes) == 0 {
+		opt.Classes = faults.Classes()
+	}
+	if err := opt.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if opt.Nodes > 1 || opt.Replicas > 0 || opt.Persistence != "" {
+		t.Fatal("locktest: Options.Nodes, Replicas and Persistence describe Redis nodes; for a database use Options.Database.Params (nodes, standby)")
+	}
+	if err := checkSerial(t); err != nil {
+		t.Fatal(err)
+	}
+	// The user's test called RunPostgres or RunSQL, which called this.
+	if _, file, line, ok := runtime.Caller(2); ok {
+		opt.caller = fmt.Sprintf("%s:%d", filepath.Base(file), line)
+	}
+	if *flagSeed != 0 {
+		opt.Seed = *flagSeed
+	}
+	if *flagRuns > 0 {
+		opt.Runs = *flagRuns
+	}
+	if opt.Database.PoolSize == 0 {
+		opt.Database.PoolSize = 10
+	}
+	if opt.Database.PoolSize < 0 {
+		t.Fatalf("locktest: Options.Database.PoolSize: expected a number >= 1, got %d", opt.Database.PoolSize)
+	}
+	base, err := opt.dbBase(algorithm)
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
+	b.opt = opt.Database
+	for _, c := range opt.Classes {
+		if err := runSubtest(t, string(c), func(t *testing.T) { runClass(t, b, opt, base, c) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dbBase is the setup every run of a database lock starts from: no Redis
+// node, the database's servers, and the server's TCP keepalive scaled to
+// the TTL, as the matrix does for the Postgres advisory locks: idle at
+// half the TTL, then three probes an eighth apart, so a crashed or cut-off
+// holder's session ends — and its lock is freed — within the TTL, and the
+// liveness bound (2×TTL+1s) means what it means for a Redis lock.
+func (o *Options) dbBase(algorithm string) (*scenarios.Scenario, error) {
+	sc, err := o.base()
+	if err != nil {
+		return nil, err
+	}
+	sc.Algorithm = algorithm
+	sc.Nodes = nil
+	sc.Params = map[string]string{
+		"shared_pool":        "true",
+		"keepalive_idle":     (o.TTL / 2).String(),
+		"keepalive_interval": (o.TTL / 8).String(),
+		"keepalive_count":    "3",
+	}
+	maps.Copy(sc.Params, o.Database.Params)
+	return sc, sc.Validate()
+}
+
+// builder makes the harness's algorithm from a user's factory: Factory for
+// Redis locks, dbBuilder for database locks.
+type builder interface {
+	algorithm(ttl time.Duration, renews, fencing bool) algorithms.Factory
+}
+
+// dbBuilder builds a client's lock from the backend's client (Conns.Backend):
+// open makes the driver's handle (and how to close it), build the user's lock.
+type dbBuilder struct {
+	open  func(client any, opt Database) (handle any, close func(), err error)
+	build func(handle any) Lock
+	opt   Database
+}
+
+func (b dbBuilder) algorithm(ttl time.Duration, renews, fencing bool) algorithms.Factory {
+	pools := &dbPools{}
+	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+		if c.Backend == nil {
+			return nil, errors.New("locktest: a database lock needs a database backend")
+		}
+		l := &dbLock{b: b, client: c.Backend, pools: pools}
+		return &userLock{lock: l, ttl: ttl, renews: renews, fencing: fencing, mode: p.Extra[algorithms.ParamMode]}, nil
+	}
+}
+
+// dbLock opens the driver's handle and builds the user's lock on the
+// client's first Lock, from the lock's own code (outside the kernel, where
+// the pool's goroutines live), and closes the handle once every client
+// using it has ended (crashed, or the run is over).
+type dbLock struct {
+	b      dbBuilder
+	client any
+	pools  *dbPools
+	lock   Lock
+	held   bool // Lock succeeded and Unlock was not called (pools.mu)
+}
+
+func (l *dbLock) user(ctx context.Context) (Lock, error) {
+	if l.lock != nil {
+		return l.lock, nil
+	}
+	p, err := l.pools.use(ctx, l.client, func() (any, func(), error) { return l.b.open(l.client, l.b.opt) })
+	if err != nil {
+		return nil, err
+	}
+	l.lock = l.b.build(p.handle)
+	if l.lock == nil {
+		return nil, errors.New("locktest: the factory returned a nil Lock")
+	}
+	l.pools.mu.Lock()
+	p.locks = append(p.locks, l)
+	l.pools.mu.Unlock()
+	return l.lock, nil
+}
+
+func (l *dbLock) Lock(ctx context.Context) error {
+	u, err := l.user(ctx)
+	if err != nil {
+		return err
+	}
+	err = u.Lock(ctx)
+	l.setHeld(err == nil)
+	return err
+}
+
+// LockToken hands out the user's fencing token (Options.Fencing), or
+// none when the lock is no TokenLock.
+func (l *dbLock) LockToken(ctx context.Context) (int64, error) {
+	u, err := l.user(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var token int64
+	if tl, ok := u.(TokenLock); ok {
+		token, err = tl.LockToken(ctx)
+	} else {
+		err = u.Lock(ctx)
+	}
+	l.setHeld(err == nil)
+	return token, err
+}
+
+func (l *dbLock) Unlock(ctx context.Context) error {
+	if l.lock == nil {
+		return errors.New("locktest: Unlock before Lock")
+	}
+	l.setHeld(false)
+	return l.lock.Unlock(ctx)
+}
+
+func (l *dbLock) setHeld(held bool) {
+	l.pools.mu.Lock()
+	l.held = held
+	l.pools.mu.Unlock()
+}
+
+// Lost forwards the user's LossReporter (asked after a successful Lock).
+func (l *dbLock) Lost() <-chan struct{} {
+	if lr, ok := l.lock.(LossReporter); ok {
+		return lr.Lost()
+	}
+	return nil
+}
+
+// dbPools are the driver handles of one class's runs, one per backend
+// client: per client host, or the service's one shared client. A run's
+// backend makes new clients, so handles never cross runs.
+type dbPools struct {
+	mu sync.Mutex
+	m  map[any]*dbPool
+}
+
+type dbPool struct {
+	handle any
+	close  func()
+	users  int
+	locks  []*dbLock
+}
+
+// use returns the pool of client, opening it on first use; the caller is
+// one more user until ctx (its host's context) ends. When the last user
+// has ended, the pool closes. A pool's Close waits for the connections
+// taken out of it (pgxpool's does), so first every lock still held —
+// by a client that crashed or was holding when the run ended — is
+// unlocked with its ended context: the driver fails the statement before
+// sending it, and the lock's Unlock gives its connection back.
+func (ps *dbPools) use(ctx context.Context, client any, open func() (any, func(), error)) (*dbPool, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.m == nil {
+		ps.m = map[any]*dbPool{}
+	}
+	p := ps.m[client]
+	if p == nil {
+		h, closeFn, err := open()
+		if err != nil {
+			return nil, err
+		}
+		p = &dbPool{handle: h, close: closeFn}
+		ps.m[client] = p
+	}
+	p.users++
+	go func() {
+		<-ctx.Done()
+		ps.mu.Lock()
+		p.users--
+		last := p.users == 0
+		if last && ps.m[client] == p {
+			delete(ps.m, client)
+		}
+		var held []*dbLock
+		if last {
+			for _, l := range p.locks {
+				if l.held {
+					l.held = false
+					held = append(held, l)
+				}
+			}
+		}
+		ps.mu.Unlock()
+		if !last {
+			return
+		}
+		for _, l := range held {
+			_ = l.lock.Unlock(ctx)
+		}
+		if p.close != nil {
+			p.close()
+		}
+	}()
+	return p, nil
+}

@@ -1,0 +1,378 @@
+package locktest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/locklab/locklab/faults"
+)
+
+// advisoryKey is the lock's bigint key, as a user's code would pick it.
+const advisoryKey = 4242
+
+// pinnedAdvisoryLock is a correct Postgres session lock on a pgx pool: it
+// takes one connection out of the pool (pool.Acquire) and keeps it from
+// pg_try_advisory_lock to pg_advisory_unlock, so the unlock runs on the
+// session that holds the lock.
+func pinnedAdvisoryLock(pool *pgxpool.Pool) Lock {
+	var conn *pgxpool.Conn
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			c, err := pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if err := c.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", advisoryKey).Scan(&ok); err != nil {
+				c.Release()
+				return err
+			}
+			if !ok {
+				c.Release()
+				return errBusy
+			}
+			conn = c
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			c := conn
+			conn = nil
+			if c == nil {
+				return errors.New("not held")
+			}
+			defer c.Release()
+			var ok bool
+			if err := c.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", advisoryKey).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("pg_advisory_unlock(%d) returned false", advisoryKey)
+			}
+			return nil
+		},
+	}
+}
+
+// poolAdvisoryLock is the classic pool bug: pg_try_advisory_lock and
+// pg_advisory_unlock each run on whichever pooled connection is free.
+func poolAdvisoryLock(pool *pgxpool.Pool) Lock {
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			var ok bool
+			if err := pool.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", advisoryKey).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return errBusy
+			}
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			var ok bool
+			if err := pool.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", advisoryKey).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("pg_advisory_unlock(%d) returned false", advisoryKey)
+			}
+			return nil
+		},
+	}
+}
+
+// getLockPool is the classic MySQL pool bug: GET_LOCK and RELEASE_LOCK
+// each run on whichever connection of the *sql.DB is free.
+func getLockPool(db *sql.DB) Lock {
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			var got sql.NullInt64
+			if err := db.QueryRowContext(ctx, "SELECT GET_LOCK('lock', 0)").Scan(&got); err != nil {
+				return err
+			}
+			if got.Int64 != 1 {
+				return errBusy
+			}
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			var got sql.NullInt64
+			if err := db.QueryRowContext(ctx, "SELECT RELEASE_LOCK('lock')").Scan(&got); err != nil {
+				return err
+			}
+			if got.Int64 != 1 {
+				return fmt.Errorf("RELEASE_LOCK returned %v", got)
+			}
+			return nil
+		},
+	}
+}
+
+// getLockPinned is the fix: one *sql.Conn held from GET_LOCK to
+// RELEASE_LOCK.
+func getLockPinned(db *sql.DB) Lock {
+	var conn *sql.Conn
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			var got sql.NullInt64
+			if err := c.QueryRowContext(ctx, "SELECT GET_LOCK('lock', 0)").Scan(&got); err != nil {
+				c.Close()
+				return err
+			}
+			if got.Int64 != 1 {
+				c.Close()
+				return errBusy
+			}
+			conn = c
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			c := conn
+			conn = nil
+			if c == nil {
+				return errors.New("not held")
+			}
+			defer c.Close()
+			var got sql.NullInt64
+			if err := c.QueryRowContext(ctx, "SELECT RELEASE_LOCK('lock')").Scan(&got); err != nil {
+				return err
+			}
+			if got.Int64 != 1 {
+				return fmt.Errorf("RELEASE_LOCK returned %v", got)
+			}
+			return nil
+		},
+	}
+}
+
+// sqlAdvisoryPinned is the pinned-connection advisory lock through
+// database/sql (driver pgx): one *sql.Conn from lock to unlock.
+func sqlAdvisoryPinned(db *sql.DB) Lock {
+	var conn *sql.Conn
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", advisoryKey).Scan(&ok); err != nil || !ok {
+				c.Close()
+				return errors.Join(err, map[bool]error{false: errBusy}[ok])
+			}
+			conn = c
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			c := conn
+			conn = nil
+			if c == nil {
+				return errors.New("not held")
+			}
+			defer c.Close()
+			var ok bool
+			if err := c.QueryRowContext(ctx, "SELECT pg_advisory_unlock($1)", advisoryKey).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("pg_advisory_unlock(%d) returned false", advisoryKey)
+			}
+			return nil
+		},
+	}
+}
+
+// sqlAdvisoryPool is the pool bug through database/sql (driver pgx).
+func sqlAdvisoryPool(db *sql.DB) Lock {
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			var ok bool
+			if err := db.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", advisoryKey).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return errBusy
+			}
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			var ok bool
+			if err := db.QueryRowContext(ctx, "SELECT pg_advisory_unlock($1)", advisoryKey).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("pg_advisory_unlock(%d) returned false", advisoryKey)
+			}
+			return nil
+		},
+	}
+}
+
+// A session advisory lock that keeps one pooled connection from lock to
+// unlock never lets two workers hold at once under the default classes
+// (40 runs each, seed 1) but one: a server restart ends every session,
+// and with it the lock, while the holder — working, not talking to the
+// database — still believes it holds (the lock is not fenced). It is not
+// live under every fault either: a partition of the service from the
+// database longer than the liveness bound, a worker that dies holding its
+// connection (its session keeps the lock), lost or late replies after
+// which the session holds a lock its client gave up — each a finding about
+// the lock that Expect declares.
+func TestRunPostgresPinnedConnection(t *testing.T) {
+	got := observeFindings(t)
+	RunPostgres(t, pinnedAdvisoryLock, Options{TTL: 2 * time.Second, Expect: Expect{
+		Restart: MutualExclusion | Resource, Partition: Liveness, Crash: Liveness, Drop: Liveness, Delay: Liveness,
+	}})
+	for _, c := range faults.Classes() {
+		f, ok := got[c]
+		if !ok {
+			t.Errorf("%s: no finding; want every default class run", c)
+			continue
+		}
+		if c != Restart && f.prop&(MutualExclusion|Resource) != 0 {
+			t.Errorf("%s: pinned connection: %s\n%s", c, f.prop.found(), describe(t, c, f))
+		}
+	}
+	for _, c := range []Class{Pause, Clock, Drift} {
+		if f := got[c]; f.prop != Safe || f.runs != 40 {
+			t.Errorf("%s: pinned connection: %s in %d runs, want safe in 40", c, f.prop.found(), f.runs)
+		}
+	}
+	if f := got[Restart]; !strings.Contains(describe(t, Restart, f), "node-crash db1") {
+		t.Errorf("restart: the counterexample does not restart the database:\n%s", describe(t, Restart, f))
+	}
+	if _, ok := got[Stall]; ok {
+		t.Errorf("the stall class (Redis commands) ran for a database lock")
+	}
+}
+
+// The classic pool bug — the lock and the unlock each sent through the
+// pool, landing on whichever connection is free — breaks mutual exclusion
+// with no fault at all: a worker handed the holder's idle connection is
+// granted the lock again (advisory locks and GET_LOCK are re-entrant per
+// session), then strands the lock on an idle pooled connection (the
+// unlock ran on another session). RunPostgres, RunSQL over pgx and RunSQL
+// over MySQL all flag it with their default options, a mutual-exclusion
+// violation in a counterexample with no fault; the pinned connection
+// passes the pause class of the same runs.
+func TestPoolBugFlaggedByDefaultOptions(t *testing.T) {
+	for _, which := range []string{"pgxpool-pool", "sql-pgx-pool", "sql-mysql-pool"} {
+		out, err := helperArgs(t, which, []string{"-test.run=^TestDatabaseHelperProcess$"})
+		if err == nil {
+			t.Errorf("%s: default options passed the pool bug:\n%s", which, out)
+			continue
+		}
+		re := regexp.MustCompile(`locktest: \w+ \(Run at database_test\.go:\d+\): mutual exclusion( and resource)? violated, expected safe`)
+		if !re.MatchString(out) {
+			t.Errorf("%s: no class line with a mutual-exclusion violation at the test's call:\n%s", which, out)
+		}
+		if !strings.Contains(out, "shrunk to 0 fault(s)") || !strings.Contains(out, "witness: ") {
+			t.Errorf("%s: want a fault-free counterexample with its witness:\n%s", which, out)
+		}
+	}
+	for _, which := range []string{"sql-pgx-pinned", "sql-mysql-pinned"} {
+		out, err := helperArgs(t, which, []string{"-test.run=^TestDatabaseHelperProcess$"})
+		if err != nil {
+			t.Errorf("%s: the pinned connection failed the pause class:\n%s", which, out)
+		}
+	}
+}
+
+// TestDatabaseHelperProcess is not a test: TestPoolBugFlaggedByDefaultOptions
+// runs it in a child process, in a temporary directory.
+func TestDatabaseHelperProcess(t *testing.T) {
+	which := os.Getenv("LOCKTEST_HELPER")
+	if !strings.HasPrefix(which, "pgxpool-") && !strings.HasPrefix(which, "sql-") {
+		t.Skip("run by TestPoolBugFlaggedByDefaultOptions")
+	}
+	t.Chdir(t.TempDir())
+	defaults := Options{TTL: 2 * time.Second}
+	pause := Options{TTL: 2 * time.Second, Classes: []Class{Pause}}
+	switch which {
+	case "pgxpool-pool":
+		RunPostgres(t, poolAdvisoryLock, defaults)
+	case "sql-pgx-pool":
+		RunSQL(t, DriverPgx, sqlAdvisoryPool, defaults)
+	case "sql-mysql-pool":
+		RunSQL(t, DriverMySQL, getLockPool, defaults)
+	case "sql-pgx-pinned":
+		RunSQL(t, DriverPgx, sqlAdvisoryPinned, pause)
+	case "sql-mysql-pinned":
+		RunSQL(t, DriverMySQL, getLockPinned, pause)
+	case "sql-bad-driver":
+		RunSQL(t, "mysq", getLockPinned, pause)
+	}
+}
+
+// A database lock's counterexample is saved as a failfile naming the
+// database backend's lock and replayed first on the next run, as a Redis
+// lock's is; Options.Replay replays it from code.
+func TestDatabaseFailfileReplays(t *testing.T) {
+	got := observeFindings(t)
+	opt := Options{TTL: 2 * time.Second, Classes: []Class{Pause}, Expect: Expect{Pause: MutualExclusion | Resource}}
+	RunSQL(t, DriverMySQL, getLockPool, opt)
+	file := filepath.Join("testdata", "locktest", t.Name(), "pause.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no failfile: %v (finding: %s)", err, got[Pause].what)
+	}
+	if !strings.Contains(string(data), "custom-mysql") || !strings.Contains(string(data), "shared_pool") {
+		t.Errorf("failfile does not name the MySQL lock and its params:\n%s", data)
+	}
+	RunSQL(t, DriverMySQL, getLockPool, opt)
+	if f := got[Pause]; !strings.Contains(f.what, "the saved counterexample "+file) || f.prop&MutualExclusion == 0 {
+		t.Errorf("second run: %q, %s; want the saved counterexample replayed, violating mutual exclusion", f.what, f.prop)
+	}
+	replayOpt := opt
+	replayOpt.Replay = file
+	RunSQL(t, DriverMySQL, getLockPool, replayOpt)
+	if f := got[Pause]; f.what != "replay of "+file || f.prop&MutualExclusion == 0 {
+		t.Errorf("Options.Replay: %q, %s; want the replay of %s violating mutual exclusion", f.what, f.prop, file)
+	}
+	// The pinned connection passes the saved counterexample of the pool
+	// bug: the same workload, its connection kept from lock to unlock.
+	pinnedOpt := replayOpt
+	pinnedOpt.Expect = nil
+	RunSQL(t, DriverMySQL, getLockPinned, pinnedOpt)
+	if f := got[Pause]; f.prop != Safe {
+		t.Errorf("pinned connection on the pool bug's counterexample: %s, want safe", f.prop.found())
+	}
+}
+
+// Bad input names what was expected: an unknown driver, an unknown or bad
+// database param (with a did-you-mean), Redis-only options and classes.
+func TestDatabaseMisuseIsExplained(t *testing.T) {
+	out, err := helperArgs(t, "sql-bad-driver", []string{"-test.run=^TestDatabaseHelperProcess$"})
+	if err == nil || !strings.Contains(out, `locktest: RunSQL: unknown driver "mysq"; expected "pgx" or "mysql" (did you mean mysql?)`) {
+		t.Errorf("bad driver: err %v, output:\n%s", err, out)
+	}
+	opt := Options{TTL: 2 * time.Second, Database: Database{Params: map[string]string{"poolr": "transaction"}}}
+	if err := opt.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = opt.dbBase(customPostgres)
+	if err == nil || !strings.Contains(err.Error(), "poolr") || !strings.Contains(err.Error(), "pooler") {
+		t.Errorf("unknown param: %v; want it named with a did-you-mean of pooler", err)
+	}
+	opt.Database.Params = map[string]string{"pooler": "statement"}
+	_, err = opt.dbBase(customPostgres)
+	if err == nil || !strings.Contains(err.Error(), "none, session or transaction") {
+		t.Errorf("bad pooler: %v; want the expected values named", err)
+	}
+	opt.Database.Params = map[string]string{"wait_timeout": "10s", "shared_pool": "false"}
+	if _, err = opt.dbBase(customMySQL); err != nil {
+		t.Errorf("valid MySQL params refused: %v", err)
+	}
+}
