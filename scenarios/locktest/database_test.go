@@ -376,3 +376,35 @@ func TestDatabaseMisuseIsExplained(t *testing.T) {
 		t.Errorf("valid MySQL params refused: %v", err)
 	}
 }
+
+// The README's example ("Database locks in locktest"), as written there:
+// a GET_LOCK on a pinned *sql.Conn, its expectations asserted by Run.
+func TestReadmeGetLockExample(t *testing.T) {
+	t.Chdir(t.TempDir())
+	RunSQL(t, DriverMySQL, func(db *sql.DB) Lock {
+		var conn *sql.Conn // one session from GET_LOCK to RELEASE_LOCK
+		return Funcs{
+			LockFunc: func(ctx context.Context) error {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					return err
+				}
+				var got sql.NullInt64
+				if err := c.QueryRowContext(ctx, "SELECT GET_LOCK('jobs', 0)").Scan(&got); err != nil || got.Int64 != 1 {
+					c.Close()
+					return errors.Join(err, errors.New("busy"))
+				}
+				conn = c
+				return nil
+			},
+			UnlockFunc: func(ctx context.Context) error {
+				defer conn.Close()
+				var released sql.NullInt64
+				return conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK('jobs')").Scan(&released)
+			},
+		}
+	}, Options{TTL: 2 * time.Second, Expect: Expect{
+		Restart:   MutualExclusion | Resource, // named locks live in memory
+		Partition: Liveness, Crash: Liveness, Delay: Liveness,
+	}})
+}
