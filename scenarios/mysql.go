@@ -205,7 +205,7 @@ func (b *mysqlBackend) open(from *sim.Host, node string) *mysqllock.Client {
 	if err != nil {
 		panic(fmt.Sprintf("mysql backend: %v", err)) // the configuration is ours
 	}
-	c := &mysqllock.Client{DB: sql.OpenDB(conn)}
+	c := &mysqllock.Client{DB: sql.OpenDB(conn), Config: cfg}
 	b.clients = append(b.clients, c)
 	return c
 }

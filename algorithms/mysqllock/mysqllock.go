@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/algorithms"
 )
 
@@ -50,6 +51,10 @@ const Backend = "mysql"
 // several clients of one service may share.
 type Client struct {
 	DB *sql.DB
+	// Config is the driver configuration DB was opened with (its
+	// DialFunc dials the simulated network): scenarios/locktest makes a
+	// DSN of it for a lock that opens its own pool.
+	Config *mysql.Config
 
 	mu     sync.Mutex
 	pinned []*sql.Conn

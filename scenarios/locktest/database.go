@@ -11,6 +11,7 @@ package locktest
 //	locktest.RunPostgres(t, func(pool *pgxpool.Pool) locktest.Lock { ... }, opt)
 //	locktest.RunSQL(t, "mysql", func(db *sql.DB) locktest.Lock { ... }, opt)
 //	locktest.RunSQL(t, "pgx", func(db *sql.DB) locktest.Lock { ... }, opt)
+//	locktest.RunMySQLDSN(t, func(dsn string) locktest.Lock { ... }, opt)
 //
 // By default the clients are the workers of one service sharing one pool
 // (params shared_pool: true), as a service's goroutines share its *sql.DB
@@ -25,13 +26,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/locklab/locklab/algorithms"
@@ -157,6 +162,41 @@ func RunSQL(t *testing.T, driver string, f SQLFactory, opt Options) {
 		}
 		t.Fatal(msg)
 	}
+}
+
+// DSNFactory builds one client's lock from a MySQL DSN, for a lock (or a
+// lock library) that opens its own pool: sql.Open("mysql", dsn). The DSN
+// names a network registered with go-sql-driver/mysql for this client
+// (mysql.RegisterDialContext) that dials the simulated server. A lock
+// that opens a pool must close it: make the Lock an io.Closer, which the
+// harness calls when the client ends.
+type DSNFactory func(dsn string) Lock
+
+// dsnNetworks numbers the networks registered for DSNs, process-wide
+// (go-sql-driver/mysql's registry is).
+var dsnNetworks atomic.Uint64
+
+// RunMySQLDSN tests a lock built from a MySQL DSN as RunSQL tests one
+// built on a *sql.DB.
+func RunMySQLDSN(t *testing.T, f DSNFactory, opt Options) {
+	t.Helper()
+	if f == nil {
+		t.Fatal("locktest: RunMySQLDSN: the factory is nil")
+	}
+	runDatabase(t, customMySQL, dbBuilder{open: func(c any, _ Database) (any, func(), error) {
+		client, ok := c.(*mysqllock.Client)
+		if !ok || client.Config == nil {
+			return nil, nil, fmt.Errorf("locktest: RunMySQLDSN: expected a MySQL client with its configuration, got %T", c)
+		}
+		cfg := client.Config.Clone()
+		dial := cfg.DialFunc
+		network := fmt.Sprintf("locklab%d", dsnNetworks.Add(1))
+		mysql.RegisterDialContext(network, func(ctx context.Context, addr string) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		})
+		cfg.Net, cfg.DialFunc = network, nil
+		return cfg.FormatDSN(), func() { mysql.DeregisterDialContext(network) }, nil
+	}, build: func(h any) Lock { return f(h.(string)) }}, opt)
 }
 
 // runDatabase is Run for a database lock on the backend of algorithm.
@@ -354,7 +394,7 @@ type dbPool struct {
 
 // use returns the pool of client, opening it on first use; the caller is
 // one more user until ctx (its host's context) ends. When the last user
-// has ended, the pool closes. A pool's Close waits for the connections
+// has ended, the pool closes, after every lock that is an io.Closer. A pool's Close waits for the connections
 // taken out of it (pgxpool's does), so first every lock still held —
 // by a client that crashed or was holding when the run ended — is
 // unlocked with its ended context: the driver fails the statement before
@@ -398,6 +438,11 @@ func (ps *dbPools) use(ctx context.Context, client any, open func() (any, func()
 		}
 		for _, l := range held {
 			_ = l.lock.Unlock(ctx)
+		}
+		for _, l := range p.locks {
+			if c, ok := l.lock.(io.Closer); ok {
+				_ = c.Close()
+			}
 		}
 		if p.close != nil {
 			p.close()

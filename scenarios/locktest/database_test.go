@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,4 +408,51 @@ func TestReadmeGetLockExample(t *testing.T) {
 		Restart:   MutualExclusion | Resource, // named locks live in memory
 		Partition: Liveness, Crash: Liveness, Delay: Liveness,
 	}})
+}
+
+// dsnLock is a lock that opens its own pool from a DSN, as a lock library
+// taking a connection string does, and closes it (io.Closer).
+type dsnLock struct {
+	lock   Lock
+	db     *sql.DB
+	closed *atomic.Int64
+}
+
+func (l dsnLock) Lock(ctx context.Context) error   { return l.lock.Lock(ctx) }
+func (l dsnLock) Unlock(ctx context.Context) error { return l.lock.Unlock(ctx) }
+
+func (l dsnLock) Close() error {
+	l.closed.Add(1)
+	return l.db.Close()
+}
+
+// RunMySQLDSN hands a DSN that go-sql-driver/mysql dials, through a
+// network registered for the client, to the simulated server: a lock
+// opening its own pool from it works as on a *sql.DB — the pinned
+// GET_LOCK is safe under pauses, the pool bug is flagged — and the pool
+// it opened is closed through io.Closer when its client ends.
+func TestRunMySQLDSN(t *testing.T) {
+	got := observeFindings(t)
+	var closed atomic.Int64
+	dsnFactory := func(build func(*sql.DB) Lock) DSNFactory {
+		return func(dsn string) Lock {
+			if !strings.Contains(dsn, "@locklab") || !strings.Contains(dsn, "(db1:3306)/lab") {
+				t.Errorf("DSN %q does not name a locklab network and db1", dsn)
+			}
+			db, err := sql.Open("mysql", dsn)
+			if err != nil {
+				t.Errorf("sql.Open: %v", err)
+				return nil
+			}
+			return dsnLock{lock: build(db), db: db, closed: &closed}
+		}
+	}
+	opt := Options{TTL: 2 * time.Second, Classes: []Class{Pause}, Database: Database{Params: map[string]string{"shared_pool": "false"}}}
+	RunMySQLDSN(t, dsnFactory(getLockPinned), opt)
+	if f := got[Pause]; f.prop != Safe || f.runs != 40 {
+		t.Errorf("pause: pinned GET_LOCK through a DSN: %s in %d runs, want safe in 40", f.prop.found(), f.runs)
+	}
+	if closed.Load() == 0 {
+		t.Errorf("no pool opened from a DSN was closed")
+	}
 }
