@@ -26,8 +26,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"runtime"
@@ -202,16 +204,26 @@ func RunMySQLDSN(t *testing.T, f DSNFactory, opt Options) {
 // runDatabase is Run for a database lock on the backend of algorithm.
 func runDatabase(t *testing.T, algorithm string, b dbBuilder, opt Options) {
 	t.Helper()
-	// Failover and stall draw Redis faults (a master and its replica,
-	// EVALSHA and DEL): a database's classes are the generator's, whose
-	// crash and restart classes take the database's servers down.
+	// Stall draws Redis faults (EVALSHA and DEL): a database's classes
+	// are the generator's, whose crash and restart classes take the
+	// database's servers down, and failover to a Postgres standby.
+	standby := algorithm == customPostgres && opt.Database.Params["standby"] == "true"
 	for _, c := range opt.Classes {
-		if c == Failover || c == Stall {
-			t.Fatalf("locktest: Options.Classes: %s is a class of Redis locks; a database's classes are %v", c, faults.Classes())
+		switch {
+		case c == Stall:
+			t.Fatalf("locktest: Options.Classes: %s is a class of Redis locks; a database's classes are %v and, with a Postgres standby, %s", c, faults.Classes(), Failover)
+		case c == Failover && !standby:
+			t.Fatalf(`locktest: Options.Classes: %s needs a Postgres standby to promote: Options.Database.Params{"standby": "true"}`, c)
 		}
 	}
 	if len(opt.Classes) == 0 {
 		opt.Classes = faults.Classes()
+		if standby {
+			opt.Classes = append(opt.Classes, Failover)
+		}
+	}
+	if standby {
+		opt.failover = dbFailoverRun
 	}
 	if err := opt.defaults(); err != nil {
 		t.Fatal(err)
@@ -248,6 +260,32 @@ func runDatabase(t *testing.T, algorithm string, b dbBuilder, opt Options) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// dbFailoverRun draws run i of a database's failover class, as Patroni
+// fails over: the primary db1 dies for good while clients are busy, and
+// the standby db2 — which has none of db1's advisory locks, they are not
+// replicated — is promoted a little later; "primary" then leads to it.
+func dbFailoverRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "locktest/db-failover/%d", seed)
+	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
+	sc := base.Clone()
+	sc.ID = fmt.Sprintf("locktest-failover-%d-%d", seed, i)
+	if !opt.keepWorkload() {
+		sc.Clients.Count = 2 + rng.IntN(4)
+		hi := time.Duration(float64(opt.TTL) * (0.05 + 0.8*rng.Float64())).Round(time.Millisecond)
+		sc.Clients.Work, _ = scenarios.ParseRange(fmt.Sprintf("%v..%v", hi/2, hi))
+	}
+	crash := time.Duration(100+rng.IntN(2900)) * time.Millisecond
+	promote := crash + time.Duration(rng.IntN(1000))*time.Millisecond
+	at := func(d time.Duration) *faults.Duration { v := faults.Duration(d); return &v }
+	sc.Faults = faults.Schedule{
+		{Kind: faults.NodeCrash, Target: "db1", At: at(crash)},
+		{Kind: faults.Failover, Target: "db2", At: at(promote)},
+	}
+	sc.Seed = rng.Uint64()>>1 | 1
+	return sc
 }
 
 // dbBase is the setup every run of a database lock starts from: no Redis

@@ -314,6 +314,8 @@ func TestDatabaseHelperProcess(t *testing.T) {
 		RunSQL(t, DriverMySQL, getLockPinned, pause)
 	case "sql-bad-driver":
 		RunSQL(t, "mysq", getLockPinned, pause)
+	case "sql-failover-no-standby":
+		RunSQL(t, DriverPgx, sqlAdvisoryPinned, Options{TTL: 2 * time.Second, Classes: []Class{Failover}})
 	}
 }
 
@@ -358,6 +360,10 @@ func TestDatabaseMisuseIsExplained(t *testing.T) {
 	out, err := helperArgs(t, "sql-bad-driver", []string{"-test.run=^TestDatabaseHelperProcess$"})
 	if err == nil || !strings.Contains(out, `locktest: RunSQL: unknown driver "mysq"; expected "pgx" or "mysql" (did you mean mysql?)`) {
 		t.Errorf("bad driver: err %v, output:\n%s", err, out)
+	}
+	out, err = helperArgs(t, "sql-failover-no-standby", []string{"-test.run=^TestDatabaseHelperProcess$"})
+	if err == nil || !strings.Contains(out, `locktest: Options.Classes: failover needs a Postgres standby to promote: Options.Database.Params{"standby": "true"}`) {
+		t.Errorf("failover without a standby: err %v, output:\n%s", err, out)
 	}
 	opt := Options{TTL: 2 * time.Second, Database: Database{Params: map[string]string{"poolr": "transaction"}}}
 	if err := opt.defaults(); err != nil {
@@ -454,5 +460,25 @@ func TestRunMySQLDSN(t *testing.T) {
 	}
 	if closed.Load() == 0 {
 		t.Errorf("no pool opened from a DSN was closed")
+	}
+}
+
+// With a standby (params standby: true), RunPostgres adds the failover
+// class: the primary dies and the standby, which has none of its advisory
+// locks, is promoted. A session lock on a pinned connection is then held
+// twice: the holder works on while another worker takes the same key on
+// the new primary (issue 22: failover forgets locks; Patroni).
+func TestRunPostgresFailoverForgetsLocks(t *testing.T) {
+	got := observeFindings(t)
+	opt := Options{TTL: 2 * time.Second, Classes: []Class{Failover}, Expect: Expect{Failover: MutualExclusion | Resource},
+		Database: Database{Params: map[string]string{"standby": "true"}}}
+	RunPostgres(t, pinnedAdvisoryLock, opt)
+	f, ok := got[Failover]
+	if !ok || f.prop&MutualExclusion == 0 {
+		t.Fatalf("failover: %s in %d runs, want mutual exclusion violated", f.prop.found(), f.runs)
+	}
+	d := describe(t, Failover, f)
+	if !strings.Contains(d, "node-crash db1") || !strings.Contains(d, "failover db2") {
+		t.Errorf("failover: the counterexample does not crash db1 and promote db2:\n%s", d)
 	}
 }

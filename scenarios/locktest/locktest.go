@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -220,6 +221,9 @@ type Options struct {
 	// (database.go); Run ignores it.
 	Database Database
 
+	// failover draws the failover class's runs instead of failoverRun
+	// (a database's standby, database.go).
+	failover func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario
 	// caller is where the user's test called Run (file:line), named in
 	// every verdict line: a class's subtest has no frame of the user's.
 	caller string

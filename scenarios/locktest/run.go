@@ -284,7 +284,7 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 	if !ok {
 		expect = Safe
 	}
-	if class == Failover && opt.Replicas == 0 {
+	if class == Failover && opt.Replicas == 0 && opt.failover == nil {
 		t.Skipf("locktest: %s: failover needs Options.Replicas", where(class, opt.caller))
 	}
 	file := failfile(t, class)
@@ -336,7 +336,11 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 		)
 		switch class {
 		case Failover:
-			ex, err = exploreDrawn(failoverRun, f, opt, base, prepare)
+			draw := failoverRun
+			if opt.failover != nil {
+				draw = opt.failover // a database's standby (database.go)
+			}
+			ex, err = exploreDrawn(draw, f, opt, base, prepare)
 		case Stall:
 			ex, err = exploreDrawn(stallRun, f, opt, base, prepare)
 		default:
