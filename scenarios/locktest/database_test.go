@@ -482,3 +482,73 @@ func TestRunPostgresFailoverForgetsLocks(t *testing.T) {
 		t.Errorf("failover: the counterexample does not crash db1 and promote db2:\n%s", d)
 	}
 }
+
+// xactAdvisoryLock holds a transaction lock in an open transaction on a
+// pinned connection: BEGIN; pg_try_advisory_xact_lock ... COMMIT. A
+// transaction-mode pooler keeps one server connection from BEGIN to
+// COMMIT, so it is the fix for PgBouncer.
+func xactAdvisoryLock(pool *pgxpool.Pool) Lock {
+	var conn *pgxpool.Conn
+	return Funcs{
+		LockFunc: func(ctx context.Context) error {
+			c, err := pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Exec(ctx, "BEGIN"); err != nil {
+				c.Release()
+				return err
+			}
+			var ok bool
+			if err := c.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", advisoryKey).Scan(&ok); err != nil || !ok {
+				_, rerr := c.Exec(ctx, "ROLLBACK")
+				c.Release()
+				return errors.Join(err, rerr, errBusy)
+			}
+			conn = c
+			return nil
+		},
+		UnlockFunc: func(ctx context.Context) error {
+			c := conn
+			conn = nil
+			if c == nil {
+				return errors.New("not held")
+			}
+			defer c.Release()
+			_, err := c.Exec(ctx, "COMMIT")
+			return err
+		},
+	}
+}
+
+// Behind PgBouncer in transaction mode (params pooler: transaction, one
+// pool per client), a session lock on a pinned client connection still
+// breaks with no fault: its statements run on whichever server connection
+// is free, so a second client is granted the lock on the holder's backend,
+// or the holder's unlock lands on another backend, returns false and
+// strands the lock (pgbouncer#102, authentik#23876); the first run of
+// seed 1 shows the stranded lock. The transaction lock passes the same
+// class, and the counterexample's HTML report is written as for a Redis
+// lock (-locktest.report).
+func TestRunPostgresBehindTransactionPooler(t *testing.T) {
+	got := observeFindings(t)
+	*flagReport = "out.html"
+	t.Cleanup(func() { *flagReport = "" })
+	params := map[string]string{"pooler": "transaction", "shared_pool": "false"}
+	RunPostgres(t, pinnedAdvisoryLock, Options{TTL: 2 * time.Second, Classes: []Class{Pause}, Expect: Expect{Pause: Any},
+		Database: Database{Params: params}})
+	f := got[Pause]
+	if f.prop&(MutualExclusion|Liveness) == 0 {
+		t.Fatalf("pause behind a transaction pooler: session lock %s in %d runs, want mutual exclusion or liveness violated", f.prop.found(), f.runs)
+	}
+	if len(f.sc.Faults) != 0 {
+		t.Errorf("want a fault-free counterexample, got %d fault(s)", len(f.sc.Faults))
+	}
+	if data, err := os.ReadFile("out-pause.html"); err != nil || !strings.Contains(string(data), "pgbouncer") {
+		t.Errorf("report out-pause.html: %v, or it does not show the pooler (%d bytes)", err, len(data))
+	}
+	RunPostgres(t, xactAdvisoryLock, Options{TTL: 2 * time.Second, Classes: []Class{Pause}, Database: Database{Params: params}})
+	if f := got[Pause]; f.prop != Safe || f.runs != 40 {
+		t.Errorf("pause behind a transaction pooler: transaction lock %s in %d runs, want safe in 40", f.prop.found(), f.runs)
+	}
+}
