@@ -578,3 +578,22 @@ func TestDatabaseRunsAreDeterministic(t *testing.T) {
 		t.Errorf("two explorations of seed 1 differ:\n%s\n---\n%s", digests[0], digests[1])
 	}
 }
+
+// MySQL ends a session idle longer than wait_timeout and frees its named
+// locks; a holder's pinned connection is idle while it works, so a holder
+// whose pause stretches its hold past wait_timeout (set to the TTL here)
+// has lost the lock to the next holder by the time it writes. The same
+// lock with MariaDB's default wait_timeout (8 h) passes the pause class
+// (TestReadmeGetLockExample).
+func TestRunSQLPauseOutlastsWaitTimeout(t *testing.T) {
+	got := observeFindings(t)
+	RunSQL(t, DriverMySQL, getLockPinned, Options{TTL: 2 * time.Second, Classes: []Class{Pause}, Expect: Expect{Pause: MutualExclusion | Resource},
+		Database: Database{Params: map[string]string{"wait_timeout": "2s"}}})
+	f := got[Pause]
+	if f.prop&MutualExclusion == 0 {
+		t.Fatalf("pause with wait_timeout 2s: %s in %d runs, want mutual exclusion violated", f.prop.found(), f.runs)
+	}
+	if d := describe(t, Pause, f); !strings.Contains(d, "pause ") {
+		t.Errorf("the counterexample pauses nobody:\n%s", d)
+	}
+}
