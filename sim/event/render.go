@@ -104,6 +104,8 @@ func (e *Event) AppendText(b []byte) []byte {
 		return fmt.Appendf(b, ", fence %d, valid until %s on its clock)", e.Fence, e.Validity)
 	case HoldLost:
 		return append(b, "learns it lost the lock"...)
+	case RenewalFailed:
+		return fmt.Appendf(b, "renewal of its lease failed: %s", e.Reason)
 	case WriteSkipped:
 		if e.Reason == "lost" {
 			return append(b, "learned it lost the lock: skips the write"...)
