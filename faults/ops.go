@@ -35,6 +35,12 @@ var (
 		"PG_ADVISORY_XACT_LOCK", "PG_ADVISORY_XACT_LOCK_SHARED", "PG_TRY_ADVISORY_XACT_LOCK", "PG_TRY_ADVISORY_XACT_LOCK_SHARED",
 		"PG_ADVISORY_UNLOCK", "PG_ADVISORY_UNLOCK_SHARED", "PG_ADVISORY_UNLOCK_ALL", "BEGIN", "COMMIT", "ROLLBACK", "DISCARD",
 		"UPDATE_FENCE", "SELECT_FENCE", "SELECT", "SQL", "PREPARE", "SYNC", "STARTUP", "SSL", "GSS", "CANCEL", "TERMINATE"}
+	// MySQLOps are what a MySQL connection carries (sim/mysqlnode's
+	// codec): the named-lock functions by name, the statements drivers
+	// and pools send, the fence row's write, and the protocol's own steps.
+	MySQLOps = []string{"GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_USED_LOCK", "IS_FREE_LOCK",
+		"SELECT", "UPDATE", "SET", "BEGIN", "COMMIT", "ROLLBACK", "KILL", "PREPARE", "CLOSE", "QUIT", "PING", "USE", "RESET",
+		"HANDSHAKE", "LOGIN"}
 	// ResourceOps are the protected resource's operations.
 	ResourceOps = []string{"READ", "WRITE"}
 	// InternalOps are messages between servers.
@@ -43,7 +49,7 @@ var (
 
 // KnownOps lists every op, sorted, without duplicates.
 func KnownOps() []string {
-	all := slices.Concat(RedisOps, ZooKeeperOps, PostgresOps, ResourceOps, InternalOps)
+	all := slices.Concat(RedisOps, ZooKeeperOps, PostgresOps, MySQLOps, ResourceOps, InternalOps)
 	slices.Sort(all)
 	return slices.Compact(all)
 }

@@ -167,6 +167,20 @@ func TestReportsInBrowser(t *testing.T) {
 	pagesToSee = append(pagesToSee, browserPage{name: "run-redlock-clock-jump", file: file, js: true, viz: 1, witness: []string{
 		`id="tl-witness-overlap"`, `class="validity"`, `data-label="key C c1 0.002s 1.000s expired"`, `class="key-nominal"`, `id="charts-note"`,
 	}})
+	// Issue 21: the drawings added for the lessons' objectives — the
+	// node CURATOR-604's c1 adopts from its old session, and a renewal
+	// the node refuses — with their labels clear of the bars.
+	for _, c := range []struct{ id, witness string }{
+		{"zk-ensemble-curator-604", `class="znode-adopted"`},
+		{"watchdog-renews-foreign-key", `class="key-renewal-refused"`},
+	} {
+		res, cmp = runScenario(t, c.id)
+		file = filepath.Join(dir, "run-"+c.id+".html")
+		if err := WriteRunFile(file, res, cmp, "locklab run "+c.id+" --seed 1"); err != nil {
+			t.Fatal(err)
+		}
+		pagesToSee = append(pagesToSee, browserPage{name: "run-" + c.id, file: file, js: true, viz: 1, witness: []string{c.witness}})
+	}
 	if realECharts {
 		t.Setenv(EChartsEnv, DefaultEChartsPath())
 	} else {

@@ -2,6 +2,8 @@ package reports
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/checker"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,10 +24,9 @@ func catalogueMechanisms(t *testing.T) []drawnRun {
 	bubblehost.Bind(t)
 	all, _ := scenarios.Catalogue()
 	var out []drawnRun
+	// Every scenario of the catalogue, the 101-client herds included:
+	// above 12 clients the timeline keeps its mechanism (compact).
 	for _, s := range all {
-		if s.Clients.Count > 20 {
-			continue // large scenarios draw the dense view, no mechanism
-		}
 		res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
 		if err != nil {
 			t.Fatalf("%s: %v", s.ID, err)
@@ -43,7 +44,11 @@ func catalogueMechanisms(t *testing.T) []drawnRun {
 // replica; a promotion is the node's; a fencing label is the store's
 // comparison. Drawing any of these from another node fails here.
 func TestDrawnElementsAreEvents(t *testing.T) {
-	for _, r := range catalogueMechanisms(t) {
+	runs := catalogueMechanisms(t)
+	if all, _ := scenarios.Catalogue(); len(runs) != len(all) {
+		t.Fatalf("%d of the %d catalogue scenarios checked", len(runs), len(all))
+	}
+	for _, r := range runs {
 		if r.m == nil {
 			t.Errorf("%s: no mechanism derived from a kept run", r.id)
 			continue
@@ -167,6 +172,26 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 			errf("promotion of %s in place of %s at %v: no such event", p.Node, p.Old, p.At)
 		}
 	}
+	// Refused renewals: each drawn one is a compare-and-pexpire its node
+	// answered 0 then, and each such answer is drawn.
+	refused := 0
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && strings.Contains(e.Command, "<compare-and-pexpire> 1 "+key+" ") && e.Reply == ":0" {
+			refused++
+		}
+	}
+	if refused != len(m.Refusals) {
+		errf("%d renewals refused by a node, %d drawn", refused, len(m.Refusals))
+	}
+	for _, r := range m.Refusals {
+		if !has(func(e *event.Event) bool {
+			return e.Kind == event.CommandExecuted && e.Node == r.Node && e.At == r.At && e.Reply == ":0" &&
+				strings.Contains(e.Command, "<compare-and-pexpire> 1 "+key+" "+r.Token)
+		}) {
+			errf("renewal of %s drawn refused by %s at %v: %s refused no such renewal then", r.Client, r.Node, r.At, r.Node)
+		}
+	}
+	errs = append(errs, zkDrawnMismatches(res, m)...)
 	for _, a := range res.History.Accesses {
 		if a.Kind != "write" {
 			continue
@@ -178,6 +203,171 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 		}
 		if n, _ := fmt.Sscanf(label, "%d < %d ✗", &x, &y); n == 2 && (a.Accepted || x >= y) {
 			errf("store label %q for a write the store decided accepted=%v", label, a.Accepted)
+		}
+	}
+	return errs
+}
+
+// zkDrawnMismatches checks the ZooKeeper lanes against the ensemble's
+// events: a znode bar of client c is an ephemeral create c's connection
+// was answered ok, and ends with c's own delete or the expiry of the
+// session that made it; a watch notification drawn for c is a WATCH frame
+// c received then; a session state of c starts with a frame or a
+// connection event of c on the server it names; a server's role starts
+// with that server's own event. And the other way: every ephemeral node
+// a client was told it made, every notification it received and every
+// expiry of a client's session is drawn.
+func zkDrawnMismatches(res *scenarios.Result, m *mechanism) []string {
+	var errs []string
+	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	received := func(e *event.Event) bool { return e.Kind == event.FrameReceived && e.Actor == e.Client }
+	createReply := func(e *event.Event) bool {
+		return (e.Op == "CREATE" || e.Op == "CREATE2") && e.Reply == "ok" && e.Ephemeral && e.Dir == "reply"
+	}
+	created := func(e *event.Event) bool { return received(e) && createReply(e) }
+	// untold: the server answered the create, the reply did not reach the
+	// client (held by a cut, dropped by a fault, lost).
+	untold := func(e *event.Event) bool {
+		return (e.Kind == event.FrameHeld || e.Kind == event.MessageDropped || e.Kind == event.MessageLost) && createReply(e)
+	}
+	// session → the client whose connection was given it.
+	owner := map[string]string{}
+	for _, e := range res.Events {
+		if received(&e) && e.Op == "CONNECT" && e.Session != "" {
+			owner[e.Session] = e.Client
+		}
+	}
+	has := func(match func(e *event.Event) bool) bool {
+		for i := range res.Events {
+			if match(&res.Events[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, z := range m.Znodes {
+		if !z.Untold && !has(func(e *event.Event) bool {
+			return created(e) && e.At == z.From && e.Client == z.Owner && e.Key == z.Path
+		}) {
+			errf("znode %s drawn for %s from %v: %s was not told it made it then", z.Path, z.Owner, z.From, z.Owner)
+		}
+		if z.Untold && !has(func(e *event.Event) bool {
+			return untold(e) && e.At == z.From && e.Client == z.Owner && e.Key == z.Path
+		}) {
+			errf("znode %s drawn as made for %s at %v, its reply untold: no such reply held, dropped or lost then", z.Path, z.Owner, z.From)
+		}
+		if z.Adopted && (owner[z.AdoptedIn] != z.Owner || !has(func(e *event.Event) bool {
+			return e.Kind == event.HoldBegan && e.Client == z.Owner && e.At == z.AdoptedAt && sameZnode(z.Path, e.Token)
+		})) {
+			errf("znode %s drawn adopted by %s at %v in session %s: no hold of %s on it then, or not %s's session", z.Path, z.Owner, z.AdoptedAt, z.AdoptedIn, z.Owner, z.Owner)
+		}
+		switch z.End {
+		case "deleted":
+			if !has(func(e *event.Event) bool {
+				return received(e) && e.Op == "DELETE" && e.Reply == "ok" && e.At == z.To && e.Key == z.Path
+			}) {
+				errf("znode %s of %s drawn deleted at %v: no delete of it was answered then", z.Path, z.Owner, z.To)
+			}
+		case "session expired":
+			if !has(func(e *event.Event) bool {
+				return e.Kind == event.SessionExpired && e.At == z.To && owner[e.Session] == z.Owner
+			}) {
+				errf("znode %s of %s drawn ending with a session expiry at %v: no session of %s expired then", z.Path, z.Owner, z.To, z.Owner)
+			}
+		}
+	}
+	for _, n := range m.Notifies {
+		if !has(func(e *event.Event) bool {
+			return received(e) && e.Op == "WATCH" && e.At == n.At && e.Client == n.Client
+		}) {
+			errf("watch notification drawn for %s at %v: %s received none then", n.Client, n.At, n.Client)
+		}
+	}
+	for _, x := range m.Expiries {
+		if !has(func(e *event.Event) bool {
+			return e.Kind == event.SessionExpired && e.At == x.At && owner[e.Session] == x.Client
+		}) {
+			errf("session expiry drawn for %s at %v: no session of %s expired then", x.Client, x.At, x.Client)
+		}
+	}
+	for _, ss := range m.Sessions {
+		var ok bool
+		switch st, server, _ := strings.Cut(ss.State, " "); st {
+		case "CONNECTED":
+			ok = has(func(e *event.Event) bool {
+				return received(e) && e.Op == "CONNECT" && e.Session != "" && e.At == ss.From && e.Client == ss.Client && e.Node == server
+			})
+		case "EXPIRED":
+			ok = has(func(e *event.Event) bool {
+				return received(e) && e.Op == "CONNECT" && e.Reply == "SESSIONEXPIRED" && e.At == ss.From && e.Client == ss.Client
+			})
+		case "DISCONNECTED":
+			ok = has(func(e *event.Event) bool {
+				return (e.Kind == event.ConnClosedBy || e.Kind == event.ConnReset) && e.At == ss.From && e.Client == ss.Client
+			})
+		default:
+			ok = true // a state this check does not know yet
+		}
+		if !ok {
+			errf("%s's connection drawn %s from %v: no such event of %s", ss.Client, ss.State, ss.From, ss.Client)
+		}
+	}
+	for _, sv := range m.Servers {
+		var kinds []event.Kind
+		switch sv.State {
+		case "leader":
+			kinds = []event.Kind{event.LeaderAtStart, event.LeaderElected}
+		case "follower":
+			kinds = []event.Kind{event.ServerFollows}
+		case "crashed":
+			kinds = []event.Kind{event.ServerCrashed}
+		case "not serving":
+			kinds = []event.Kind{event.ServerStopped, event.ServerRestarted}
+		}
+		own := has(func(e *event.Event) bool {
+			return e.At == sv.From && e.Node == sv.Server && slices.Contains(kinds, e.Kind)
+		})
+		// At the start the first leader's event makes the others followers.
+		start := sv.State == "follower" && has(func(e *event.Event) bool {
+			return e.At == sv.From && e.Kind == event.LeaderAtStart && e.Node != sv.Server
+		})
+		if !own && !start {
+			errf("server %s drawn %s from %v: no such event of %s", sv.Server, sv.State, sv.From, sv.Server)
+		}
+	}
+	// The other way round.
+	drawnZ := map[string]bool{}
+	for _, z := range m.Znodes {
+		drawnZ[z.Owner+" "+z.Path] = true
+	}
+	drawnN := map[string]int{}
+	for _, n := range m.Notifies {
+		drawnN[fmt.Sprint(n.At, n.Client)]++
+	}
+	drawnX := map[string]int{}
+	for _, x := range m.Expiries {
+		drawnX[fmt.Sprint(x.At, x.Client)]++
+	}
+	for i := range res.Events {
+		e := &res.Events[i]
+		switch {
+		case created(e) || untold(e):
+			// Sequential paths are never given twice under one parent.
+			if !drawnZ[e.Client+" "+e.Key] {
+				errf("the server made ephemeral %s for %s (%s at %v): not drawn", e.Key, e.Client, e.Kind, e.At)
+			}
+		case received(e) && e.Op == "WATCH":
+			if k := fmt.Sprint(e.At, e.Client); drawnN[k] == 0 {
+				errf("watch notification %s %s received by %s at %v: not drawn", e.Reply, e.Key, e.Client, e.At)
+			} else {
+				drawnN[k]--
+			}
+		case e.Kind == event.SessionExpired && owner[e.Session] != "":
+			if k := fmt.Sprint(e.At, owner[e.Session]); drawnX[k] == 0 {
+				errf("session %s of %s expired at %v: not drawn", e.Session, owner[e.Session], e.At)
+			} else {
+				drawnX[k]--
+			}
 		}
 	}
 	return errs
@@ -223,6 +413,75 @@ func TestDrawnCheckCatchesTheWrongNode(t *testing.T) {
 	m.Keys[to] = append(m.Keys[to], m.Keys[from]...)
 	if errs := drawnMismatches(res, m); len(errs) == 0 {
 		t.Errorf("%s's key bars drawn on %s passed the check", from, to)
+	}
+
+	// ZooKeeper: a znode, a watch notification, a session state or a
+	// server role drawn on another client's or server's lane.
+	s, err = scenarios.Get("zk-ensemble-curator-604")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := drawnMismatches(res, deriveMechanism(res)); len(errs) > 0 {
+		t.Fatalf("the CURATOR-604 run's own drawing fails: %v", errs)
+	}
+	other := func(c string) string {
+		if c == "c1" {
+			return "c2"
+		}
+		return "c1"
+	}
+	for _, c := range []struct {
+		what  string
+		spoil func(m *mechanism) bool
+	}{
+		{"a znode on another client's lane", func(m *mechanism) bool {
+			if len(m.Znodes) == 0 {
+				return false
+			}
+			m.Znodes[0].Owner = other(m.Znodes[0].Owner)
+			return true
+		}},
+		{"a watch notification to another client", func(m *mechanism) bool {
+			if len(m.Notifies) == 0 {
+				return false
+			}
+			m.Notifies[0].Client = other(m.Notifies[0].Client)
+			return true
+		}},
+		{"a session state on another server", func(m *mechanism) bool {
+			for i, ss := range m.Sessions {
+				if strings.HasPrefix(ss.State, "CONNECTED zk1") {
+					m.Sessions[i].State = "CONNECTED zk2"
+					return true
+				}
+			}
+			return false
+		}},
+		{"a server role on another server", func(m *mechanism) bool {
+			for i, sv := range m.Servers {
+				if sv.State == "leader" {
+					m.Servers[i].Server = "zk1"
+					if sv.Server == "zk1" {
+						m.Servers[i].Server = "zk2"
+					}
+					return true
+				}
+			}
+			return false
+		}},
+	} {
+		m := deriveMechanism(res)
+		if !c.spoil(m) {
+			t.Errorf("%s: the CURATOR-604 run draws nothing of the kind", c.what)
+			continue
+		}
+		if errs := drawnMismatches(res, m); len(errs) == 0 {
+			t.Errorf("%s passed the check", c.what)
+		}
 	}
 }
 
@@ -314,6 +573,22 @@ func TestWatchdogStuckHolderDrawsHolderAndRenewals(t *testing.T) {
 	}
 }
 
+// watchdog-renews-foreign-key: the node refuses one renewal (the key holds
+// another client's token); the report marks it on the node's lane.
+func TestRefusedRenewalsAreDrawn(t *testing.T) {
+	_, m, page := runPage(t, "watchdog-renews-foreign-key")
+	if len(m.Refusals) == 0 {
+		t.Fatal("no refused renewal derived")
+	}
+	r := m.Refusals[0]
+	if r.Client == "" || !strings.Contains(page, fmt.Sprintf(`data-label="renewal refused %s %s %s"`, r.Node, r.Client, checker.Sec(r.At))) {
+		t.Errorf("refusal %+v not drawn", r)
+	}
+	if !strings.Contains(page, "a renewal the node refused") {
+		t.Error("no legend for refused renewals")
+	}
+}
+
 // The reentrant lesson's key reaches hold count 2 (the retried acquire
 // counts twice): the bar says so, even though it ends at 1.
 func TestReentrantDrawsTheCountReached(t *testing.T) {
@@ -369,5 +644,62 @@ func TestHerdDrawsEveryWatchNotification(t *testing.T) {
 	}
 	if watches == 0 || len(m.Notifies) != watches || drawn != watches {
 		t.Fatalf("%d WATCH frames received, %d derived, %d drawn", watches, len(m.Notifies), drawn)
+	}
+}
+
+// CURATOR-604's point: c1's first session made node 1 (the create's reply
+// was held by the cut, so c1 never heard), c1's second session adopts it
+// by its GUID and holds, and the ensemble's expiry of the first session
+// deletes it under c1. The report draws that node on c1's colour, dashed
+// (untold), with the adoption marked at c1's hold; the fixed twin, which
+// checks the node's owner, adopts nothing. In zk-lost-create-reply the
+// node whose reply a fault dropped is the orphan that blocks the queue.
+func TestZnodesWhoseReplyNeverCameAreDrawn(t *testing.T) {
+	res, m, page := runPage(t, "zk-ensemble-curator-604")
+	var adopted *znodeSpan
+	for i := range m.Znodes {
+		if z := &m.Znodes[i]; z.Owner == "c1" && z.Untold && z.Adopted {
+			adopted = z
+		}
+	}
+	if adopted == nil || adopted.End != "session expired" || adopted.Short != "1" {
+		t.Fatalf("c1's adopted node not derived: %+v", m.Znodes)
+	}
+	var hold *event.Event
+	for i := range res.Events {
+		if e := &res.Events[i]; e.Kind == event.HoldBegan && e.Client == "c1" {
+			hold = e
+		}
+	}
+	if hold == nil || hold.At != adopted.AdoptedAt || !sameZnode(adopted.Path, hold.Token) {
+		t.Fatalf("c1's hold %+v is not on the adopted node %+v", hold, adopted)
+	}
+	want := fmt.Sprintf(`data-label="adopted 1 c1 %s"`, checker.Sec(adopted.AdoptedAt))
+	if !strings.Contains(page, want) || !strings.Contains(page, "adopted by c1&#39;s new session") {
+		t.Errorf("the report does not mark the adoption (%s)", want)
+	}
+	if !strings.Contains(page, fmt.Sprintf(`data-label="znode 1 c1 %s session expired"`, checker.Sec(adopted.From))) {
+		t.Error("the report does not draw c1's node 1 until its session expired")
+	}
+
+	_, m, _ = runPage(t, "zk-ensemble-curator-604-fixed")
+	for _, z := range m.Znodes {
+		if z.Adopted {
+			t.Errorf("the fixed recipe adopted %+v", z)
+		}
+	}
+
+	_, m, page = runPage(t, "zk-lost-create-reply")
+	var orphan *znodeSpan
+	for i := range m.Znodes {
+		if z := &m.Znodes[i]; z.Owner == "c1" && z.Untold {
+			orphan = z
+		}
+	}
+	if orphan == nil || orphan.End != "end of run" || orphan.Adopted {
+		t.Fatalf("c1's orphan not derived: %+v", m.Znodes)
+	}
+	if !strings.Contains(page, "reply never came") {
+		t.Error("the orphan's label does not say its reply never came")
 	}
 }

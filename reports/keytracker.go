@@ -1,15 +1,18 @@
 package reports
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/event"
 )
 
-// The lock key on each Redis node, followed through the trace: every
-// command a node ran, with its reply, and every write a replica applied.
+// The lock key on each Redis node, followed through the events: every
+// command a node ran (its Args), with its reply, and every write a replica
+// applied.
 
 // keyState is the lock key on one node while the trace is read.
 type keyState struct {
@@ -112,10 +115,25 @@ func (kt *keyTracker) setDeadline(n string, at, deadline time.Duration) {
 	s.span.TTL, s.span.Nominal = ttl, at+ttl
 }
 
-// apply updates node n's key for one executed command and its reply.
-func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool) {
+// words is the command an event carries, from its Args (the command
+// itself, never its summary for people), with a Lua script's body replaced
+// by the name its algorithm registered ("<compare-and-delete>"), as
+// sim.ScriptName gives it. nil when the event carries no command.
+func words(e *event.Event) []string {
+	if len(e.Args) == 0 {
+		return nil
+	}
+	f := slices.Clone(e.Args)
+	if len(f) >= 2 && strings.EqualFold(f[0], "eval") {
+		f[1] = sim.ScriptName(f[1])
+	}
+	return f
+}
+
+// apply updates node n's key for one executed command (its words) and
+// its reply.
+func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration, replica bool) {
 	m, key, fenceKey, state := kt.m, kt.key, kt.fenceKey, kt.state
-	f := strings.Fields(cmd)
 	if len(f) < 2 {
 		return
 	}
@@ -170,6 +188,11 @@ func (kt *keyTracker) apply(n, cmd, reply string, at time.Duration, replica bool
 				kt.close(n, at, "released")
 			}
 		case "<compare-and-pexpire>":
+			if reply == ":0" && len(f) >= 5 && !replica {
+				// The node refused: the key does not hold the renewer's
+				// token (it expired, or another client took it).
+				m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at})
+			}
 			if reply == ":1" && len(f) >= 6 {
 				if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
 					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)

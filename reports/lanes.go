@@ -254,6 +254,36 @@ func (b *tlBuilder) keyLane(node string, r row) {
 			t.Plot = append(t.Plot, shape{Kind: "line", X: x1, Y: y - 2, X2: x1, Y2: y + keyBarH + 2, Stroke: "#0f172a", SW: 1.5, Title: fmt.Sprintf("%s's key %s on %s at %s", k.Owner, mark, node, checker.Sec(k.To))})
 		}
 	}
+	b.refusedRenewals(node, y)
+}
+
+// refusedRenewals marks each renewal the node refused, on the node's lane
+// at the instant it ran: a red cross in the renewer's colour ring, with
+// whose key the node held then.
+func (b *tlBuilder) refusedRenewals(node string, y float64) {
+	for _, r := range b.mech.Refusals {
+		if r.Node != node || r.At < b.from || r.At > b.to {
+			continue
+		}
+		holder := "no key"
+		for _, k := range b.mech.Keys[node] {
+			if k.From <= r.At && r.At < k.To {
+				holder = k.Owner + "'s key"
+			}
+		}
+		x := b.x(r.At)
+		who := r.Client
+		if who == "" {
+			who = "a client"
+		}
+		b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl8 8m0 -8l-8 8", x-4, y+keyBarH/2-4), Stroke: witnessRed, SW: 2.2, Fill: "none", Class: "key-renewal-refused",
+			Title: fmt.Sprintf("%s's renewal refused by %s at %s: the node held %s, not %s's token", who, node, checker.Sec(r.At), holder, who),
+			Label: fmt.Sprintf("renewal refused %s %s %s", node, who, checker.Sec(r.At))})
+		txt := "renewal refused"
+		if x+7+boldWidth(txt, 9.5) < b.t.X1 {
+			b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: x + 7, Y: y - 3, Text: txt, Size: 9.5, Fill: witnessRed, Weight: "700", Halo: true})
+		}
+	}
 }
 
 // renewalTicks draws each renewal of a key (a watchdog's or a client's
@@ -642,14 +672,34 @@ func (b *tlBuilder) queue(r row) {
 		x0, x1 := b.x(z.From), b.x(z.To)
 		w := math.Max(x1-x0, 2)
 		title := fmt.Sprintf("znode %s created by %s at %s, %s at %s", z.Path, z.Owner, checker.Sec(z.From), z.End, checker.Sec(z.To))
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Opacity: 0.45, Stroke: fill, SW: 1, Class: "znode", Title: title,
+		dash := ""
+		if z.Untold {
+			// The server made the node; its owner never heard.
+			title = fmt.Sprintf("znode %s created for %s at %s, whose reply %s never got; %s at %s", z.Path, z.Owner, checker.Sec(z.From), z.Owner, z.End, checker.Sec(z.To))
+			dash = "4 2"
+		}
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Opacity: 0.45, Stroke: fill, SW: 1, Dash: dash, Class: "znode", Title: title,
 			Label: fmt.Sprintf("znode %s %s %s %s", z.Short, z.Owner, checker.Sec(z.From), z.End)})
 		label := fmt.Sprintf("%s's node", z.Owner)
+		if z.Untold {
+			label += " · reply never came"
+		}
 		if z.End == "session expired" {
 			label += " · deleted with the session"
 		}
 		if boldWidth(label, 9.5)+6 < math.Min(x0+w, t.X1)-math.Max(x0, t.X0) {
 			t.Plot = append(t.Plot, shape{Kind: "text", X: math.Max(x0, t.X0) + 3, Y: y + 11, Text: label, Size: 9.5, Fill: "#0f172a", Weight: "700"})
+		}
+		if z.Adopted && z.AdoptedAt >= b.from && z.AdoptedAt <= b.to {
+			// CURATOR-604: a hold begun on a node another session made.
+			xa := b.x(z.AdoptedAt)
+			t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl5 7l-5 7l-5 -7z", xa, y), Fill: witnessRed, Stroke: "#ffffff", SW: 1, Class: "znode-adopted",
+				Title: fmt.Sprintf("%s adopts node %s at %s in its new session %s: the node belongs to the old session, which the ensemble will expire", z.Owner, z.Short, checker.Sec(z.AdoptedAt), z.AdoptedIn),
+				Label: fmt.Sprintf("adopted %s %s %s", z.Short, z.Owner, checker.Sec(z.AdoptedAt))})
+			txt := fmt.Sprintf("adopted by %s's new session", z.Owner)
+			if xa+8+boldWidth(txt, 9.5) < t.X1 {
+				t.Plot = append(t.Plot, shape{Kind: "text", X: xa + 8, Y: y + 11, Text: txt, Size: 9.5, Fill: witnessRed, Weight: "700", Halo: true})
+			}
 		}
 	}
 }
@@ -736,6 +786,9 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		out = append(out, legendItem{Swatch: "sw-key", Text: "lock key on a node, in its owner's colour, until released, expired on the node's own clock, or lost"},
 			legendItem{Swatch: "sw-nominal", Text: "the rest of a TTL the key lost to a clock that ran ahead"})
 	}
+	if len(m.Refusals) > 0 {
+		out = append(out, legendItem{Swatch: "sw-reject", Text: "a renewal the node refused (the key did not hold the renewer's token)"})
+	}
 	if len(b.voteClients) > 0 {
 		out = append(out, legendItem{Swatch: "sw-validity", Text: "Redlock attempt (tick: votes counted) and the validity window the client computed"})
 	}
@@ -751,6 +804,12 @@ func (b *tlBuilder) mechLegend() []legendItem {
 	}
 	if len(m.Notifies) > 0 {
 		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})
+	}
+	for _, z := range m.Znodes {
+		if z.Untold || z.Adopted {
+			out = append(out, legendItem{Swatch: "sw-znode-untold", Text: "lock znode whose create's reply never reached its owner (dashed); ◆ adopted by the owner's new session"})
+			break
+		}
 	}
 	if len(m.Servers) > 0 {
 		out = append(out, legendItem{Swatch: "sw-role-leader", Text: "server leads"}, legendItem{Swatch: "sw-session-ok", Text: "follows and serves"},

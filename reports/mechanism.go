@@ -118,6 +118,21 @@ type znodeSpan struct {
 	Owner    string
 	From, To time.Duration
 	End      string // "deleted", "session expired", "end of run"
+	// Untold: the create's reply never reached Owner (held by a cut,
+	// dropped, lost); the server made the node all the same.
+	Untold bool
+	// Adopted: Owner began a hold on this node at AdoptedAt in another
+	// session, AdoptedIn, than the one that made it (CURATOR-604).
+	Adopted   bool
+	AdoptedAt time.Duration
+	AdoptedIn string
+}
+
+// refusal is a renewal (compare-and-pexpire) a node refused because the
+// key did not hold the renewer's token.
+type refusal struct {
+	Node, Client, Token string
+	At                  time.Duration
 }
 
 // notify is one watch notification the server sent.
@@ -144,6 +159,7 @@ type mechanism struct {
 	// Voters, never Nodes.
 	Voters     []string
 	Keys       map[string][]keySpan
+	Refusals   []refusal // renewals a node refused
 	Fences     []fenceIssue
 	Attempts   []voteAttempt
 	Repl       []replEvent
@@ -292,13 +308,13 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	// sentTime is when the master ran the write a replication line is
 	// about: the same command, or (when the stream carries rewritten
 	// effects) the last write of the same token.
-	sentTime := func(master, summary string, arrived time.Duration) (time.Duration, bool) {
-		k := master + "|" + summary
+	sentTime := func(master string, e *event.Event, arrived time.Duration) (time.Duration, bool) {
+		k := master + "|" + e.Command // the summary as an identifier only
 		if ts := sentAt[k]; len(ts) > 0 {
 			sentAt[k] = ts[1:]
 			return ts[0], true
 		}
-		for _, w := range strings.Fields(summary) {
+		for _, w := range words(e) {
 			if t, ok := tokenWrite[master+"|"+w]; ok && looksLikeToken(w) && t <= arrived {
 				return t, true
 			}
@@ -320,8 +336,8 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		}
 		switch {
 		case isClient[base] && e.Kind == event.CommandSent:
-			cmd, to := e.Command, e.Node
-			f := strings.Fields(cmd)
+			to := e.Node
+			f := words(e)
 			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
 				owner[f[2]] = base
 				if m.Redlock && isNode[to] {
@@ -354,18 +370,18 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			// stream says: after a failover it is not the one the host
 			// list started with.
 			ev := replEvent{From: e.From, To: actor, Arrived: e.At, Summary: e.Command}
-			ev.Sent, ev.HasSent = sentTime(ev.From, e.Command, e.At)
+			ev.Sent, ev.HasSent = sentTime(ev.From, e, e.At)
 			m.Repl = append(m.Repl, ev)
-			kt.apply(actor, e.Command, "", e.At, true)
+			kt.apply(actor, words(e), "", e.At, true)
 		case isNode[actor] && e.Kind == event.ReplicationLost:
 			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.From + " was down before it could be delivered", Summary: e.Command}
-			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
+			ev.Sent, ev.HasSent = sentTime(e.From, e, e.At)
 			m.Repl = append(m.Repl, ev)
 		case (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE" && isNode[e.From] && isNode[e.To]:
 			// An effect the network lost or a fault dropped on its way
 			// to the replica.
 			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.Reason, Summary: e.Command}
-			ev.Sent, ev.HasSent = sentTime(e.From, e.Command, e.At)
+			ev.Sent, ev.HasSent = sentTime(e.From, e, e.At)
 			m.Repl = append(m.Repl, ev)
 		case isNode[actor] && e.Kind == event.ReplicationFullSync:
 			kt.resync(e.Node, e.From, e.At)
@@ -391,20 +407,20 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				*s = keyState{}
 			}
 		case isNode[actor] && e.Kind == event.CommandExecuted:
-			cmd, reply := e.Command, e.Reply
+			f, reply := words(e), e.Reply
 			for range replicasOf(masterOf, actor) {
 				if changed(reply) {
-					sentAt[actor+"|"+cmd] = append(sentAt[actor+"|"+cmd], e.At)
-					for _, w := range strings.Fields(cmd) {
+					k := actor + "|" + e.Command // the summary as an identifier only
+					sentAt[k] = append(sentAt[k], e.At)
+					for _, w := range f {
 						if looksLikeToken(w) {
 							tokenWrite[actor+"|"+w] = e.At
 						}
 					}
 				}
 			}
-			kt.apply(actor, cmd, reply, e.At, false)
+			kt.apply(actor, f, reply, e.At, false)
 			if m.Redlock {
-				f := strings.Fields(cmd)
 				if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
 					if a := open[owner[f[2]]]; a != nil && a.Token == f[2] {
 						for j := range a.Votes {

@@ -278,7 +278,7 @@ func TestSyllabusCoversTheCatalogue(t *testing.T) {
 			}
 		}
 	}
-	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing"
+	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing|Database locks"
 	if got := strings.Join(titles, "|"); got != want {
 		t.Errorf("sections: %s\nwant:     %s", got, want)
 	}
@@ -355,6 +355,10 @@ func TestCourseSizeAndSharedAssets(t *testing.T) {
 	}
 	checkCourseApparatus(t, out, all)
 	herd, _ := os.ReadFile(filepath.Join(out, "zk-herd-effect.html"))
+	// Issue 21: a lesson says how to get its run's events as data.
+	if !strings.Contains(string(herd), "add <code>--events FILE</code> to <code>locklab run zk-herd-effect --seed ") {
+		t.Error("the lesson's event log does not say how to write the events as JSON Lines")
+	}
 	if len(herd) > 400_000 {
 		t.Errorf("the herd lesson is %d bytes", len(herd))
 	}

@@ -61,6 +61,7 @@ func TestRunReportShowsTheOverlapWitness(t *testing.T) {
 		"https://redis.io/docs/latest/develop/use", // source link
 		`<iframe class="viz"`,                      // porcupine
 		`data-log`,                                 // event log
+		"add <code>--events FILE</code> to <code>locklab run del-wrong-client --seed 1</code> for the same events as JSON Lines",
 	}
 	for _, w := range want {
 		if !strings.Contains(page, w) {

@@ -9,10 +9,10 @@ import (
 )
 
 // The ZooKeeper side of the mechanism: lock znodes, watch notifications
-// and session expiries, read from the trace lines of the old single-server
-// model (sim/zk, deriveZK) or of the simulated ensemble that the real
-// go-zookeeper client talks to (sim/zk/ensemble, deriveEnsemble), which
-// also gives each client's connection and each server's role.
+// and session expiries, read from the events of the simulated ensemble
+// that the real go-zookeeper client talks to (sim/zk/ensemble,
+// deriveEnsemble), the house's one ZooKeeper, which also gives each
+// client's connection and each server's role.
 
 // ensembleState follows the simulated ZooKeeper ensemble's trace
 // (sim/zk/ensemble, where the unmodified go-zookeeper client talks to
@@ -83,15 +83,55 @@ func (s *ensembleState) finish(m *mechanism, clients []string, hosts []scenarios
 // isEnsembleServer is a host of the simulated ensemble.
 func isEnsembleServer(h scenarios.Host) bool { return strings.HasPrefix(h.Role, "zookeeper-ensemble") }
 
-// deriveEnsemble reads one line of an ensemble run and reports whether it
-// was one. Client lines ("recv c1#1>zk1 CREATE … → ok PATH (ephemeral)",
-// "recv … WATCH NodeDeleted PATH", "recv … DELETE PATH → ok", "recv …
-// CONNECT → session 0x…", "… closed by the server", "connection … reset")
-// give the lock znodes as their owners saw them and the connection states;
-// server lines ("session 0x… created for CONN", "session 0x… expired") give
-// the expiries, which also delete the session's ephemeral nodes.
+// deriveEnsemble reads one event of an ensemble run and reports whether
+// it was one. Frames a client received (a CREATE of an ephemeral node
+// answered ok, a WATCH notification, a DELETE answered ok, a CONNECT
+// answered with a session or refused), read from their typed facts (Op,
+// Key, Reply, Session, Ephemeral), and the client's connection closing or
+// resetting give the lock znodes as their owners saw them and the
+// connection states; the server's session events give the expiries, which
+// also delete the session's ephemeral nodes. A create whose reply never
+// reached its client (held by a cut, dropped, lost) still made a node:
+// it is drawn as untold, and a hold begun on it in another session (the
+// GUID lookup of CURATOR-604) marks it adopted.
 func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool, hosts []scenarios.Host) bool {
 	switch e.Kind {
+	case event.FrameHeld, event.MessageDropped, event.MessageLost:
+		// A create's reply that did not reach the client: the server
+		// made the node all the same.
+		if e.Dir != "reply" || (e.Op != "CREATE" && e.Op != "CREATE2") || e.Reply != "ok" || !e.Ephemeral || e.Key == "" {
+			return e.Kind == event.FrameHeld
+		}
+		conn := e.Conn
+		if conn == "" {
+			conn = s.current[e.Client]
+		}
+		if i, ok := s.openZnode(m, e.Key); ok && m.Znodes[i].Owner == e.Client {
+			return true // already drawn
+		}
+		s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
+		addZnode(m, e.Key, e.Client, e.At)
+		m.Znodes[len(m.Znodes)-1].Untold = true
+		return true
+	case event.HoldBegan:
+		// The hold's token is the node's path (its GUID unredacted): the
+		// node it holds by. Found by a lookup, not told by a create's
+		// reply: in the same session the fixed recipe found its own
+		// node; in another, the node is adopted.
+		if !client || e.Token == "" {
+			return false
+		}
+		for i := range m.Znodes {
+			z := &m.Znodes[i]
+			if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.Token) {
+				continue
+			}
+			if sess := s.sessionOf[s.current[e.Client]]; s.znodeSess[i] != "" && sess != "" && sess != s.znodeSess[i] {
+				z.Adopted, z.AdoptedAt, z.AdoptedIn = true, e.At, sess
+			}
+			break
+		}
+		return false // the hold itself is read by deriveMechanism
 	// Server roles: the first leader (the others follow), an elected
 	// leader, a follower that serves, a server that stops serving for want
 	// of a quorum, a crash, a restart (not serving until it joins a
@@ -121,29 +161,28 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		if !client {
 			return true
 		}
-		// A reply as the client read it; the message is ZooKeeper's
-		// (opcode, path, result), summarized by the ensemble.
-		conn, who, msg := e.Conn, e.Client, e.Command
+		// A reply as the client read it: its op, and what the frame
+		// says as data (the ensemble's frame facts: path, result,
+		// session, ephemeral).
+		conn, who := e.Conn, e.Client
 		switch {
-		case strings.HasPrefix(msg, "CONNECT → session "):
-			id := strings.TrimPrefix(msg, "CONNECT → session ")
-			s.sessionOf[conn], s.clientOf[id], s.current[who] = id, who, conn
+		case e.Op == "CONNECT" && e.Session != "":
+			s.sessionOf[conn], s.clientOf[e.Session], s.current[who] = e.Session, who, conn
 			s.setState(m, who, "CONNECTED "+e.Node, e.At)
-		case strings.HasPrefix(msg, "CONNECT refused"):
+		case e.Op == "CONNECT" && e.Reply == "SESSIONEXPIRED":
 			s.current[who] = conn
 			s.setState(m, who, "EXPIRED", e.At)
-		case strings.HasPrefix(msg, "CREATE ") && strings.HasSuffix(msg, " (ephemeral)"):
-			_, created, ok := strings.Cut(msg, " → ok ")
-			if !ok {
+		case (e.Op == "CREATE" || e.Op == "CREATE2") && e.Reply == "ok" && e.Ephemeral:
+			if i, ok := s.openZnode(m, e.Key); ok && m.Znodes[i].Owner == who {
+				m.Znodes[i].Untold = false // its held reply came through
 				return true
 			}
-			path := strings.TrimSuffix(created, " (ephemeral)")
 			s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
-			addZnode(m, path, who, e.At)
-		case strings.HasPrefix(msg, "DELETE ") && strings.HasSuffix(msg, " → ok"):
-			endZnode(m, strings.Fields(msg)[1], e.At, "deleted")
-		case strings.HasPrefix(msg, "WATCH "):
-			m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: strings.TrimPrefix(msg, "WATCH ")})
+			addZnode(m, e.Key, who, e.At)
+		case e.Op == "DELETE" && e.Reply == "ok":
+			endZnode(m, e.Key, e.At, "deleted")
+		case e.Op == "WATCH":
+			m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: e.Reply + " " + e.Key})
 		}
 
 	// The server closed the connection, or the client's connection
@@ -176,6 +215,28 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		return false
 	}
 	return true
+}
+
+// openZnode is the index of the znode at path that has not ended.
+func (s *ensembleState) openZnode(m *mechanism, path string) (int, bool) {
+	for i := len(m.Znodes) - 1; i >= 0; i-- {
+		if m.Znodes[i].Path == path && m.Znodes[i].End == "" {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// sameZnode says whether a drawn path (its GUID redacted, "_c_…-") and a
+// hold's token (the path as the recipe has it) name the same node: the
+// same parent and the same sequence number, which ZooKeeper never gives
+// twice under one parent.
+func sameZnode(drawn, token string) bool {
+	di, ti := strings.LastIndexByte(drawn, '/'), strings.LastIndexByte(token, '/')
+	if di < 0 || ti < 0 || drawn[:di] != token[:ti] || len(drawn) < 10 || len(token) < 10 {
+		return false
+	}
+	return drawn[len(drawn)-10:] == token[len(token)-10:]
 }
 
 // addZnode starts the life of a lock znode; its short name is the sequence

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,11 +169,14 @@ func BenchmarkTimeToFind(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for n := 0; n < b.N; n++ {
-				var find, total []float64
+				var find, total, cpuFind, cpuTotal []float64
 				missed := 0
 				for seed := uint64(1); seed <= 20; seed++ {
-					t0 := time.Now()
-					res, err := Explore(ExploreOptions{Algorithm: c.alg, Classes: []faults.Class{c.class}, Seed: seed, Runs: 5000, Workers: 1})
+					// Explore, then Shrink, as Explore does when it
+					// shrinks: the CPU time of each, taken apart, is
+					// what a loaded machine does not inflate.
+					t0, c0 := time.Now(), processCPU()
+					res, err := Explore(ExploreOptions{Algorithm: c.alg, Classes: []faults.Class{c.class}, Seed: seed, Runs: 5000, Workers: 1, NoShrink: true})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -180,15 +184,31 @@ func BenchmarkTimeToFind(b *testing.B) {
 						missed++
 						continue
 					}
+					c1 := processCPU()
+					f := res.Findings[0]
+					Shrink(f.Scenario, f.Property, ShrinkOptions{})
 					find = append(find, res.FoundAfter.Seconds())
 					total = append(total, time.Since(t0).Seconds())
+					cpuFind = append(cpuFind, (c1 - c0).Seconds())
+					cpuTotal = append(cpuTotal, (processCPU() - c0).Seconds())
 				}
 				b.ReportMetric(median(find), "s-to-find")
 				b.ReportMetric(median(total), "s-to-find-and-shrink")
+				b.ReportMetric(median(cpuFind), "cpu-s-to-find")
+				b.ReportMetric(median(cpuTotal), "cpu-s-to-find-and-shrink")
 				b.ReportMetric(float64(missed), "seeds-missed")
 			}
 		})
 	}
+}
+
+// processCPU is the CPU time (user and system) the test process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func median(xs []float64) float64 {
@@ -201,4 +221,36 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkEventLog is what the event log costs one catalogue run, in its
+// three modes: off (exploration: no event is built), the digest (every
+// event rendered to its trace line and hashed, the default of locklab
+// run), and kept (the events and the text trace kept, as --events,
+// --report and --trace do). Run with -benchmem: allocations do not depend
+// on the machine's load, times do.
+func BenchmarkEventLog(b *testing.B) {
+	for _, id := range []string{"redlock-clock-jump", "wait-one-of-two-failover"} {
+		s, err := Get(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range []struct {
+			name string
+			opt  Options
+		}{{"off", Options{NoTrace: true}}, {"digest", Options{}}, {"kept", Options{KeepTrace: true}}} {
+			b.Run(id+"/"+mode.name, func(b *testing.B) {
+				b.ReportAllocs()
+				events := 0
+				for i := 0; i < b.N; i++ {
+					r, err := Run(s, s.Seed, mode.opt)
+					if err != nil {
+						b.Fatal(err)
+					}
+					events = len(r.Events)
+				}
+				b.ReportMetric(float64(events), "events/run")
+			})
+		}
+	}
 }

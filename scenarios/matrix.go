@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/pglock"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
@@ -228,13 +229,14 @@ func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
 // run finds out.
 //
 // A row named "ALGORITHM+fencing" is the algorithm with fencing tokens: from
-// INCR on a separate node T (which faults leave alone), and a resource
-// that checks them (">"). (A ZooKeeper recipe's lease always carries its
+// INCR on a separate node T (which faults leave alone) for Redis locks, from
+// the fence row's version for Postgres advisory locks, and a resource that
+// checks them (">"). (A ZooKeeper recipe's lease always carries its
 // znode's sequence; the gozk-* recipes are tabled by their own test.)
 func MatrixScenario(algorithm string) (*Scenario, error) {
 	name, fenced := strings.CutSuffix(algorithm, "+fencing")
 	info, err := algorithms.Lookup(name)
-	if err != nil || (fenced && info.Backend != "redis") {
+	if err != nil || (fenced && info.Backend != "redis" && info.Backend != pglock.Backend) {
 		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(MatrixRows(), ", "))
 	}
 	if fenced {
@@ -243,8 +245,13 @@ func MatrixScenario(algorithm string) (*Scenario, error) {
 		if sc.Params == nil {
 			sc.Params = map[string]string{}
 		}
-		sc.Params["fencing"] = "incr"
-		sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
+		switch info.Backend {
+		case pglock.Backend:
+			sc.Params["fencing"] = "table" // the fence row's version
+		default:
+			sc.Params["fencing"] = "incr"
+			sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
+		}
 		return sc, sc.Validate()
 	}
 	sc := newMatrixScenario(info, "none")
@@ -289,6 +296,15 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		// 2.5 s), so the bound means the same here as for the Redis locks.
 		nodes = 0
 		sc.Params = map[string]string{"session_timeout": MatrixTTL.String(), "tick_time": (MatrixTTL / 4).String()}
+	}
+	if info.Backend == pglock.Backend {
+		// No Redis node; a session advisory lock lasts until the server's
+		// keepalive gives up on a silent client (Linux: over two hours).
+		// Keepalive at half the TTL, then three probes an eighth apart,
+		// frees a crashed or cut-off holder's lock within the TTL, so the
+		// liveness bound (2×TTL+1s) means the same as for the Redis locks.
+		nodes = 0
+		sc.Params = map[string]string{"keepalive_idle": (MatrixTTL / 2).String(), "keepalive_interval": (MatrixTTL / 8).String(), "keepalive_count": "3"}
 	}
 	for i := range nodes {
 		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
@@ -341,15 +357,16 @@ func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
 //
 // Algorithms that run real client code in the bubble runtime (the gozk-*
 // ZooKeeper recipes on go-zookeeper) are not rows: their faults are
-// tabled by their own test (the go-zookeeper × fault table).
+// tabled by their own test (the go-zookeeper × fault table). The Postgres
+// advisory locks (pgx in the bubble) are: their runs are short.
 func MatrixRows() []string {
 	var rows []string
 	for _, a := range algorithms.Names() {
-		if info, err := algorithms.Lookup(a); err == nil && !info.Bubble {
+		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || info.Backend == pglock.Backend) {
 			rows = append(rows, a)
 		}
 	}
-	for _, a := range []string{"set-nx-px-lua", "redlock"} {
+	for _, a := range []string{"set-nx-px-lua", "redlock", "pg-advisory-session"} {
 		if _, err := algorithms.Lookup(a); err == nil {
 			rows = append(rows, a+"+fencing")
 		}

@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/pglock"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 func TestMatrixScenarioSetup(t *testing.T) {
@@ -28,6 +30,14 @@ func TestMatrixScenarioSetup(t *testing.T) {
 			want = 0
 			if sc.Params["session_timeout"] != MatrixTTL.String() || sc.Params["tick_time"] != (MatrixTTL/4).String() {
 				t.Errorf("%s: params %v, want session_timeout %v and tick_time %v", name, sc.Params, MatrixTTL, MatrixTTL/4)
+			}
+		}
+		if info.Backend == pglock.Backend {
+			// The database servers are db1 (and the pooler), not Redis
+			// nodes; keepalive frees a silent holder's lock within the TTL.
+			want = 0
+			if sc.Params["keepalive_idle"] != (MatrixTTL / 2).String() {
+				t.Errorf("%s: params %v, want keepalive_idle %v", name, sc.Params, MatrixTTL/2)
 			}
 		}
 		if info.Backend == "redis" {
@@ -129,6 +139,7 @@ func TestMatrixDoesNotDependOnWorkers(t *testing.T) {
 // (del-wrong-client), and a resource that checks fencing tokens never
 // accepts a lost update.
 func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
+	bubblehost.Bind(t) // the Postgres rows run pgx in a bubble
 	algs := []string{"set-nx-px-del"}
 	var fenced []string
 	for _, a := range MatrixRows() {

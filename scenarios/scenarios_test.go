@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/sim/proptest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden-traces.txt")
@@ -46,9 +47,15 @@ func TestCatalogueMatchesExpectation(t *testing.T) {
 	if len(all) < 5 {
 		t.Fatalf("catalogue has %d scenarios", len(all))
 	}
+	// Its own seed (what `locklab run ID` does) and one other in CI; the
+	// deep suite adds two more (issue 19: half this test's cost).
+	seeds := []uint64{7}
+	if proptest.Deep() {
+		seeds = []uint64{2, 3, 7}
+	}
 	for _, s := range all {
 		t.Run(s.ID, func(t *testing.T) {
-			for _, seed := range []uint64{s.Seed, 2, 3, 7} {
+			for _, seed := range append([]uint64{s.Seed}, seeds...) {
 				r := mustRun(t, s, seed, Options{})
 				if !r.Matches() {
 					t.Errorf("seed %d: verdict %+v, expected %+v; witness %+v", seed, r.Report.Verdict, s.Expect, r.Report.Witness)

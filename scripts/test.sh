@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, vet, the race-enabled test suite
-# (the mutation gate included) and a bounded fuzz pass. It prints how long
-# each step took.
+# The project's test command: formatting, vet, the race-enabled test suite,
+# the mutation gate (a step of its own) and a bounded fuzz pass. It prints
+# how long each step took.
 #
 #   bash scripts/test.sh           the CI suite: rapid properties from a
 #                                  pinned seed, the smallest run counts that
 #                                  still assert what each test claims
 #   bash scripts/test.sh --deep    the nightly suite: a fresh rapid seed
 #                                  (printed; replay with LOCKLAB_RAPID_SEED=N),
-#                                  ten times the rapid checks, more locktest
-#                                  runs and a ten times longer fuzz pass
+#                                  ten times the rapid checks, more seeds and
+#                                  runs, and a ten times longer fuzz pass
 #   bash scripts/test.sh --help    this text
 #
 # LOCKLAB_RAPID_SEED=N pins the rapid seed of either suite (package

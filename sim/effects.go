@@ -138,11 +138,65 @@ func touchedKeys(args []string) (keys []string, all bool) {
 	return slices.Compact(keys), false
 }
 
+// lastRun is what the node learnt from running a command, beyond its
+// reply: which keys a native script wrote (scripts.go).
+type lastRun struct {
+	reply []byte
+	// native is set when the script fast path ran the command: the key
+	// it wrote, or an empty list when it wrote nothing.
+	native []string
+}
+
+// writeKeys is touchedKeys for the command just run (n.last), narrowed by
+// what its run says (issue 24: reading every key back from miniredis after
+// each write was a tenth of a lock cycle):
+//
+//   - a script the fast path ran wrote only the key it names, or nothing,
+//     where touchedKeys must assume any key (a script need not declare
+//     its keys);
+//   - a write whose reply says it did nothing (SET NX or XX that did not
+//     set, DEL of missing keys, an expiry on a missing key) changed no key.
+//
+// Both are exact: the stream is compared with the dataset after every
+// write, so before a command they agree, and a command that changed no key
+// leaves them agreeing.
+func (n *RedisNode) writeKeys(args []string) (keys []string, all bool) {
+	if n.last.native != nil {
+		return n.last.native, false
+	}
+	if unchangedByReply(args, n.last.reply) {
+		return nil, false
+	}
+	return touchedKeys(args)
+}
+
+// unchangedByReply reports whether a write's reply proves it changed
+// nothing.
+func unchangedByReply(args []string, reply []byte) bool {
+	switch upperName(args[0]) {
+	case "SET":
+		// SET replies nil only when NX or XX stopped it (with GET it
+		// replies the old value, nil included, and may have set).
+		if string(reply) != "$-1\r\n" {
+			return false
+		}
+		for _, a := range args[3:] {
+			if strings.EqualFold(a, "GET") {
+				return false
+			}
+		}
+		return true
+	case "SETNX", "DEL", "UNLINK", "EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT", "PERSIST":
+		return string(reply) == ":0\r\n"
+	}
+	return false
+}
+
 // propagate compares the keys a write may have touched with the shadow and
 // emits the effects. raw is the command itself, used only for key types the
 // stream does not rebuild.
 func (n *RedisNode) propagate(raw []string) {
-	keys, all := touchedKeys(raw)
+	keys, all := n.writeKeys(raw)
 	if all {
 		keys = n.allKeys()
 	}

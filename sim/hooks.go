@@ -150,17 +150,17 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		d, extra, why := f(m)
 		if d {
 			n.Dropped++
-			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: why})
+			w.Record(m.From, m.event(event.MessageDropped, why, 0))
 			return true, 0, why
 		}
 		if extra > 0 {
-			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Delay: extra, Reason: why})
+			w.Record(m.From, m.event(event.MessageDelayed, why, extra))
 			delay += extra
 			reason = why
 		}
 	}
 	if delay > 0 {
-		n.Delays = append(n.Delays, Delayed{From: w.now, To: w.now + delay, Client: m.Client,
+		n.Delays = append(n.Delays, Delayed{From: w.now, To: w.now + delay, Client: m.Client, Ends: [2]string{m.From, m.To},
 			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, reason)})
 	}
 	return false, delay, reason

@@ -38,8 +38,39 @@ type Message struct {
 	// it knows them (a ZooKeeper frame); the work budget counts them
 	// (budget.go): a reply listing a thousand children costs more than
 	// one that says OK.
-	Size  int
+	Size int
+	// Facts are what the message says, as data, where its sender decoded
+	// them (a ZooKeeper frame's path, result, session): the events about
+	// the message carry them, so readers never take them back out of
+	// Summary, which is written for people. Nil for most messages.
+	Facts *MessageFacts
 	order string // in a bubble: the connection it travels on (bubble.go)
+}
+
+// MessageFacts are the typed contents of a message (Message.Facts), copied
+// into the Key, Reply, Session and Ephemeral fields of its events.
+type MessageFacts struct {
+	// Key is the path or key the message is about.
+	Key string
+	// Reply is a reply's result ("ok", an error name) or a notification's
+	// event type.
+	Reply string
+	// Session is the session a handshake asks for or was given.
+	Session string
+	// Ephemeral marks a create of an ephemeral node, or its reply.
+	Ephemeral bool
+	// Args is the command the message carries (a replicated effect).
+	Args []string
+}
+
+// event is an event of kind k about m (its ends, op, summary and facts),
+// with why it happened and the delay it was given.
+func (m *Message) event(k event.Kind, reason string, delay time.Duration) event.Event {
+	ev := event.Event{Kind: k, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: reason, Delay: delay}
+	if f := m.Facts; f != nil {
+		ev.Key, ev.Reply, ev.Session, ev.Ephemeral, ev.Args = f.Key, f.Reply, f.Session, f.Ephemeral, f.Args
+	}
+	return ev
 }
 
 // Filter inspects a message as it is sent. It may drop it or delay it; reason
@@ -206,7 +237,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 	}
 	if n.cut[[2]string{m.From, m.To}] {
 		n.Dropped++
-		w.Record(m.From, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: "partition"})
+		w.Record(m.From, m.event(event.MessageLost, "partition", 0))
 		return
 	}
 	var extra time.Duration
@@ -215,11 +246,11 @@ func (n *Network) Send(m *Message, deliver func()) {
 		drop, delay, reason := f(m)
 		if drop {
 			n.Dropped++
-			w.Record(m.From, event.Event{Kind: event.MessageDropped, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: reason})
+			w.Record(m.From, m.event(event.MessageDropped, reason, 0))
 			return
 		}
 		if delay > 0 {
-			w.Record(m.From, event.Event{Kind: event.MessageDelayed, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Delay: delay, Reason: reason})
+			w.Record(m.From, m.event(event.MessageDelayed, reason, delay))
 			extra += delay
 			why = reason
 		}
@@ -247,7 +278,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		defer n.arrive(id)
 		if n.down[m.To] {
 			n.Dropped++
-			w.Record(m.To, event.Event{Kind: event.MessageLost, Dir: string(m.Dir), From: m.From, To: m.To, Op: m.Op, Command: m.Summary, Client: m.Client, Reason: m.To + " is down"})
+			w.Record(m.To, m.event(event.MessageLost, m.To+" is down", 0))
 			return
 		}
 		for _, o := range n.observers {

@@ -71,6 +71,10 @@ type RedisNode struct {
 	acking      bool
 	applyPeer   *server.Peer
 	incarnation int // bumped by Crash
+	// last is what the node knows of the command run last (writeKeys).
+	last lastRun
+	// hooked is the miniredis instance commandCompat is installed on.
+	hooked *miniredis.Miniredis
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
@@ -130,6 +134,7 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	if len(args) == 0 {
 		return n.Dispatch(peer, args)
 	}
+	args = canonical(args)
 	if n.loadedScripts != nil {
 		switch strings.ToUpper(args[0]) {
 		case "SCRIPT", "EXEC":
@@ -169,12 +174,17 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 // run executes a command: a known lock script natively, anything else in
 // miniredis.
 func (n *RedisNode) run(peer *server.Peer, args []string) []byte {
+	n.last = lastRun{}
 	if n.ScriptFastPath != nil && isScript(args) {
 		if reply, ok := n.ScriptFastPath(n, peer, args); ok {
+			n.last.reply = reply
 			return reply
 		}
+		n.last.native = nil // miniredis's Lua ran it: its writes are unknown
 	}
-	return n.dispatchCompat(peer, args)
+	reply := n.dispatchCompat(peer, args)
+	n.last.reply = reply
+	return reply
 }
 
 // Apply runs a command on the node as a client's write does, through the
@@ -217,7 +227,7 @@ func (n *RedisNode) isWrite(args []string) bool {
 // changed reports whether the keys a write may touch differ from what the
 // stream last described.
 func (n *RedisNode) changed(args []string) bool {
-	keys, all := touchedKeys(args)
+	keys, all := n.writeKeys(args)
 	if all {
 		keys = n.allKeys()
 	}
@@ -233,7 +243,7 @@ func (n *RedisNode) changed(args []string) bool {
 
 // restore puts back the keys a refused script changed, from the shadow.
 func (n *RedisNode) restore(args []string) {
-	keys, all := touchedKeys(args)
+	keys, all := n.writeKeys(args)
 	if all {
 		keys = n.allKeys()
 	}
@@ -496,7 +506,7 @@ func (c *redisConn) send(w *World, args []string) {
 	if w.Tracing() || c.bb != nil {
 		summary = commandSummary(args)
 	}
-	op := strings.ToUpper(args[0])
+	op := upperName(args[0])
 	if w.Tracing() {
 		w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
 	}

@@ -24,7 +24,12 @@ import (
 func (n *RedisNode) dispatchCompat(peer *server.Peer, args []string) []byte {
 	// Redis looks a script up by its SHA1 in any letter case
 	// (evalGenericCommand lower-cases it); miniredis only in lower case.
-	n.mr.Server().SetPreHook(commandCompat(n.mr.Server()))
+	if n.hooked != n.mr {
+		// Once per miniredis instance (a restart makes a new one): the
+		// hook is a closure, and setting it takes the server's lock.
+		n.mr.Server().SetPreHook(commandCompat(n.mr.Server()))
+		n.hooked = n.mr
+	}
 	if len(args) >= 2 && strings.EqualFold(args[0], "EVALSHA") && args[1] != strings.ToLower(args[1]) {
 		args = append([]string{args[0], strings.ToLower(args[1])}, args[2:]...)
 	}

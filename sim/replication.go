@@ -121,6 +121,11 @@ func (n *RedisNode) ship(link *replicaLink, args []string, offset int64) {
 			return // the replica was promoted or follows another master
 		}
 		m := &Message{From: n.Name, To: replica.Name, Client: n.Name, Dir: Request, Op: op, Summary: summary}
+		if args != nil && w.Tracing() {
+			// The effect as data, for the events of a message a fault or
+			// a cut loses (built only when events are).
+			m.Facts = &MessageFacts{Args: args}
+		}
 		w.Net.Send(m, func() {
 			if replica.master != n || link.cancelled {
 				return

@@ -111,6 +111,11 @@ func NativeScripts(n *RedisNode, peer *server.Peer, args []string) (reply []byte
 	if !ok {
 		return nil, false
 	}
+	// Every native script writes only its one key (writeKeys).
+	n.last.native = noKeys
+	if c.wrote {
+		n.last.native = []string{args[3]}
+	}
 	if !evalsha && !loaded {
 		// A successful EVAL caches its script; a later EVALSHA must find it.
 		c.must("SCRIPT", "LOAD", s.src)
@@ -339,6 +344,10 @@ func reentrantRenew(c *innerCalls, key string, argv []string) ([]byte, bool) {
 }
 
 var nullReply = []byte("$-1\r\n") // Lua nil and false, in RESP2
+
+// noKeys is a native script's write set when it wrote nothing: empty, not
+// nil (nil means no native script ran).
+var noKeys = []string{}
 
 func intReply(v int) []byte {
 	b := make([]byte, 0, 24)

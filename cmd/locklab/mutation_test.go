@@ -199,7 +199,10 @@ func build(goBin, root, dir, name, overlay, pkg string) (string, error) {
 	// flags, so the standard library and the dependencies are compiled
 	// once and shared through the build cache (an overlay only changes
 	// the action ids of the mutated package and those above it).
-	args := []string{"build", "-gcflags=github.com/locklab/locklab/...=-N -l", "-ldflags=-s -w", "-o", out}
+	// -dwarf=false: the linker drops DWARF anyway (-w), so the compiler
+	// need not produce it (a runner for a mutant of sim/resource.go:
+	// 5.3 s of CPU with it, 4.5 s without; the whole CLI was 7.3 s).
+	args := []string{"build", "-gcflags=github.com/locklab/locklab/...=-N -l -dwarf=false", "-ldflags=-s -w", "-o", out}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}

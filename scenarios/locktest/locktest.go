@@ -216,6 +216,17 @@ type Options struct {
 	// ShrinkRuns bounds the runs spent shrinking a counterexample
 	// (default 80).
 	ShrinkRuns int
+	// Workers, above 1, splits each class's exploration across that many
+	// worker processes (flag -locktest.workers): copies of the test
+	// binary, each running one shard of the runs (scenarios.ExploreOptions
+	// Shard). A library's goroutines draw from process-wide random sources
+	// (redsync's retry delays from math/rand), so its runs cannot share a
+	// process; processes can. The lowest violating run is the one one
+	// process would have found first, and this process shrinks it: the
+	// counterexample is the same whatever Workers is. Classes drawn by
+	// locktest itself (Failover, Stall) and a saved failfile's replay stay
+	// in this process.
+	Workers int
 
 	// caller is where the user's test called Run (file:line), named in
 	// every verdict line: a class's subtest has no frame of the user's.

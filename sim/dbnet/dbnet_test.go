@@ -170,3 +170,88 @@ func TestDBNetTraceIsDeterministic(t *testing.T) {
 		t.Fatalf("digests differ: %s %s %s", a, b, c)
 	}
 }
+
+// A lost segment resets the connection when it would have arrived (TCP
+// gives up on it): the dropped unlock never runs, but the reset ends c1's
+// backend, and its session lock with it; c2 then gets the lock.
+func TestDroppedSegmentResetsTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pw := newPgWorld(1, dbnet.Keepalive{})
+		w := pw.w
+		w.Net.AddFilter(func(m *sim.Message) (bool, time.Duration, string) {
+			return m.Op == "pg_advisory_unlock" && m.Dir == sim.Request, 0, "test drop"
+		})
+		var unlockErr error
+		w.NewHost("c1", nil).Spawn("c1", 0, func(p *sim.Process) {
+			c := pw.connect(p)
+			pw.tryLock(p, c, 1)
+			p.Sleep(time.Second)
+			p.Outside(func() { _, unlockErr = c.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", int64(1)) })
+		})
+		w.NewHost("c2", nil).Spawn("c2", 100*time.Millisecond, func(p *sim.Process) {
+			pw.tryLock(p, pw.connect(p), 1)
+		})
+		w.Trace.Keep = true
+		if err := w.Run(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if unlockErr == nil {
+			t.Fatal("the unlock whose segment was lost returned no error")
+		}
+		resets := kinds(w.Trace.Events, event.DBConnReset)
+		if len(resets) != 2 || resets[0].Conn != "c1#1>db1" || !strings.Contains(resets[0].Reason, "pg_advisory_unlock(1) lost (test drop)") {
+			t.Fatalf("resets %+v, want c1's connection reset on both sides", resets)
+		}
+		if len(pw.holds) != 2 || !strings.HasPrefix(pw.holds[1], "c2 ") {
+			t.Fatalf("holds %v, want c2 after c1's session ended", pw.holds)
+		}
+		if n := len(kinds(w.Trace.Events, event.DBLockReleased)); n != 0 {
+			t.Fatalf("%d unlocks ran; the lost one must not", n)
+		}
+	})
+}
+
+// A crashed server refuses dials until it restarts, resets its
+// connections, and comes back with an empty lock table; a standby
+// promoted in its place answers for its address.
+func TestServerCrashRestartAndPromotion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pw := newPgWorld(1, dbnet.Keepalive{})
+		w, n := pw.w, pw.net
+		n.AddServer("db2", dbnet.Keepalive{}, func(dbnet.Service) dbnet.Service { return pgnode.NewServer() })
+		var dialErr error
+		var c1Err error
+		w.NewHost("c1", nil).Spawn("c1", 0, func(p *sim.Process) {
+			c := pw.connect(p)
+			pw.tryLock(p, c, 1)
+			p.Sleep(2 * time.Second)
+			var ok bool
+			p.Outside(func() { c1Err = c.QueryRow(context.Background(), "SELECT pg_try_advisory_lock($1)", int64(1)).Scan(&ok) })
+		})
+		w.NewHost("c2", nil).Spawn("c2", 1500*time.Millisecond, func(p *sim.Process) {
+			p.Outside(func() { _, dialErr = n.Dial(p.Host, "db1") })
+			p.Sleep(time.Second) // db1 restarts at 2 s
+			pw.tryLock(p, pw.connect(p), 1)
+			p.Sleep(2 * time.Second) // past the promotion at 3 s
+		})
+		w.At(time.Second, func() { n.Crash("db1") })
+		w.At(2*time.Second, func() { n.Restart("db1") })
+		w.At(3*time.Second, func() { n.Promote("db1", "db2") })
+		w.Trace.Keep = true
+		if err := w.Run(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if dialErr == nil || !strings.Contains(dialErr.Error(), "connection refused (db1 is down)") {
+			t.Fatalf("dial during the crash: %v, want refused", dialErr)
+		}
+		if c1Err == nil {
+			t.Fatal("c1's connection survived the crash")
+		}
+		if len(pw.holds) != 2 || !strings.HasPrefix(pw.holds[1], "c2 ") {
+			t.Fatalf("holds %v, want c2's after the restart (an empty lock table)", pw.holds)
+		}
+		if n.Route("db1") != "db2" || len(kinds(w.Trace.Events, event.DBPromoted)) != 1 {
+			t.Fatalf("route %q after the promotion", n.Route("db1"))
+		}
+	})
+}

@@ -68,6 +68,9 @@ type Event struct {
 	Total   int    `json:"total,omitempty"`
 	Epoch   int64  `json:"epoch,omitempty"`
 	Session string `json:"session,omitempty"`
+	// Ephemeral marks a ZooKeeper create (or its reply) of an ephemeral
+	// node: a lock node, which its session's end deletes.
+	Ephemeral bool `json:"ephemeral,omitempty"`
 	// Fault is a fault as the scenario spells it; Persistence a node's
 	// persistence mode at restart.
 	Fault       string `json:"fault,omitempty"`

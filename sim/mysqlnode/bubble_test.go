@@ -158,3 +158,57 @@ func TestGetLockDeadlock(t *testing.T) {
 		}
 	})
 }
+
+// go-sql-driver closes the connection when the context of a waiting
+// query ends; the server withdraws the wait at that instant, so the
+// dead session is never handed the lock.
+func TestWaitOfAGoneClientIsWithdrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := NewServer(Config{})
+		db := simDB(t, srv)
+		defer db.Close()
+		holder, waiter := pinned(t, db), pinned(t, db)
+		defer holder.Close()
+		mustAnswer(t, holder, "1", "SELECT GET_LOCK('job', 0)")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if got := answer(ctx, waiter, "SELECT GET_LOCK('job', 60)"); got != "error: context deadline exceeded" {
+			t.Fatalf("the waiter's query ended with %q, want its context's deadline", got)
+		}
+		waiter.Close()
+		synctest.Wait()
+		if rows := srv.Locks(); len(rows) != 1 || len(rows[0].Waiters) != 0 {
+			t.Fatalf("lock table %+v: the gone client still waits", rows)
+		}
+		mustAnswer(t, holder, "1", "SELECT RELEASE_LOCK('job')")
+		if rows := srv.Locks(); len(rows) != 0 {
+			t.Fatalf("lock table %+v after the release, want empty", rows)
+		}
+	})
+}
+
+// A GET_LOCK deadline and the holder's wait_timeout due at the same
+// instant happen in one fixed order, on every run: the wait ends first
+// (0), then the idle holder's session is closed and the lock is free.
+// Separate timers would race here.
+func TestSameInstantDeadlineAndWaitTimeoutInFixedOrder(t *testing.T) {
+	for run := 0; run < 20; run++ {
+		synctest.Test(t, func(t *testing.T) {
+			srv := NewServer(Config{})
+			db := simDB(t, srv)
+			defer db.Close()
+			holder, waiter := pinned(t, db), pinned(t, db)
+			defer waiter.Close()
+			mustAnswer(t, holder, "", "SET SESSION wait_timeout = 5")
+			mustAnswer(t, holder, "1", "SELECT GET_LOCK('job', 0)")
+			start := time.Now()
+			mustAnswer(t, waiter, "0", "SELECT GET_LOCK('job', 5)")
+			if d := time.Since(start); d != 5*time.Second {
+				t.Fatalf("wait took %v, want 5s", d)
+			}
+			synctest.Wait()
+			mustAnswer(t, waiter, "NULL", "SELECT IS_USED_LOCK('job')")
+			holder.Close()
+		})
+	}
+}

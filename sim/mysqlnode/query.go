@@ -98,6 +98,8 @@ func (e *executor) statement(st sqlparser.Statement) (*sqltypes.Result, error) {
 		return &sqltypes.Result{}, nil
 	case *sqlparser.Update:
 		return e.fenceWrite(st)
+	case *sqlparser.Kill:
+		return e.kill(st)
 	}
 	return nil, notSupported(st)
 }
@@ -388,7 +390,30 @@ func (e *executor) getLock(nameArg, timeoutArg value) (value, error) {
 	ss.wake = wake
 	srv.settle(nil)
 	srv.mu.Unlock()
-	return intValue(int64(<-wake)), nil
+	var r int
+	select {
+	case r = <-wake:
+	case <-ss.gone:
+		// The client went away while waiting: the wait is withdrawn
+		// at once, unless the lock was granted in the meantime (then
+		// the session's end releases it).
+		srv.mu.Lock()
+		if srv.table.CancelWait(ss.id) {
+			srv.settle(nil)
+			r = killed
+		} else {
+			r = <-wake
+		}
+		srv.mu.Unlock()
+	}
+	switch r {
+	case killedQuery:
+		return value{}, nil
+	case killed:
+		return value{}, sqlError(1927, "70100", "Connection was killed")
+	default:
+		return intValue(int64(r)), nil
+	}
 }
 
 func intValue(n int64) value { return value{kind: kInt, text: strconv.FormatInt(n, 10)} }
@@ -525,4 +550,23 @@ func isFence(from sqlparser.TableExprs) bool {
 	}
 	tn, ok := at.Expr.(sqlparser.TableName)
 	return ok && strings.EqualFold(tn.Name.String(), "fence")
+}
+
+// kill is KILL [CONNECTION | QUERY] id.
+func (e *executor) kill(k *sqlparser.Kill) (*sqltypes.Result, error) {
+	v, err := e.expr(k.ConnID)
+	if err != nil {
+		return nil, err
+	}
+	id := Session(uint32(v.number()))
+	var found bool
+	if k.Connection {
+		found = e.srv.Kill(id)
+	} else {
+		found = e.srv.KillQuery(id)
+	}
+	if !found {
+		return nil, sqlError(1094, "HY000", "Unknown thread id: %d", uint64(v.number()))
+	}
+	return &sqltypes.Result{}, nil
 }

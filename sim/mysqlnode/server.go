@@ -67,15 +67,18 @@ type Server struct {
 	table    *Table
 	next     Session
 	sessions map[Session]*session
-	// deadline is the timer armed for the table's next GET_LOCK deadline.
-	deadline     func() bool
-	deadlineAt   time.Time
+	// timer is armed for the next instant something is due: a GET_LOCK
+	// deadline or an idle session's wait_timeout. One timer for both, so
+	// that what is due at one instant happens in one fixed order.
+	timer        func() bool
+	timerAt      time.Time
 	fenceVersion int64 // the fencing row: version, bumped by each accepted write
 	fenceValue   int64
-	tap          func([]byte) // sees every byte the server writes (tests)
+	tap          func(Session, []byte) // sees every reply the server writes (tests)
 	// parsed caches statements by their text: a driver sends the same
 	// few again and again, and parsing is most of a statement's cost.
-	parsed map[string]sqlparser.Statement
+	parsed  map[string]sqlparser.Statement
+	stopped bool
 }
 
 // NewServer returns a server with no sessions and no locks.
@@ -91,6 +94,13 @@ func (s *Server) Locks() []LockRow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.table.Rows()
+}
+
+// SetFence sets the fencing row (a restarted server keeps its tables).
+func (s *Server) SetFence(version, value int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fenceVersion, s.fenceValue = version, value
 }
 
 // Fence is the fencing row: its version and value.
@@ -118,12 +128,12 @@ type session struct {
 	id          Session
 	conn        net.Conn // the raw connection, closed by wait_timeout
 	waitTimeout time.Duration
-	wake        chan int // the waiting GET_LOCK's result: 1 granted, 0 timed out
-	idle        func() bool
-	idleGen     int
+	wake        chan int  // the waiting GET_LOCK's result: 1 granted, 0 timed out
+	idleAt      time.Time // when wait_timeout closes the session; zero when not idle
 	warnings    uint16
 	ended       bool
-	schema      string // the default database (COM_INIT_DB, or named at connect)
+	schema      string        // the default database (COM_INIT_DB, or named at connect)
+	gone        chan struct{} // closed when the client's connection fails
 }
 
 // Serve runs one client connection until the client quits or the
@@ -139,7 +149,7 @@ func (s *Server) Serve(conn net.Conn) error {
 	done := make(chan struct{})
 	h := &handler{srv: s, ss: ss, done: done}
 	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
-		Listener:                 &oneConn{conn: &wireConn{Conn: conn, srv: s, ss: ss}},
+		Listener:                 &oneConn{conn: newWireConn(conn, s, ss)},
 		AuthServer:               mysql.NewAuthServerNone(),
 		Handler:                  h,
 		ConnReadBufferSize:       mysql.DefaultConnBufferSize,
@@ -160,36 +170,47 @@ func (s *Server) Serve(conn net.Conn) error {
 func (s *Server) endSession(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endSessionLocked(ss)
+}
+
+func (s *Server) endSessionLocked(ss *session) {
 	if ss.ended {
 		return
 	}
 	ss.ended = true
-	if ss.idle != nil {
-		ss.idle()
-	}
+	ss.idleAt = time.Time{}
+	s.deliver(ss.id, killed)
 	delete(s.sessions, ss.id)
 	s.settle(s.table.EndSession(ss.id))
 }
 
 // settle delivers grants to their waiting sessions and re-arms the
-// deadline timer. Caller holds mu.
+// timer. Caller holds mu.
 func (s *Server) settle(grants []Waiter) {
 	for _, g := range grants {
 		s.deliver(g.Session, 1)
 	}
+	s.arm()
+}
+
+// arm sets the timer for the next instant something is due, unless it is
+// already set for that instant or earlier (then it re-arms when it
+// fires). Caller holds mu.
+func (s *Server) arm() {
 	next, ok := s.table.NextDeadline()
-	if ok && s.deadline != nil && next.Equal(s.deadlineAt) {
+	for _, ss := range s.sessions {
+		if !ss.idleAt.IsZero() && (!ok || ss.idleAt.Before(next)) {
+			next, ok = ss.idleAt, true
+		}
+	}
+	if !ok || s.stopped || (s.timer != nil && !s.timerAt.After(next)) {
 		return
 	}
-	if s.deadline != nil {
-		s.deadline()
-		s.deadline = nil
+	if s.timer != nil {
+		s.timer()
 	}
-	if !ok {
-		return
-	}
-	s.deadlineAt = next
-	s.deadline = s.cfg.Clock.AfterFunc(next.Sub(s.cfg.Clock.Now()), s.expire)
+	s.timerAt = next
+	s.timer = s.cfg.Clock.AfterFunc(next.Sub(s.cfg.Clock.Now()), s.fire)
 }
 
 func (s *Server) deliver(id Session, result int) {
@@ -199,71 +220,208 @@ func (s *Server) deliver(id Session, result int) {
 	}
 }
 
-// expire ends the GET_LOCK waits whose deadline has come: they return 0.
-func (s *Server) expire() {
+// fire does what is due now, in a fixed order: first the GET_LOCK waits
+// whose deadline has come end with 0 (in deadline order, then by
+// session), then the sessions idle for their wait_timeout are closed, by
+// connection id. MariaDB closes an idle connection when its read times
+// out after wait_timeout (sql_parse.cc do_command); the session ends here
+// at once, releasing its locks, and its connection is closed.
+func (s *Server) fire() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deadline = nil
-	for _, w := range s.table.Expire(s.cfg.Clock.Now()) {
+	s.timer = nil
+	now := s.cfg.Clock.Now()
+	for _, w := range s.table.Expire(now) {
 		s.deliver(w.Session, 0)
 	}
-	s.settle(nil)
+	var closing []net.Conn
+	for id := Session(1); id <= s.next; id++ {
+		ss := s.sessions[id]
+		if ss != nil && !ss.idleAt.IsZero() && !ss.idleAt.After(now) {
+			s.endSessionLocked(ss)
+			closing = append(closing, ss.conn)
+		}
+	}
+	s.arm()
+	s.mu.Unlock()
+	for _, c := range closing {
+		c.Close()
+	}
 }
 
-// idleBegin arms wait_timeout while the server waits for the session's
-// next bytes; idleEnd disarms it when they come.
+// Stop is the server process ending (a crash, the end of a run): the
+// GET_LOCK waits end and no timer is set again; the sessions end as their
+// connections fail. It may be called with a simulation's kernel held, so
+// it does its work on a goroutine of its own.
+func (s *Server) Stop() {
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.stopped = true
+		for id := Session(1); id <= s.next; id++ {
+			if s.table.CancelWait(id) {
+				s.deliver(id, killed)
+			}
+		}
+		if s.timer != nil {
+			s.timer()
+			s.timer = nil
+		}
+	}()
+}
+
+// Results a waiting GET_LOCK can be woken with besides 1 and 0.
+const (
+	killedQuery = -1 // KILL QUERY: GET_LOCK returns NULL
+	killed      = -2 // KILL CONNECTION: the connection is gone
+)
+
+// Kill is KILL CONNECTION id: the server closes the session's connection
+// (the client sees the connection lost, also in the middle of a waiting
+// GET_LOCK) and the session ends, freeing its locks. It reports whether
+// the session existed.
+func (s *Server) Kill(id Session) bool {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return false
+	}
+	// Close first: MariaDB sends the killed session nothing, its client
+	// sees the connection lost (CR_SERVER_LOST).
+	ss.conn.Close()
+	s.endSession(ss)
+	return true
+}
+
+// KillQuery is KILL QUERY id: a waiting GET_LOCK of the session ends
+// with NULL; the session stays. It reports whether the session existed.
+func (s *Server) KillQuery(id Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[id] == nil {
+		return false
+	}
+	if s.table.CancelWait(id) {
+		s.deliver(id, killedQuery)
+		s.settle(nil)
+	}
+	return true
+}
+
+// idleBegin starts the session's wait_timeout while the server waits for
+// its next bytes; idleEnd stops it when they come.
 func (s *Server) idleBegin(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss.ended || ss.waitTimeout <= 0 {
 		return
 	}
-	ss.idleGen++
-	gen := ss.idleGen
-	ss.idle = s.cfg.Clock.AfterFunc(ss.waitTimeout, func() {
-		s.mu.Lock()
-		fire := ss.idleGen == gen && !ss.ended
-		s.mu.Unlock()
-		if fire {
-			// MariaDB closes the connection (sql_parse.cc, a read
-			// timing out after wait_timeout); vitess's read fails
-			// and the session ends.
-			ss.conn.Close()
-		}
-	})
+	ss.idleAt = s.cfg.Clock.Now().Add(ss.waitTimeout)
+	s.arm()
 }
 
 func (s *Server) idleEnd(ss *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss.idleGen++
-	if ss.idle != nil {
-		ss.idle()
-		ss.idle = nil
-	}
+	ss.idleAt = time.Time{} // the timer, if set for it, fires and finds nothing due
 }
 
 // wireConn is the connection as vitess sees it: reads arm wait_timeout,
 // and the handshake's salt is made a function of the connection id.
+//
+// A pump goroutine reads the client's bytes as they come, so that the
+// server learns at once when the client goes away, also while the session
+// sits in a GET_LOCK wait and vitess reads nothing: MariaDB withdraws the
+// wait of a client that disconnected (its MDL wait polls the socket), and
+// go-sql-driver disconnects when the context of a waiting query ends.
 type wireConn struct {
 	net.Conn
 	srv    *Server
 	ss     *session
 	writes int
+
+	pumpOnce sync.Once
+	out      []byte // the reply being written, sent when vitess reads again
+	mu       sync.Mutex
+	buf      []byte        // read ahead, not yet given to vitess
+	err      error         // the client connection's read error, once seen
+	more     chan struct{} // signalled when buf or err changes
+}
+
+func newWireConn(conn net.Conn, srv *Server, ss *session) *wireConn {
+	ss.gone = make(chan struct{})
+	return &wireConn{Conn: conn, srv: srv, ss: ss, more: make(chan struct{}, 1)}
+}
+
+func (w *wireConn) pump() {
+	b := make([]byte, 16<<10)
+	for {
+		n, err := w.Conn.Read(b)
+		w.mu.Lock()
+		w.buf = append(w.buf, b[:n]...)
+		w.err = err
+		w.mu.Unlock()
+		select {
+		case w.more <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			close(w.ss.gone)
+			return
+		}
+	}
+}
+
+// flush sends the reply vitess has written since it last read: one
+// segment per reply rather than one per Write (vitess writes each packet's
+// header and body apart).
+func (w *wireConn) flush() error {
+	if len(w.out) == 0 {
+		return nil
+	}
+	out := w.out
+	w.out = nil
+	if tap := w.srv.tap; tap != nil {
+		tap(w.ss.id, out)
+	}
+	_, err := w.Conn.Write(out)
+	return err
+}
+
+func (w *wireConn) Close() error {
+	_ = w.flush()
+	return w.Conn.Close()
 }
 
 func (w *wireConn) Read(p []byte) (int, error) {
+	if err := w.flush(); err != nil {
+		return 0, err
+	}
+	w.pumpOnce.Do(func() { go w.pump() })
 	w.srv.idleBegin(w.ss)
-	n, err := w.Conn.Read(p)
-	w.srv.idleEnd(w.ss)
-	return n, err
+	defer w.srv.idleEnd(w.ss)
+	for {
+		w.mu.Lock()
+		if len(w.buf) > 0 {
+			n := copy(p, w.buf)
+			w.buf = w.buf[n:]
+			w.mu.Unlock()
+			return n, nil
+		}
+		if err := w.err; err != nil {
+			w.mu.Unlock()
+			return 0, err
+		}
+		w.mu.Unlock()
+		<-w.more
+	}
 }
 
-// Write passes bytes on, except that the handshake packet's salt, which
-// vitess draws from crypto/rand, is replaced: a run must not depend on
-// random bytes on the wire. Any salt is as good: the server accepts
-// every client without a password (mysql.AuthServerNone), as a test
-// server with skip-grant-tables does.
+// Write keeps the bytes for flush, except that the handshake packet's
+// salt, which vitess draws from crypto/rand, is replaced: a run must not
+// depend on random bytes on the wire. Any salt is as good: the server
+// accepts every client without a password (mysql.AuthServerNone), as a
+// test server with skip-grant-tables does.
 func (w *wireConn) Write(p []byte) (int, error) {
 	if w.writes < 2 {
 		w.writes++
@@ -273,10 +431,8 @@ func (w *wireConn) Write(p []byte) (int, error) {
 			p = fixSalt(p, w.ss.id)
 		}
 	}
-	if tap := w.srv.tap; tap != nil {
-		tap(p)
-	}
-	return w.Conn.Write(p)
+	w.out = append(w.out, p...)
+	return len(p), nil
 }
 
 // fixSalt rewrites the 8 + 12 salt bytes of a HandshakeV10 body

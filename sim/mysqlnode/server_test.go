@@ -51,7 +51,7 @@ func TestServerBytesAreDeterministic(t *testing.T) {
 		var mu sync.Mutex
 		db := simDB(t, srv)
 		db.SetMaxIdleConns(0)
-		srv.tap = func(p []byte) {
+		srv.tap = func(_ Session, p []byte) {
 			mu.Lock()
 			sent = append(sent, p...)
 			mu.Unlock()

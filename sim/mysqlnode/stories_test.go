@@ -57,6 +57,59 @@ func TestDifferentialMySQLStories(t *testing.T) {
 		same(t, "a gets d2", <-realDone, <-simDone, "1")
 	})
 
+	t.Run("kill", func(t *testing.T) {
+		real, sim, srv := sides(t)
+		rh, rw, ro, sh, sw, so := pinned(t, real), pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim), pinned(t, sim)
+		both(t, "holder takes job", rh, sh, "SELECT GET_LOCK('job', 0)", "1")
+		id := func(c querier) string { return answer(ctx, c, "SELECT CONNECTION_ID()") }
+		for _, kill := range []struct{ how, expect string }{
+			{"KILL QUERY ", "NULL"},
+			{"KILL ", "error: invalid connection"},
+		} {
+			realDone, simDone := make(chan string), make(chan string)
+			realID, simID := id(rw), id(sw)
+			go func() { realDone <- answer(ctx, rw, "SELECT GET_LOCK('job', 20)") }()
+			go func() { simDone <- answer(ctx, sw, "SELECT GET_LOCK('job', 20)") }()
+			waitUntil(t, "the real waiter waits", func() bool {
+				return answer(ctx, ro, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'") == "1"
+			})
+			waitUntil(t, "the simulated waiter waits", func() bool {
+				rows := srv.Locks()
+				return len(rows) == 1 && len(rows[0].Waiters) == 1
+			})
+			same(t, kill.how+"of the waiter", answer(ctx, ro, kill.how+realID), answer(ctx, so, kill.how+simID), "")
+			same(t, "the waiter's reply after "+kill.how, <-realDone, <-simDone, kill.expect)
+			both(t, "the holder still holds", ro, so, "SELECT IS_FREE_LOCK('job')", "0")
+		}
+	})
+
+	t.Run("client gone while waiting", func(t *testing.T) {
+		real, sim, srv := sides(t)
+		rh, ro, sh, so := pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim)
+		rw, sw := pinned(t, real), pinned(t, sim)
+		both(t, "holder takes job", rh, sh, "SELECT GET_LOCK('job', 0)", "1")
+		waitCtx, cancel := context.WithCancel(ctx)
+		realDone, simDone := make(chan string), make(chan string)
+		go func() { realDone <- answer(waitCtx, rw, "SELECT GET_LOCK('job', 30)") }()
+		go func() { simDone <- answer(waitCtx, sw, "SELECT GET_LOCK('job', 30)") }()
+		realWaiters := func() string {
+			return answer(ctx, ro, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'")
+		}
+		simWaiters := func() string {
+			n := 0
+			for _, r := range srv.Locks() {
+				n += len(r.Waiters)
+			}
+			return fmt.Sprint(n)
+		}
+		waitUntil(t, "both waiters wait", func() bool { return realWaiters() == "1" && simWaiters() == "1" })
+		cancel() // go-sql-driver closes both connections
+		same(t, "the waiters' queries", <-realDone, <-simDone, "error: context canceled")
+		waitUntil(t, "both servers withdrew the wait", func() bool { return realWaiters() == "0" && simWaiters() == "0" })
+		both(t, "the holder releases", rh, sh, "SELECT RELEASE_LOCK('job')", "1")
+		both(t, "nobody holds job", ro, so, "SELECT IS_USED_LOCK('job')", "NULL")
+	})
+
 	t.Run("wait_timeout", func(t *testing.T) {
 		real, sim, _ := sides(t)
 		rh, rw, sh, sw := pinned(t, real), pinned(t, real), pinned(t, sim), pinned(t, sim)

@@ -142,7 +142,15 @@ func (b *backend) handle(msg pgproto3.FrontendMessage) error {
 		err = &SQLError{Code: "08P01", Message: fmt.Sprintf("unsupported frontend message type %T", msg)}
 	}
 	if err != nil {
-		b.sendError(b.ss.Fail(err))
+		var ran ranError
+		if errors.As(err, &ran) {
+			// The statement ran and failed: the session has recorded the
+			// failure already (exec), and a second Fail would report the
+			// block's abort instead of the statement's own error.
+			b.sendError(ran.err)
+		} else {
+			b.sendError(b.ss.Fail(err))
+		}
 		b.skipToSync, b.syncFailed = true, true
 	}
 	return nil
@@ -168,6 +176,7 @@ func (b *backend) simpleQuery(q string) {
 		var res result
 		if err == nil {
 			res, err = b.ss.exec(st, nil)
+			b.discarded(st, err)
 		} else {
 			err = b.ss.Fail(err)
 		}
@@ -259,8 +268,9 @@ func (b *backend) execute(m *pgproto3.Execute) error {
 		return &SQLError{Code: "34000", Message: fmt.Sprintf("portal %q does not exist", m.Portal)}
 	}
 	res, err := b.ss.exec(p.st, p.params)
+	b.discarded(p.st, err)
 	if err != nil {
-		return err
+		return ranError{err}
 	}
 	if p.st.Kind == StmtEmpty {
 		b.be.Send(&pgproto3.EmptyQueryResponse{})
@@ -271,6 +281,28 @@ func (b *backend) execute(m *pgproto3.Execute) error {
 	}
 	b.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.tag)})
 	return nil
+}
+
+// ranError is the error of a statement exec ran: the session already
+// knows it failed.
+type ranError struct{ err error }
+
+func (e ranError) Error() string { return e.err.Error() }
+
+// discarded applies the rest of DISCARD ALL after the session ran it:
+// DEALLOCATE ALL drops the named prepared statements (the unnamed one is
+// not in that table: prepare.c DropAllPreparedStatements), so a client
+// whose statement cache survived the reset — a pooler's client — gets
+// "prepared statement does not exist".
+func (b *backend) discarded(st Statement, err error) {
+	if st.Kind != StmtDiscardAll || err != nil {
+		return
+	}
+	for name := range b.statements {
+		if name != "" {
+			delete(b.statements, name)
+		}
+	}
 }
 
 func (b *backend) sendError(err error) {

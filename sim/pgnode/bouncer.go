@@ -61,10 +61,15 @@ type serverConn struct {
 
 var errPoolStopped = errors.New("pooler stopped")
 
-// Stop ends the pooler's waits (a crash, or the run's end).
+// Stop ends the pooler's waits and closes its idle server connections (a
+// crash, or the run's end).
 func (b *Bouncer) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, sc := range b.idle {
+		sc.conn.Close()
+	}
+	b.idle = nil
 	if b.stop == nil {
 		b.stop = make(chan struct{})
 	}
@@ -254,12 +259,21 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 				break
 			}
 		}
-		if err := be.Flush(); err != nil {
-			return nil
-		}
-		if b.Transaction && !inTx {
-			b.release(sc, b.ResetAlways, false)
+		// The server connection goes back to the pool as soon as the
+		// transaction is over, before the answer reaches the client — or,
+		// with a reset query to run first, while the answer travels.
+		done := b.Transaction && !inTx
+		if done && !b.ResetAlways {
+			b.release(sc, false, false)
 			sc = nil
+		}
+		err = be.Flush()
+		if done && sc != nil {
+			b.release(sc, true, false)
+			sc = nil
+		}
+		if err != nil {
+			return nil
 		}
 	}
 }

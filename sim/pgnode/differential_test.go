@@ -164,7 +164,7 @@ func randomStatement(rng *rand.Rand) (string, []any) {
 		"pg_try_advisory_xact_lock", "pg_try_advisory_xact_lock_shared",
 		"pg_advisory_unlock", "pg_advisory_unlock_shared",
 	}
-	switch r := rng.Intn(20); {
+	switch r := rng.Intn(21); {
 	case r < 12:
 		f := funcs[rng.Intn(len(funcs))]
 		switch rng.Intn(4) {
@@ -189,6 +189,10 @@ func randomStatement(rng *rand.Rand) (string, []any) {
 		return "SELECT pg_advisory_lok(1)", nil
 	case r < 19:
 		return "SELECT 1", nil
+	case r < 20:
+		// PgBouncer's server_reset_query: releases the session's
+		// advisory locks and deallocates pgx's cached statements.
+		return "DISCARD ALL", nil
 	}
 	return "reopen", nil
 }

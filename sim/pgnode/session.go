@@ -320,10 +320,12 @@ func (ss *session) fail(err error) error {
 // In an aborted block, Postgres checks the abort state after raw parsing
 // but before looking functions up (postgres.c exec_parse_message and
 // exec_simple_query), so a syntax error is still reported as such while
-// an unknown function becomes 25P02.
+// an unknown function becomes 25P02. Bind looks its prepared statement up
+// before it checks the abort state (exec_bind_message), so a statement
+// that DISCARD ALL deallocated is reported as 26000 in any state.
 func (ss *session) Fail(err error) error {
 	var e *SQLError
-	if ss.failed && (!errors.As(err, &e) || e.Code != "42601") {
+	if ss.failed && (!errors.As(err, &e) || e.Code != "42601" && e.Code != "26000") {
 		return errAborted
 	}
 	return ss.fail(err)

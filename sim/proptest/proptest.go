@@ -32,6 +32,12 @@ import (
 // Seed is the pinned seed of the ordinary (CI) suite.
 const Seed uint64 = 20261125
 
+// Deep reports whether this is the deep (nightly) suite: LOCKLAB_DEEP=1,
+// what `bash scripts/test.sh --deep` sets. Tests that check a claim over
+// many seeds check it over the few that assert it in CI, and over all of
+// them when Deep is true.
+func Deep() bool { return os.Getenv("LOCKLAB_DEEP") == "1" }
+
 // Main is Setup, then the tests, then exit.
 func Main(m *testing.M, checks int) {
 	Setup(checks)
@@ -45,7 +51,7 @@ func Setup(checks int) {
 	flag.Parse()
 	given := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	deep := os.Getenv("LOCKLAB_DEEP") == "1"
+	deep := Deep()
 	if !given["rapid.checks"] {
 		if checks <= 0 {
 			checks = 100

@@ -201,6 +201,7 @@ type Conn struct {
 	sentConnect, gotConnect bool
 	xids                    map[int32]string // request awaiting its reply: "CREATE /path"
 	ephemeralXids           map[int32]bool   // CREATE requests of ephemeral nodes awaiting their reply
+	xidPaths                map[int32]string // the path of a request awaiting its reply
 }
 
 type stalledMsg struct {
@@ -497,9 +498,7 @@ func (c *Conn) heldOrGone(up bool, msg []byte, fin bool, m *sim.Message) bool {
 		c.stalled = append(c.stalled, stalledMsg{up: up, msg: msg, fin: fin, m: m})
 		if m != nil {
 			if c.e.tracing() {
-				ev := c.connEvent(record.FrameHeld)
-				ev.Command, ev.Op, ev.Dir = m.Summary, m.Op, string(m.Dir)
-				c.e.record(c.host, ev)
+				c.e.record(c.host, c.frameEvent(record.FrameHeld, m))
 			}
 		}
 		return true

@@ -219,12 +219,36 @@ func (e *Ensemble) delivered(c *Conn, m *sim.Message, fin, up bool) {
 	if !e.tracing() {
 		return
 	}
-	ev := c.connEvent(record.FrameReceived)
-	ev.Command, ev.Op, ev.Dir = m.Summary, m.Op, string(m.Dir)
+	ev := c.frameEvent(record.FrameReceived, m)
 	if up {
 		e.record(c.server.name, ev)
 	} else {
 		e.record(c.host, ev)
+	}
+}
+
+// frameEvent is an event of kind k about the frame m on c, with what the
+// frame says as data.
+func (c *Conn) frameEvent(k record.Kind, m *sim.Message) record.Event {
+	ev := c.connEvent(k)
+	ev.Command, ev.Op, ev.Dir = m.Summary, m.Op, string(m.Dir)
+	if f := m.Facts; f != nil {
+		ev.Key, ev.Reply, ev.Session, ev.Ephemeral = f.Key, f.Reply, f.Session, f.Ephemeral
+	}
+	return ev
+}
+
+// remember gives m what the frame says as data (sim.MessageFacts: the
+// path, the result, the session, whether the node is ephemeral), so the
+// events about it carry them and readers (the reports' ZooKeeper lanes)
+// never take them back out of the summary written for people.
+// Built only when events are.
+func (c *Conn) remember(m *sim.Message, f sim.MessageFacts) {
+	if !c.e.tracing() {
+		return
+	}
+	if f.Key != "" || f.Reply != "" || f.Session != "" || f.Ephemeral {
+		m.Facts = &f
 	}
 }
 
@@ -237,6 +261,7 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 		m.Op = "CONNECT"
 		if req, err := wire.DecodeConnect(body); err == nil && req.SessionID != 0 {
 			m.Summary = fmt.Sprintf("CONNECT session 0x%x", req.SessionID)
+			c.remember(m, sim.MessageFacts{Session: fmt.Sprintf("0x%x", req.SessionID)})
 		} else {
 			m.Summary = "CONNECT new session"
 		}
@@ -252,12 +277,19 @@ func (c *Conn) upMessage(body []byte) *sim.Message {
 	req, err := wire.DecodeRequest(body)
 	if err == nil && req.Path != "" {
 		m.Summary += " " + redactGUID(req.Path)
+		c.remember(m, sim.MessageFacts{Key: redactGUID(req.Path), Ephemeral: req.Op == wire.OpCreate && req.Flags&wire.FlagEphemeral != 0})
 	}
 	if xid != wire.XidPing {
 		if c.xids == nil {
 			c.xids = map[int32]string{}
 		}
 		c.xids[xid] = m.Summary
+		if err == nil && req.Path != "" && c.e.tracing() {
+			if c.xidPaths == nil {
+				c.xidPaths = map[int32]string{}
+			}
+			c.xidPaths[xid] = redactGUID(req.Path)
+		}
 		// The reply names the created path; whether the node is ephemeral
 		// (ZooKeeper's CreateMode, flag bit 1) is only in the request, and
 		// reports tell a client's lock node from a persistent parent by it.
@@ -284,11 +316,14 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 		c.gotConnect = true
 		m.Op = "CONNECT"
 		m.Summary = "CONNECT refused (session expired)"
+		f := sim.MessageFacts{Reply: "SESSIONEXPIRED"}
 		if len(body) >= 16 {
 			if id := int64(binary.BigEndian.Uint64(body[8:])); id != 0 {
 				m.Summary = fmt.Sprintf("CONNECT → session 0x%x", id)
+				f = sim.MessageFacts{Reply: "ok", Session: fmt.Sprintf("0x%x", id)}
 			}
 		}
+		c.remember(m, f)
 		return m
 	}
 	if len(body) < 16 {
@@ -303,13 +338,16 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 		d := wire.NewDecoder(body[16:])
 		typ, _, path := d.Int(), d.Int(), d.String()
 		m.Summary = fmt.Sprintf("WATCH %s %s", eventName(typ), redactGUID(path))
+		c.remember(m, sim.MessageFacts{Key: redactGUID(path), Reply: eventName(typ)})
 	case wire.XidPing:
 		m.Op, m.Summary = "PING", "PING → ok"
 	default:
 		req, ok := c.xids[xid]
 		ephemeral := c.ephemeralXids[xid]
+		path := c.xidPaths[xid]
 		delete(c.xids, xid)
 		delete(c.ephemeralXids, xid)
+		delete(c.xidPaths, xid)
 		if !ok {
 			req = fmt.Sprintf("xid %d", xid)
 		}
@@ -321,18 +359,21 @@ func (c *Conn) downMessage(frame []byte) *sim.Message {
 			}
 		}
 		m.Summary = req + " → " + errName(code)
+		f := sim.MessageFacts{Key: path, Reply: errName(code)}
 		// A create's reply (CreateResponse, or Create2Response whose
 		// first field is also the path) names the node the server made:
 		// for a sequential node the requested name plus the sequence
 		// number, which the request alone cannot tell.
 		if code == wire.ErrOK && (m.Op == "CREATE" || m.Op == "CREATE2") {
-			if path := wire.NewDecoder(body[16:]).String(); path != "" {
-				m.Summary += " " + redactGUID(path)
+			if made := wire.NewDecoder(body[16:]).String(); made != "" {
+				m.Summary += " " + redactGUID(made)
+				f.Key, f.Ephemeral = redactGUID(made), ephemeral
 				if ephemeral {
 					m.Summary += " (ephemeral)"
 				}
 			}
 		}
+		c.remember(m, f)
 	}
 	return m
 }

@@ -1,0 +1,269 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/mysqllock" // registers mysql-get-lock
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim"
+	"github.com/locklab/locklab/sim/dbnet"
+	"github.com/locklab/locklab/sim/mysqlnode"
+
+	"database/sql"
+)
+
+// The MySQL backend: the real go-sql-driver/mysql and database/sql
+// (unmodified) against simulated MariaDB servers (sim/mysqlnode) on the
+// simulated network (sim/dbnet), in the bubble runtime. Hosts, which
+// fault schedules name:
+//
+//	db1   the server; with nodes: 2, the first node of a multi-primary
+//	      cluster (Galera)
+//	db2   the second node (nodes: 2): named locks are local to a node,
+//	      so db2 grants the names db1 has granted
+//	app   the service process whose one database/sql pool all clients
+//	      share (shared_pool: true): the clients are its workers
+//
+// Params:
+//
+//	nodes: 1               1, or 2 for a multi-primary cluster
+//	route: spread          spread: client i dials node (i-1) mod nodes;
+//	                       first: every client dials db1 (a single lock node)
+//	shared_pool: false     one *sql.DB for all clients (one service's workers)
+//	own_pool: c4           clients with a pool of their own even so (another
+//	                       service, a cron job)
+//	wait_timeout: 8h       the servers' wait_timeout (MariaDB's default 28800 s)
+//	keepalive_idle: 2h     TCP keepalive of the servers' sockets (Linux defaults)
+//	keepalive_interval: 75s
+//	keepalive_count: 9
+func init() {
+	RegisterBackend(mysqllock.Backend, mysqlHostNames, newMySQLBackend)
+	crashableBackends[mysqllock.Backend] = true
+	duration := func(v string) error {
+		if d, err := faults.ParseDuration(v); err != nil || d.D() < time.Millisecond || d.D() > 24*time.Hour {
+			return fmt.Errorf("expected a duration between 1ms and 24h, such as 10s")
+		}
+		return nil
+	}
+	backendParams[mysqllock.Backend] = []algorithms.Param{
+		{Name: "nodes", Expect: "1 or 2", Check: algorithms.OneOf("1", "2")},
+		{Name: "route", Expect: "spread or first", Check: algorithms.OneOf("spread", "first")},
+		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
+		{Name: "own_pool", Expect: "client names, comma-separated, such as c4"},
+		{Name: "wait_timeout", Expect: "a whole number of seconds between 1s and 8760h, such as 10s", Check: func(v string) error {
+			if d, err := faults.ParseDuration(v); err != nil || d.D() < time.Second || d.D() > 365*24*time.Hour || d.D()%time.Second != 0 {
+				return fmt.Errorf("expected a whole number of seconds between 1s and 8760h, such as 10s")
+			}
+			return nil
+		}},
+		{Name: "keepalive_idle", Expect: "a duration such as 10s", Check: duration},
+		{Name: "keepalive_interval", Expect: "a duration such as 2s", Check: duration},
+		{Name: "keepalive_count", Expect: "a whole number between 1 and 100", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("expected a whole number between 1 and 100, such as 9")
+			}
+			return nil
+		}},
+	}
+	backendMetrics[mysqllock.Backend] = []string{"db_segments"}
+	backendChecks[mysqllock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+		names := s.ClientNames()
+		if mysqlNodes(s) == 2 && s.Params["fencing"] == "table" {
+			// Rows replicate between the nodes of a multi-primary
+			// cluster; this model's nodes each keep their own fence row.
+			bad("params.fencing", "fencing: table is not modelled with nodes: 2 (the fence row is not replicated between the simulated nodes); expected none")
+		}
+		for _, c := range strings.Split(s.Params["own_pool"], ",") {
+			if c = strings.TrimSpace(c); c != "" && !slices.Contains(names, c) {
+				msg := fmt.Sprintf("unknown client %q; expected one of %s", c, strings.Join(names, ", "))
+				if m := DidYouMean(c, names); m != "" {
+					msg += fmt.Sprintf(" (did you mean %s?)", m)
+				}
+				bad("params.own_pool", "%s", msg)
+			}
+		}
+	}
+}
+
+func mysqlNodes(sc *Scenario) int {
+	if sc.Params["nodes"] == "2" {
+		return 2
+	}
+	return 1
+}
+
+func mysqlSharedPool(sc *Scenario) bool {
+	on, _ := strconv.ParseBool(sc.Params["shared_pool"])
+	return on
+}
+
+func mysqlHostNames(sc *Scenario) []string {
+	out := []string{"db1"}
+	if mysqlNodes(sc) == 2 {
+		out = append(out, "db2")
+	}
+	if mysqlSharedPool(sc) {
+		out = append(out, "app")
+	}
+	return out
+}
+
+// mysqlBackend is the backend of one run.
+type mysqlBackend struct {
+	w       *sim.World
+	net     *dbnet.Net
+	nodes   int
+	spread  bool
+	app     *sim.Host
+	shared  *mysqllock.Client
+	own     []string
+	clients []*mysqllock.Client
+}
+
+func newMySQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
+	if !w.Bubble() {
+		return nil, fmt.Errorf("backend %s runs the real go-sql-driver/mysql and needs the bubble runtime (Options.Bubble)", mysqllock.Backend)
+	}
+	n := dbnet.New(w, func() dbnet.Codec { return mysqlnode.NewCodec() })
+	ka := dbnet.Keepalive{
+		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
+		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),
+		Count:    paramInt(sc, "keepalive_count", dbnet.LinuxKeepalive.Count),
+	}
+	waitTimeout := paramDuration(sc, "wait_timeout", 28800*time.Second)
+	b := &mysqlBackend{w: w, net: n, nodes: mysqlNodes(sc), spread: sc.Params["route"] != "first"}
+	for i := 1; i <= b.nodes; i++ {
+		name := fmt.Sprintf("db%d", i)
+		// A restart keeps the tables (the fence row), never the named
+		// locks, which live in the server's memory.
+		n.AddServer(name, ka, func(prev dbnet.Service) dbnet.Service {
+			s := mysqlnode.NewServer(mysqlnode.Config{Clock: &worldClock{w: w, name: name}, WaitTimeout: waitTimeout})
+			if p, ok := prev.(*mysqlnode.Server); ok {
+				s.SetFence(p.Fence())
+			}
+			return s
+		})
+	}
+	if mysqlSharedPool(sc) {
+		b.app = w.NewHost("app", nil)
+	}
+	for _, c := range strings.Split(sc.Params["own_pool"], ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			b.own = append(b.own, c)
+		}
+	}
+	w.OnRunEnd(func() {
+		// database/sql keeps a goroutine per pool and go-sql-driver one
+		// per connection: close them all once the network has failed
+		// every connection (dbnet's own hook runs first).
+		done := make(chan struct{})
+		w.WaitAtEnd(done)
+		clients := b.clients
+		go func() {
+			defer close(done)
+			for _, c := range clients {
+				c.Close()
+			}
+		}()
+	})
+	return b, nil
+}
+
+// Connect hands client host h its database/sql pool: its own, dialling
+// from h, or the service's shared one, dialling from app.
+func (b *mysqlBackend) Connect(h *sim.Host) any {
+	if b.app != nil && !slices.Contains(b.own, h.Name) {
+		if b.shared == nil {
+			b.shared = b.open(b.app, "db1")
+		}
+		return b.shared
+	}
+	node := "db1"
+	if b.spread && b.nodes == 2 {
+		if i, err := strconv.Atoi(strings.TrimPrefix(h.Name, "c")); err == nil && i%2 == 0 {
+			node = "db2"
+		}
+	}
+	return b.open(h, node)
+}
+
+func (b *mysqlBackend) open(from *sim.Host, node string) *mysqllock.Client {
+	cfg := mysql.NewConfig()
+	cfg.User = from.Name
+	cfg.Net = "tcp"
+	cfg.Addr = node + ":3306"
+	cfg.DBName = "lab"
+	cfg.Logger = &mysql.NopLogger{}
+	cfg.DialFunc = b.net.DialFunc(from)
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		panic(fmt.Sprintf("mysql backend: %v", err)) // the configuration is ours
+	}
+	c := &mysqllock.Client{DB: sql.OpenDB(conn)}
+	b.clients = append(b.clients, c)
+	return c
+}
+
+func (b *mysqlBackend) Hosts() []*sim.Host {
+	var out []*sim.Host
+	for _, s := range b.net.Servers() {
+		out = append(out, s.Host)
+	}
+	if b.app != nil {
+		out = append(out, b.app)
+	}
+	return out
+}
+
+// Servers are the database servers, for node-crash.
+func (b *mysqlBackend) Servers() map[string]faults.Server {
+	out := map[string]faults.Server{}
+	for _, s := range b.net.Servers() {
+		out[s.Name] = pgServer{b.net, s.Name}
+	}
+	return out
+}
+
+func (b *mysqlBackend) Metrics() []Metric {
+	return []Metric{{Name: "db_segments", Value: int64(b.net.Segments())}}
+}
+
+// worldClock is a simulated server's clock: the world's true time, and
+// timers that are kernel events, ordered among the events of their
+// instant by the server's name, so that a GET_LOCK deadline or a
+// wait_timeout falling on the instant a segment arrives happens in the
+// same order on every run. Its methods are called from the server's
+// goroutines, never with the kernel held.
+type worldClock struct {
+	w    *sim.World
+	name string
+}
+
+func (c *worldClock) Now() time.Time {
+	var t time.Time
+	c.w.Notify("mysql "+c.name+" clock", func() { t = c.w.BubbleTime(c.w.Now()) })
+	return t
+}
+
+func (c *worldClock) AfterFunc(d time.Duration, f func()) func() bool {
+	var ev *sim.Event
+	c.w.Notify("mysql "+c.name+" timer", func() {
+		ev = c.w.AtKey(c.w.Now()+d, "mysql "+c.name+" timer", func() { go f() })
+	})
+	return func() bool {
+		stopped := false
+		c.w.Notify("mysql "+c.name+" timer", func() {
+			if ev != nil {
+				ev.Cancel()
+				stopped = true
+			}
+		})
+		return stopped
+	}
+}
