@@ -193,6 +193,11 @@ type Info struct {
 	New      Factory
 	// Hidden algorithms resolve by name but are not listed (Custom).
 	Hidden bool
+	// Primitive is what the algorithm provides: a mutex (""), a counting
+	// semaphore (PrimitiveSemaphore: it reads ParamPermits) or a
+	// reader-writer lock (PrimitiveReadWrite: it reads ParamMode). The
+	// matrix and explore give its clients permits or modes accordingly.
+	Primitive string
 	// Bubble says the algorithm runs real client code with goroutines and
 	// timers of its own (go-zookeeper's client), which only the bubble
 	// runtime can host deterministically (sim/bubble.go): a run of it
