@@ -197,7 +197,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 			b.bouncer = bc
 			return bc
 		}
-		n.AddServer("pgbouncer", ka, bouncer)
+		n.AddServer("pgbouncer", ka, bouncer).Relay = true
 		b.address, b.simple = "pgbouncer:6432", true
 	}
 	return b, nil

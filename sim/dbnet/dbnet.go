@@ -94,9 +94,12 @@ type Server struct {
 	// table row) the new one keeps.
 	Factory   func(prev Service) Service
 	Keepalive Keepalive
-	svc       Service
-	down      bool
-	n         *Net
+	// Relay marks a pooler: its answers relay a database's, so the lock
+	// facts they carry are not recorded again.
+	Relay bool
+	svc   Service
+	down  bool
+	n     *Net
 }
 
 // Service is the server's current service.
