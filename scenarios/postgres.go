@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/pglock" // registers the pg-* algorithms
 	"github.com/locklab/locklab/faults"
@@ -42,6 +44,9 @@ import (
 //	standby: false             add db2
 //	direct_clients: c5         clients that dial db1 directly, not through
 //	                           the pooler (a migration job, a psql session)
+//	pool_max_conns: 4          pgxpool (pg-advisory-pgxpool): MaxConns,
+//	pool_max_conn_idle_time: 30m   MaxConnIdleTime and HealthCheckPeriod,
+//	pool_health_check_period: 1m   pgxpool's defaults
 func init() {
 	RegisterBackend(pglock.Backend, postgresHostNames, newPostgresBackend)
 	crashableBackends[pglock.Backend] = true
@@ -80,6 +85,14 @@ func init() {
 		}},
 		{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
+		{Name: "pool_max_conns", Expect: "a whole number between 1 and 100", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("expected a whole number between 1 and 100, such as 4")
+			}
+			return nil
+		}},
+		{Name: "pool_max_conn_idle_time", Expect: "a duration such as 30m", Check: duration(time.Millisecond, "30m")},
+		{Name: "pool_health_check_period", Expect: "a duration such as 1m", Check: duration(time.Millisecond, "1m")},
 	}
 	backendMetrics[pglock.Backend] = []string{"db_segments", "pooler_server_conns"}
 	backendChecks[pglock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
@@ -147,6 +160,7 @@ type pgBackend struct {
 	simple  bool   // the clients use the simple protocol (behind a pooler)
 	direct  []string
 	bouncer *pgnode.Bouncer
+	sc      *Scenario
 }
 
 func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
@@ -173,7 +187,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	if postgresStandby(sc) {
 		n.AddServer("db2", ka, postgres)
 	}
-	b := &pgBackend{w: w, net: n, address: "primary:5432"}
+	b := &pgBackend{w: w, net: n, address: "primary:5432", sc: sc}
 	for _, c := range strings.Split(sc.Params["direct_clients"], ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			b.direct = append(b.direct, c)
@@ -197,7 +211,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 			b.bouncer = bc
 			return bc
 		}
-		n.AddServer("pgbouncer", ka, bouncer)
+		n.AddServer("pgbouncer", ka, bouncer).Relay = true
 		b.address, b.simple = "pgbouncer:6432", true
 	}
 	return b, nil
@@ -212,7 +226,8 @@ func (b *pgBackend) Connect(h *sim.Host) any {
 	if slices.Contains(b.direct, h.Name) {
 		address, simple = "primary:5432", false
 	}
-	return &pglock.Client{Config: func() *pgx.ConnConfig {
+	c := &pglock.Client{}
+	c.Config = func() *pgx.ConnConfig {
 		url := "postgres://" + h.Name + "@" + address + "/lab?sslmode=disable"
 		if simple {
 			url += "&default_query_exec_mode=simple_protocol"
@@ -224,7 +239,44 @@ func (b *pgBackend) Connect(h *sim.Host) any {
 		cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) { return []string{host}, nil }
 		cfg.DialFunc = b.net.DialFunc(h)
 		return cfg
-	}}
+	}
+	// The client's pgxpool, made on first use (outside the kernel) and
+	// closed when the run ends, on a goroutine of its own: Close waits
+	// for its connections, whose Terminate goes through the network.
+	var mu sync.Mutex
+	var pool *pgxpool.Pool
+	c.Pool = func() (*pgxpool.Pool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if pool != nil {
+			return pool, nil
+		}
+		cfg, err := pgxpool.ParseConfig("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.ConnConfig = c.Config()
+		cfg.MaxConns = int32(paramInt(b.sc, "pool_max_conns", 4))
+		cfg.MaxConnIdleTime = paramDuration(b.sc, "pool_max_conn_idle_time", 30*time.Minute)
+		cfg.HealthCheckPeriod = paramDuration(b.sc, "pool_health_check_period", time.Minute)
+		pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+		return pool, err
+	}
+	b.w.OnRunEnd(func() {
+		mu.Lock()
+		p := pool
+		mu.Unlock()
+		if p == nil {
+			return
+		}
+		done := make(chan struct{})
+		b.w.WaitAtEnd(done)
+		go func() {
+			defer close(done)
+			p.Close()
+		}()
+	})
+	return c
 }
 
 func (b *pgBackend) Hosts() []*sim.Host {

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/locklab/locklab/algorithms"
 )
 
@@ -53,6 +54,10 @@ type Client struct {
 	// Config returns a fresh pgx configuration that dials the database
 	// (or its pooler) over the simulated network from this client's host.
 	Config func() *pgx.ConnConfig
+	// Pool returns the client's pgxpool.Pool, made on first use with the
+	// scenario's pool settings and closed when the run ends. Call it
+	// outside the kernel.
+	Pool func() (*pgxpool.Pool, error)
 }
 
 var fencingParam = algorithms.Param{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")}
