@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/pglock" // registers the pg-* algorithms
 	"github.com/locklab/locklab/faults"
@@ -46,7 +48,9 @@ import (
 //	                           the pooler (a migration job, a psql session)
 //	pool_max_conns: 4          pgxpool (pg-advisory-pgxpool): MaxConns,
 //	pool_max_conn_idle_time: 30m   MaxConnIdleTime and HealthCheckPeriod,
-//	pool_health_check_period: 1m   pgxpool's defaults
+//	pool_health_check_period: 1m   pgxpool's defaults; with the algorithm's
+//	                           pool: database/sql, SetMaxOpenConns and
+//	                           SetConnMaxIdleTime of a *sql.DB
 func init() {
 	RegisterBackend(pglock.Backend, postgresHostNames, newPostgresBackend)
 	crashableBackends[pglock.Backend] = true
@@ -262,19 +266,38 @@ func (b *pgBackend) Connect(h *sim.Host) any {
 		pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
 		return pool, err
 	}
+	// The same through database/sql and pgx's stdlib driver.
+	var db *sql.DB
+	c.DB = func() (*sql.DB, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if db == nil {
+			db = stdlib.OpenDB(*c.Config())
+			db.SetMaxOpenConns(paramInt(b.sc, "pool_max_conns", 4))
+			db.SetConnMaxIdleTime(paramDuration(b.sc, "pool_max_conn_idle_time", 30*time.Minute))
+		}
+		return db, nil
+	}
 	b.w.OnRunEnd(func() {
 		mu.Lock()
-		p := pool
+		p, d := pool, db
 		mu.Unlock()
-		if p == nil {
-			return
+		for _, shut := range []func(){func() {
+			if p != nil {
+				p.Close()
+			}
+		}, func() {
+			if d != nil {
+				d.Close()
+			}
+		}} {
+			done := make(chan struct{})
+			b.w.WaitAtEnd(done)
+			go func() {
+				defer close(done)
+				shut()
+			}()
 		}
-		done := make(chan struct{})
-		b.w.WaitAtEnd(done)
-		go func() {
-			defer close(done)
-			p.Close()
-		}()
 	})
 	return c
 }

@@ -34,6 +34,7 @@ package pglock
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -58,6 +59,8 @@ type Client struct {
 	// scenario's pool settings and closed when the run ends. Call it
 	// outside the kernel.
 	Pool func() (*pgxpool.Pool, error)
+	// DB is the same as a database/sql pool over pgx's stdlib driver.
+	DB func() (*sql.DB, error)
 }
 
 var fencingParam = algorithms.Param{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")}

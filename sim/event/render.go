@@ -189,7 +189,7 @@ func (e *Event) AppendText(b []byte) []byte {
 	case DBServerRestarted:
 		return append(b, "restart with an empty lock table"...)
 	case DBPromoted:
-		return fmt.Appendf(b, "promoted: answers for %s's address, with none of its advisory locks", e.To)
+		return fmt.Appendf(b, "promoted: now answers for the address %s, without any of the old primary's advisory locks", e.To)
 	}
 	return fmt.Appendf(b, "%s %+v", e.Kind, *e)
 }
