@@ -51,6 +51,7 @@ type Lease struct {
 	lost      bool
 	lostHooks []func()
 	renewal   *renewal
+	failHooks []func(error)
 }
 
 // NoDeadline is the Validity, past Start, of a lease that no clock ends: a
@@ -93,6 +94,18 @@ func (l *Lease) WhenLost(fn func()) {
 	}
 	l.lostHooks = append(l.lostHooks, fn)
 }
+
+// RenewalFailed records that a background renewal of the lease failed
+// with err (whether the holder is told is the algorithm's business: it
+// calls MarkLost if so). The workload records it as an event.
+func (l *Lease) RenewalFailed(err error) {
+	for _, h := range l.failHooks {
+		h(err)
+	}
+}
+
+// WhenRenewalFails registers fn to run on each failed renewal.
+func (l *Lease) WhenRenewalFails(fn func(error)) { l.failHooks = append(l.failHooks, fn) }
 
 // ErrNotAcquired means the wait policy ran out without getting the lock.
 var ErrNotAcquired = errors.New("lock not acquired")
@@ -180,6 +193,11 @@ type Info struct {
 	New      Factory
 	// Hidden algorithms resolve by name but are not listed (Custom).
 	Hidden bool
+	// Primitive is what the algorithm provides: a mutex (""), a counting
+	// semaphore (PrimitiveSemaphore: it reads ParamPermits) or a
+	// reader-writer lock (PrimitiveReadWrite: it reads ParamMode). The
+	// matrix and explore give its clients permits or modes accordingly.
+	Primitive string
 	// Bubble says the algorithm runs real client code with goroutines and
 	// timers of its own (go-zookeeper's client), which only the bubble
 	// runtime can host deterministically (sim/bubble.go): a run of it

@@ -76,10 +76,11 @@ const (
 
 func init() {
 	Register(Info{
-		Name:     "redis-rwlock",
-		Summary:  "reader-writer lock in a Redis hash with mode and per-holder counts (Redisson RReadWriteLock style)",
-		Backend:  "redis",
-		MinNodes: 1,
+		Name:      "redis-rwlock",
+		Summary:   "reader-writer lock in a Redis hash with mode and per-holder counts (Redisson RReadWriteLock style)",
+		Backend:   "redis",
+		MinNodes:  1,
+		Primitive: PrimitiveReadWrite,
 		Params: []Param{
 			{Name: "prefer", Expect: "readers or writers", Check: OneOf("readers", "writers")},
 		},

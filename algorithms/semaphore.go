@@ -53,12 +53,19 @@ const (
 	ParamPermits = "permits"
 )
 
+// The primitives other than a mutex (Info.Primitive).
+const (
+	PrimitiveSemaphore = "semaphore"
+	PrimitiveReadWrite = "rwlock"
+)
+
 func init() {
 	Register(Info{
-		Name:     "redis-semaphore",
-		Summary:  "fair counting semaphore on sorted sets (Redis in Action 6.3), expiry by client or server time",
-		Backend:  "redis",
-		MinNodes: 1,
+		Name:      "redis-semaphore",
+		Summary:   "fair counting semaphore on sorted sets (Redis in Action 6.3), expiry by client or server time",
+		Backend:   "redis",
+		MinNodes:  1,
+		Primitive: PrimitiveSemaphore,
 		Params: []Param{
 			{Name: "clock", Expect: "client or server", Check: OneOf("client", "server")},
 		},

@@ -93,10 +93,11 @@ const (
 
 func init() {
 	Register(Info{
-		Name:     "redis-permit-semaphore",
-		Summary:  "permit-expiring semaphore in Lua: a free counter and a sorted set of leases (Redisson RPermitExpirableSemaphore style)",
-		Backend:  "redis",
-		MinNodes: 1,
+		Name:      "redis-permit-semaphore",
+		Summary:   "permit-expiring semaphore in Lua: a free counter and a sorted set of leases (Redisson RPermitExpirableSemaphore style)",
+		Backend:   "redis",
+		MinNodes:  1,
+		Primitive: PrimitiveSemaphore,
 		Params: []Param{
 			{Name: "refresh", Expect: "none, blind or checked", Check: OneOf("none", "blind", "checked")},
 		},

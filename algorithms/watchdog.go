@@ -46,6 +46,7 @@ func (w *Watchdog) Acquire(env Env) (*Lease, error) {
 			}
 			if err := w.Renewer.Extend(bg, l); err != nil {
 				// Redisson logs and gives up renewing; the holder is not told.
+				l.RenewalFailed(err)
 				return
 			}
 		}

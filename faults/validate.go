@@ -195,6 +195,12 @@ func (f Fault) Problems(n Names) []Problem {
 			// acknowledges a proposal (ZooKeeper Administrator's Guide,
 			// forceSync), so a restart keeps everything it acknowledged:
 			// there is no setting to choose.
+			if !strings.HasPrefix(f.Target, "zk") {
+				// A database server or pooler (sim/dbnet): a restart
+				// keeps its tables and loses its advisory locks, always.
+				bad("persistence", "%s is a database server or pooler: a restart keeps its tables and never its advisory locks; persistence applies to Redis nodes only: remove it", f.Target)
+				break
+			}
 			bad("persistence", "%s is a ZooKeeper server, which logs every write to disk before acknowledging it; persistence applies to Redis nodes only: remove it", f.Target)
 		case f.Persistence == "", f.Persistence == "none", f.Persistence == "everysec", f.Persistence == "always":
 		default:

@@ -191,6 +191,23 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 			errf("renewal of %s drawn refused by %s at %v: %s refused no such renewal then", r.Client, r.Node, r.At, r.Node)
 		}
 	}
+	// Failed renewals: one drawn per event, on its client's lane.
+	failed := 0
+	for _, e := range res.Events {
+		if e.Kind == event.RenewalFailed {
+			failed++
+		}
+	}
+	if failed != len(m.RenewFails) {
+		errf("%d renewals failed, %d drawn", failed, len(m.RenewFails))
+	}
+	for _, f := range m.RenewFails {
+		if !has(func(e *event.Event) bool {
+			return e.Kind == event.RenewalFailed && e.Client == f.Client && e.At == f.At
+		}) {
+			errf("renewal failure drawn for %s at %v: no such event", f.Client, f.At)
+		}
+	}
 	errs = append(errs, zkDrawnMismatches(res, m)...)
 	for _, a := range res.History.Accesses {
 		if a.Kind != "write" {
@@ -586,6 +603,26 @@ func TestRefusedRenewalsAreDrawn(t *testing.T) {
 	}
 	if !strings.Contains(page, "a renewal the node refused") {
 		t.Error("no legend for refused renewals")
+	}
+}
+
+// watchdog-partitioned: c1's watchdog, cut off from A, fails to renew and
+// gives up; the report marks it on c1's lane (the lesson's instructor
+// note: show the failed renewals on the client's lane).
+func TestFailedRenewalsAreDrawn(t *testing.T) {
+	res, m, page := runPage(t, "watchdog-partitioned")
+	var fail *event.Event
+	for i := range res.Events {
+		if e := &res.Events[i]; e.Kind == event.RenewalFailed {
+			fail = e
+			break
+		}
+	}
+	if fail == nil || fail.Client != "c1" || len(m.RenewFails) != 1 {
+		t.Fatalf("failed renewal %+v, drawn %+v", fail, m.RenewFails)
+	}
+	if !strings.Contains(page, fmt.Sprintf(`data-label="renewal failed c1 %s"`, checker.Sec(fail.At))) {
+		t.Error("c1's failed renewal is not drawn on its lane")
 	}
 }
 

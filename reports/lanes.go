@@ -123,6 +123,7 @@ func (b *tlBuilder) drawMechanism() {
 		b.queue(r)
 	}
 	b.notifications()
+	b.renewalFailures()
 	b.serverRoles()
 }
 
@@ -704,6 +705,27 @@ func (b *tlBuilder) queue(r row) {
 	}
 }
 
+// renewalFailures marks, on the client's lane, each background renewal of
+// its lease that failed: the watchdog gave up there, and unless the client
+// learned it (a HoldLost), it works on as holder.
+func (b *tlBuilder) renewalFailures() {
+	t := b.t
+	for _, f := range b.mech.RenewFails {
+		r, ok := b.rowOf[f.Client]
+		if !ok || f.At < b.from || f.At > b.to {
+			continue
+		}
+		x, y := b.x(f.At), r.y+4
+		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl8 8m0 -8l-8 8", x-4, y), Stroke: witnessRed, SW: 2.2, Fill: "none", Class: "renewal-failed",
+			Title: fmt.Sprintf("%s's renewal of its lease failed at %s (%s): the renewal stops", f.Client, checker.Sec(f.At), f.Reason),
+			Label: fmt.Sprintf("renewal failed %s %s", f.Client, checker.Sec(f.At))})
+		txt := "renewal failed"
+		if x+7+boldWidth(txt, 9.5) < t.X1 {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 7, Y: y + 8, Text: txt, Size: 9.5, Fill: witnessRed, Weight: "700", Halo: true})
+		}
+	}
+}
+
 // notifications marks each watch notification on the client that got it.
 func (b *tlBuilder) notifications() {
 	t := b.t
@@ -785,6 +807,9 @@ func (b *tlBuilder) mechLegend() []legendItem {
 	if m.hasRedis() {
 		out = append(out, legendItem{Swatch: "sw-key", Text: "lock key on a node, in its owner's colour, until released, expired on the node's own clock, or lost"},
 			legendItem{Swatch: "sw-nominal", Text: "the rest of a TTL the key lost to a clock that ran ahead"})
+	}
+	if len(m.RenewFails) > 0 {
+		out = append(out, legendItem{Swatch: "sw-reject", Text: "a background renewal of the client's lease that failed (on the client's lane)"})
 	}
 	if len(m.Refusals) > 0 {
 		out = append(out, legendItem{Swatch: "sw-reject", Text: "a renewal the node refused (the key did not hold the renewer's token)"})

@@ -135,6 +135,13 @@ type refusal struct {
 	At                  time.Duration
 }
 
+// renewFail is a background renewal of a client's lease that failed (a
+// watchdog cut off from its node).
+type renewFail struct {
+	Client, Reason string
+	At             time.Duration
+}
+
 // notify is one watch notification the server sent.
 type notify struct {
 	Client string
@@ -159,7 +166,8 @@ type mechanism struct {
 	// Voters, never Nodes.
 	Voters     []string
 	Keys       map[string][]keySpan
-	Refusals   []refusal // renewals a node refused
+	Refusals   []refusal   // renewals a node refused
+	RenewFails []renewFail // background renewals that failed, per client
 	Fences     []fenceIssue
 	Attempts   []voteAttempt
 	Repl       []replEvent
@@ -365,6 +373,8 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			}
 		case isClient[base] && e.Kind == event.AcquireFailed:
 			finish(base, e.At)
+		case isClient[base] && e.Kind == event.RenewalFailed:
+			m.RenewFails = append(m.RenewFails, renewFail{Client: e.Client, Reason: e.Reason, At: e.At})
 		case isNode[actor] && e.Kind == event.ReplicationApplied:
 			// The master that shipped the effect, as the replication
 			// stream says: after a failover it is not the one the host

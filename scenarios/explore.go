@@ -224,26 +224,9 @@ func violates(v checker.Verdict, prop string) bool {
 // (or every run is done), then shrinks the first violating run.
 func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	start := time.Now()
-	base := opt.Base
-	if base == nil {
-		var err error
-		if base, err = ExploreBase(opt.Algorithm); err != nil {
-			return nil, err
-		}
-	}
-	classes := opt.Classes
-	if len(classes) == 0 {
-		classes = faults.Classes()
-	}
-	names := generatorNames(base)
-	var usable []faults.Class
-	for _, c := range classes {
-		if faults.Applicable(c, names) {
-			usable = append(usable, c)
-		}
-	}
-	if len(usable) == 0 {
-		return nil, fmt.Errorf("none of the fault classes %v can act on %s", classes, base.Algorithm)
+	base, usable, err := exploreSetup(opt)
+	if err != nil {
+		return nil, err
 	}
 	runs := opt.Runs
 	if runs == 0 && opt.Time == 0 {
@@ -371,6 +354,47 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	}
 	out.Elapsed = time.Since(start)
 	return out, nil
+}
+
+// exploreSetup is the base scenario and the fault classes that can act
+// on it, from which Explore draws its runs.
+func exploreSetup(opt ExploreOptions) (*Scenario, []faults.Class, error) {
+	base := opt.Base
+	if base == nil {
+		var err error
+		if base, err = ExploreBase(opt.Algorithm); err != nil {
+			return nil, nil, err
+		}
+	}
+	classes := opt.Classes
+	if len(classes) == 0 {
+		classes = faults.Classes()
+	}
+	names := generatorNames(base)
+	var usable []faults.Class
+	for _, c := range classes {
+		if faults.Applicable(c, names) {
+			usable = append(usable, c)
+		}
+	}
+	if len(usable) == 0 {
+		return nil, nil, fmt.Errorf("none of the fault classes %v can act on %s", classes, base.Algorithm)
+	}
+	return base, usable, nil
+}
+
+// ExploreRun is run i (1-based) of the exploration opt describes, exactly
+// as Explore draws it: a sweep split across processes (Shard) names its
+// violating runs by index, and whoever gathers them rebuilds the lowest
+// one with this to shrink it.
+func ExploreRun(opt ExploreOptions, i int) (*Scenario, error) {
+	base, usable, err := exploreSetup(opt)
+	if err != nil {
+		return nil, err
+	}
+	sc := exploreRunWith(base, usable, opt.Seed, i, opt.KeepWorkload, opt.Bubble)
+	withPersistence(sc, opt.Persistence)
+	return sc, nil
 }
 
 // ShrinkOptions tunes Shrink.

@@ -70,3 +70,30 @@ func TestExploreReadWriteKeepsModes(t *testing.T) {
 		t.Fatalf("after removing c1 the modes are %v, want %v", got, want)
 	}
 }
+
+// The matrix (and explore's default base) gives a semaphore two permits
+// and a reader-writer lock two readers and a writer; a mutex neither.
+func TestMatrixBaseOfSharedPrimitives(t *testing.T) {
+	for _, c := range []struct {
+		algorithm string
+		permits   int
+		modes     []string
+	}{
+		{"redis-semaphore", 2, []string{"", "", ""}},
+		{"redis-permit-semaphore", 2, []string{"", "", ""}},
+		{"redis-rwlock", 0, []string{ModeRead, ModeRead, ModeWrite}},
+		{"set-nx-px-lua", 0, []string{"", "", ""}},
+	} {
+		sc, err := MatrixScenario(c.algorithm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var modes []string
+		for _, n := range sc.ClientNames() {
+			modes = append(modes, sc.ModeOf(n))
+		}
+		if sc.Clients.Permits != c.permits || !slices.Equal(modes, c.modes) {
+			t.Errorf("%s: permits %d, modes %q; want %d, %q", c.algorithm, sc.Clients.Permits, modes, c.permits, c.modes)
+		}
+	}
+}

@@ -310,6 +310,16 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
 	}
 	sc.applyDefaults()
+	// A semaphore is put under the faults with two permits for three
+	// clients, a reader-writer lock with two readers and a writer: as a
+	// mutex (one permit, all writers) neither would show what it adds.
+	// Explore's draws and shrinking keep both (modes_explore.go).
+	switch info.Primitive {
+	case algorithms.PrimitiveSemaphore:
+		sc.Clients.Permits = 2
+	case algorithms.PrimitiveReadWrite:
+		withModeCycle(sc, []string{ModeRead, ModeRead, ModeWrite})
+	}
 	return sc
 }
 

@@ -2,14 +2,18 @@ package scenarios
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/pglock" // registers the pg-* algorithms
 	"github.com/locklab/locklab/faults"
@@ -45,6 +49,11 @@ import (
 //	shared_pool: false         every client (not direct_clients) dials from
 //	                           one host, app: the workers of one service
 //	                           sharing its connection pool (scenarios/locktest)
+//	pool_max_conns: 4          pgxpool (pg-advisory-pgxpool): MaxConns,
+//	pool_max_conn_idle_time: 30m   MaxConnIdleTime and HealthCheckPeriod,
+//	pool_health_check_period: 1m   pgxpool's defaults; with the algorithm's
+//	                           pool: database/sql, SetMaxOpenConns and
+//	                           SetConnMaxIdleTime of a *sql.DB
 func init() {
 	RegisterBackend(pglock.Backend, postgresHostNames, newPostgresBackend)
 	crashableBackends[pglock.Backend] = true
@@ -84,6 +93,14 @@ func init() {
 		{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
 		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
+		{Name: "pool_max_conns", Expect: "a whole number between 1 and 100", Check: func(v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("expected a whole number between 1 and 100, such as 4")
+			}
+			return nil
+		}},
+		{Name: "pool_max_conn_idle_time", Expect: "a duration such as 30m", Check: duration(time.Millisecond, "30m")},
+		{Name: "pool_health_check_period", Expect: "a duration such as 1m", Check: duration(time.Millisecond, "1m")},
 	}
 	backendMetrics[pglock.Backend] = []string{"db_segments", "pooler_server_conns"}
 	backendChecks[pglock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
@@ -158,6 +175,7 @@ type pgBackend struct {
 	// (shared_pool), and shared that client.
 	app    *sim.Host
 	shared *pglock.Client
+	sc     *Scenario
 }
 
 func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
@@ -184,7 +202,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	if postgresStandby(sc) {
 		n.AddServer("db2", ka, postgres)
 	}
-	b := &pgBackend{w: w, net: n, address: "primary:5432"}
+	b := &pgBackend{w: w, net: n, address: "primary:5432", sc: sc}
 	for _, c := range strings.Split(sc.Params["direct_clients"], ",") {
 		if c = strings.TrimSpace(c); c != "" {
 			b.direct = append(b.direct, c)
@@ -208,7 +226,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 			b.bouncer = bc
 			return bc
 		}
-		n.AddServer("pgbouncer", ka, bouncer)
+		n.AddServer("pgbouncer", ka, bouncer).Relay = true
 		b.address, b.simple = "pgbouncer:6432", true
 	}
 	if on, _ := strconv.ParseBool(sc.Params["shared_pool"]); on {
@@ -236,7 +254,8 @@ func (b *pgBackend) connect(h *sim.Host) *pglock.Client {
 	if slices.Contains(b.direct, h.Name) {
 		address, simple = "primary:5432", false
 	}
-	return &pglock.Client{Config: func() *pgx.ConnConfig {
+	c := &pglock.Client{}
+	c.Config = func() *pgx.ConnConfig {
 		url := "postgres://" + h.Name + "@" + address + "/lab?sslmode=disable"
 		if simple {
 			url += "&default_query_exec_mode=simple_protocol"
@@ -248,7 +267,63 @@ func (b *pgBackend) connect(h *sim.Host) *pglock.Client {
 		cfg.LookupFunc = func(ctx context.Context, host string) ([]string, error) { return []string{host}, nil }
 		cfg.DialFunc = b.net.DialFunc(h)
 		return cfg
-	}}
+	}
+	// The client's pgxpool, made on first use (outside the kernel) and
+	// closed when the run ends, on a goroutine of its own: Close waits
+	// for its connections, whose Terminate goes through the network.
+	var mu sync.Mutex
+	var pool *pgxpool.Pool
+	c.Pool = func() (*pgxpool.Pool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if pool != nil {
+			return pool, nil
+		}
+		cfg, err := pgxpool.ParseConfig("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.ConnConfig = c.Config()
+		cfg.MaxConns = int32(paramInt(b.sc, "pool_max_conns", 4))
+		cfg.MaxConnIdleTime = paramDuration(b.sc, "pool_max_conn_idle_time", 30*time.Minute)
+		cfg.HealthCheckPeriod = paramDuration(b.sc, "pool_health_check_period", time.Minute)
+		pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+		return pool, err
+	}
+	// The same through database/sql and pgx's stdlib driver.
+	var db *sql.DB
+	c.DB = func() (*sql.DB, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if db == nil {
+			db = stdlib.OpenDB(*c.Config())
+			db.SetMaxOpenConns(paramInt(b.sc, "pool_max_conns", 4))
+			db.SetConnMaxIdleTime(paramDuration(b.sc, "pool_max_conn_idle_time", 30*time.Minute))
+		}
+		return db, nil
+	}
+	b.w.OnRunEnd(func() {
+		mu.Lock()
+		p, d := pool, db
+		mu.Unlock()
+		for _, shut := range []func(){func() {
+			if p != nil {
+				p.Close()
+			}
+		}, func() {
+			if d != nil {
+				d.Close()
+			}
+		}} {
+			done := make(chan struct{})
+			b.w.WaitAtEnd(done)
+			go func() {
+				defer close(done)
+				shut()
+			}()
+		}
+	})
+	return c
 }
 
 func (b *pgBackend) Hosts() []*sim.Host {

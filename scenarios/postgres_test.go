@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,6 +141,7 @@ clients: {count: 2}
 		{base + "faults: [{kind: drop, op: pg_advisory_unlok, at: 1s}]\n", `(did you mean PG_ADVISORY_UNLOCK?)`},
 		{base + "faults: [{kind: node-crash, target: db3, at: 1s}]\n", `unknown node "db3"`},
 		{base + "faults: [{kind: failover, target: db1, at: 1s}]\n", `no replica to promote`},
+		{base + "faults: [{kind: node-crash, target: db1, at: 1s, restart_after: 1s, persistence: always}]\n", `db1 is a database server or pooler: a restart keeps its tables and never its advisory locks`},
 		{base + "params: {standby: \"true\"}\nfaults: [{kind: failover, target: db1, at: 1s}]\n", `expected one of db2`},
 	} {
 		s, err := Parse("x.yaml", []byte(tc.yaml))
@@ -185,5 +187,53 @@ func TestExplorePostgresCrashesWithinTheBound(t *testing.T) {
 	}
 	if len(res.Findings) == 0 || res.Findings[0].Property != "mutual_exclusion" {
 		t.Fatalf("restarts: findings %+v, want two holders after db1 restarts without its locks", res.Findings)
+	}
+}
+
+// A crash of the pooler's process resets its server connections (its
+// host's TCP stack is alive), so db1 ends their backends at once and the
+// session lock c1 took through the pooler is freed: c2, dialling db1
+// directly, gets it while c1 still believes it holds — the pooler's
+// crash is the holder's session's end.
+func TestPoolerCrashEndsItsServerSessions(t *testing.T) {
+	bubblehost.Bind(t)
+	src := `id: pooler-crash
+title: pooler crash
+algorithm: pg-advisory-session
+ttl: 10s
+wait: {delay: 200ms}
+params: {pooler: session, direct_clients: c2}
+clients:
+  count: 2
+  cycles: 1
+  work: 1s
+  each:
+    c1: {start: 0s, work: 5s}
+    c2: {start: 100ms}
+duration: 20s
+faults:
+  - kind: node-crash
+    target: pgbouncer
+    at: 1s
+expect: {mutual_exclusion: violated}
+`
+	sc, err := Parse("pooler-crash.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, sc, 1, Options{KeepTrace: true})
+	if !r.Matches() {
+		t.Fatalf("verdict %+v, want mutual exclusion violated", r.Report.Verdict)
+	}
+	var ended []string
+	for _, e := range eventsOf(r, event.DBSessionEnded) {
+		ended = append(ended, e.Conn+" "+e.Reason)
+	}
+	if !slices.Contains(ended, "pgbouncer#1>db1 the client's connection was reset") {
+		t.Fatalf("sessions ended %v, want the pooler's server connection's, reset by the pooler's host", ended)
+	}
+	granted := eventsOf(r, event.DBLockGranted)
+	if len(granted) != 2 || granted[1].Conn != "c2#1>db1" || granted[1].At < 1e9 {
+		t.Fatalf("grants %+v, want c2's after the crash at 1s", granted)
 	}
 }

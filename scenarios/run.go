@@ -533,6 +533,9 @@ func (wl *workload) run(p *sim.Process) {
 				w.Record(name, event.Event{Kind: event.HoldLost, Client: name, Token: l.Token, Fence: l.Fence})
 				wl.rec.stop(name, "lost")
 			})
+			l.WhenRenewalFails(func(err error) {
+				w.Record(name, event.Event{Kind: event.RenewalFailed, Client: name, Token: l.Token, Reason: err.Error()})
+			})
 			w.Record(wl.name, holdBegan(wl.name, l))
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {

@@ -34,6 +34,7 @@ package pglock
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -41,6 +42,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/locklab/locklab/algorithms"
 )
 
@@ -53,6 +55,12 @@ type Client struct {
 	// Config returns a fresh pgx configuration that dials the database
 	// (or its pooler) over the simulated network from this client's host.
 	Config func() *pgx.ConnConfig
+	// Pool returns the client's pgxpool.Pool, made on first use with the
+	// scenario's pool settings and closed when the run ends. Call it
+	// outside the kernel.
+	Pool func() (*pgxpool.Pool, error)
+	// DB is the same as a database/sql pool over pgx's stdlib driver.
+	DB func() (*sql.DB, error)
 }
 
 var fencingParam = algorithms.Param{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")}

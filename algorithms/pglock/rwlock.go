@@ -35,7 +35,7 @@ func init() {
 	algorithms.Register(algorithms.Info{
 		Name:    "pg-advisory-rw",
 		Summary: "Postgres reader-writer lock on advisory locks through pgx: shared for readers, exclusive for writers; wait: block (the server's queue) or poll (try- and retry)",
-		Backend: Backend, Bubble: true,
+		Backend: Backend, Bubble: true, Primitive: algorithms.PrimitiveReadWrite,
 		Params: []algorithms.Param{rwWaitParam},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			client, ok := c.Backend.(*Client)

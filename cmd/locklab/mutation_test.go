@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,6 +216,38 @@ func build(goBin, root, dir, name, overlay, pkg string) (string, error) {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, stderr.String())
 	}
 	return out, nil
+}
+
+// runnerPackages is the set of the module's package directories (from the
+// module root, slash-separated) that the runner links.
+func runnerPackages(goBin, root string) (map[string]bool, error) {
+	cmd := exec.Command(goBin, "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", runnerPkg)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -deps %s: %v", runnerPkg, err)
+	}
+	linked := map[string]bool{}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			return nil, err
+		}
+		linked[filepath.ToSlash(rel)] = true
+	}
+	return linked, nil
+}
+
+// unlinked names the mutants of files the runner does not link that have
+// no explorations to kill them.
+func unlinked(live []mutant, linked map[string]bool) []error {
+	var errs []error
+	for _, m := range live {
+		if pkg := filepath.Dir(filepath.ToSlash(m.File)); !linked[pkg] && len(m.Explore) == 0 {
+			errs = append(errs, fmt.Errorf("%s:%d: mutant %s mutates %s, which the gate's runner (%s) does not link: list explorations that can kill it, or mutate code the catalogue runs", mutantsFile, m.line, m.ID, m.File, runnerPkg))
+		}
+	}
+	return errs
 }
 
 // outcome is what one run said: a catalogue scenario judged by the runner,
@@ -492,6 +525,17 @@ func TestMutantsAreKilled(t *testing.T) {
 	goBin := goTool(t)
 	dir := t.TempDir()
 
+	// A mutant of a file the runner does not link could only be killed by
+	// its explorations (the CLI); with none, it would survive for want of
+	// a build, not of a scenario. Say so instead.
+	linked, err := runnerPackages(goBin, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range unlinked(live, linked) {
+		t.Error(err)
+	}
+
 	// The unmutated tree must pass everything the mutants are judged by.
 	baseRunner, err := build(goBin, root, dir, "mutantrun-original", "", runnerPkg)
 	if err != nil {
@@ -667,5 +711,36 @@ func TestRunCatalogueBlamesTheFirstUnjudgedRun(t *testing.T) {
 	got = runCatalogue(wrong, []string{"a", "b"}, false)
 	if len(got) != 1 || !got[0].killed || got[0].why != `error: the runner printed {"run":"b","killed":false}` {
 		t.Errorf("wrong order: got %+v", got)
+	}
+}
+
+// TestRunnerLinksWhatMutantsMutate: the runner links the catalogue's
+// packages and not the reports or the CLI, and a mutant of a file it does
+// not link is refused unless explorations can kill it.
+func TestRunnerLinksWhatMutantsMutate(t *testing.T) {
+	goBin := goTool(t)
+	root := moduleRoot(t)
+	linked, err := runnerPackages(goBin, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"sim", "algorithms", "checker", "scenarios", "cmd/locklab/internal/mutantrun"} {
+		if !linked[pkg] {
+			t.Errorf("the runner does not link %s: %v", pkg, slices.Sorted(maps.Keys(linked)))
+		}
+	}
+	for _, pkg := range []string{"reports", "cmd/locklab"} {
+		if linked[pkg] {
+			t.Errorf("the runner links %s", pkg)
+		}
+	}
+	ms := []mutant{
+		{ID: "in-reports", File: "reports/run.go", line: 3},
+		{ID: "in-sim", File: "sim/resource.go", line: 5},
+		{ID: "explored", File: "cmd/locklab/explore.go", Explore: [][]string{{"redlock", "--seed", "1", "--runs", "2"}}, line: 7},
+	}
+	errs := unlinked(ms, linked)
+	if len(errs) != 1 || errs[0].Error() != mutantsFile+":3: mutant in-reports mutates reports/run.go, which the gate's runner (./cmd/locklab/internal/mutantrun) does not link: list explorations that can kill it, or mutate code the catalogue runs" {
+		t.Errorf("unlinked: %v", errs)
 	}
 }

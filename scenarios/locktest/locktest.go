@@ -220,6 +220,17 @@ type Options struct {
 	// Database sets up the simulated database of RunPostgres and RunSQL
 	// (database.go); Run ignores it.
 	Database Database
+	// Workers, above 1, splits each class's exploration across that many
+	// worker processes (flag -locktest.workers): copies of the test
+	// binary, each running one shard of the runs (scenarios.ExploreOptions
+	// Shard). A library's goroutines draw from process-wide random sources
+	// (redsync's retry delays from math/rand), so its runs cannot share a
+	// process; processes can. The lowest violating run is the one one
+	// process would have found first, and this process shrinks it: the
+	// counterexample is the same whatever Workers is. Classes drawn by
+	// locktest itself (Failover, Stall) and a saved failfile's replay stay
+	// in this process.
+	Workers int
 
 	// failover draws the failover class's runs instead of failoverRun
 	// (a database's standby, database.go).

@@ -288,6 +288,23 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 		t.Skipf("locktest: %s: failover needs Options.Replicas", where(class, opt.caller))
 	}
 	file := failfile(t, class)
+	shard, shards, worker, err := shardFlag()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := class == Failover || class == Stall // drawn by locktest, not the generator
+	// With workers, the sweep runs in worker processes before this
+	// process's bubble opens (a process is no thing to wait for inside
+	// one); a saved failfile that is replayed first keeps it here.
+	parallel, wRuns, wFirst := false, 0, 0
+	if n := opt.workers(); n > 1 && !drawn && replayFile(opt) == "" {
+		if _, err := os.Stat(file); err != nil || *flagSeed != 0 {
+			parallel = true
+			if wRuns, wFirst, err = exploreInWorkers(t, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go watchdog(t.Name(), stop)
@@ -313,6 +330,34 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 			replay(t, run, file, class, expect, opt.caller)
 			return
 		}
+		prepare := func(seed uint64) { seedProcessRandom(t, seed) }
+		exOpt := scenarios.ExploreOptions{
+			Algorithm:     algorithms.Custom,
+			Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
+			Base:          base,
+			Classes:       []faults.Class{class},
+			Runs:          opt.Runs,
+			Seed:          opt.Seed,
+			Bubble:        true,
+			KeepWorkload:  opt.keepWorkload(),
+			MaxShrinkRuns: opt.ShrinkRuns,
+			Prepare:       prepare,
+			Persistence:   opt.Persistence,
+		}
+		if worker {
+			if drawn {
+				t.Skipf("locktest: %s is not split across workers", class)
+			}
+			exOpt.Shard, exOpt.Shards, exOpt.NoShrink = shard, shards, true
+			ex, err := scenarios.Explore(exOpt)
+			if err == nil {
+				err = writeShard(ex)
+			}
+			if err != nil {
+				t.Fatalf("locktest: %s, shard %d/%d: %v", class, shard, shards, err)
+			}
+			return
+		}
 		// The last counterexample of this class goes first, as in rapid,
 		// unless a seed was asked for on the command line: then that
 		// seed's runs are what the user wants to see.
@@ -329,34 +374,23 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 			}
 			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", where(class, opt.caller), file)
 		}
-		prepare := func(seed uint64) { seedProcessRandom(t, seed) }
 		var (
 			ex  *scenarios.ExploreResult
 			err error
 		)
-		switch class {
-		case Failover:
+		switch {
+		case class == Failover:
 			draw := failoverRun
 			if opt.failover != nil {
 				draw = opt.failover // a database's standby (database.go)
 			}
 			ex, err = exploreDrawn(draw, f, opt, base, prepare)
-		case Stall:
+		case class == Stall:
 			ex, err = exploreDrawn(stallRun, f, opt, base, prepare)
+		case parallel:
+			ex, err = shrinkRun(exOpt, wRuns, wFirst)
 		default:
-			ex, err = scenarios.Explore(scenarios.ExploreOptions{
-				Algorithm:     algorithms.Custom,
-				Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
-				Base:          base,
-				Classes:       []faults.Class{class},
-				Runs:          opt.Runs,
-				Seed:          opt.Seed,
-				Bubble:        true,
-				KeepWorkload:  opt.keepWorkload(),
-				MaxShrinkRuns: opt.ShrinkRuns,
-				Prepare:       prepare,
-				Persistence:   opt.Persistence,
-			})
+			ex, err = scenarios.Explore(exOpt)
 		}
 		if err != nil {
 			t.Fatalf("locktest: %s: %v", where(class, opt.caller), err)

@@ -249,6 +249,16 @@ func (l *link) send(e *end, kind segKind, data []byte, why string) error {
 	}
 	if kind == segData {
 		s.m = l.message(e, data, &s.facts)
+		// What the server did (a lock granted, an unlock that found
+		// nothing) happened when it answered, whether or not the answer
+		// ever arrives. A pooler only relays the database's answers,
+		// whose facts the database's own connection records.
+		if l.n.w.Tracing() && !l.srv.Relay {
+			for _, f := range s.facts {
+				f.Conn, f.Client, f.Node = l.id, l.client.host.Name, l.srv.Name
+				l.n.w.Record(l.srv.Name, f)
+			}
+		}
 	}
 	if l.blocked(e) {
 		l.stall(s)
@@ -401,10 +411,6 @@ func (l *link) deliver(s *segment) {
 	to.signal()
 	if n.w.Tracing() {
 		n.w.Record(to.host.Name, event.Event{Kind: event.DBSegmentReceived, Conn: l.id, Client: l.client.host.Name, Node: l.srv.Name, Command: s.m.Summary, Op: s.m.Op, Dir: string(s.m.Dir)})
-		for _, f := range s.facts {
-			f.Conn, f.Client, f.Node = l.id, l.client.host.Name, l.srv.Name
-			n.w.Record(l.srv.Name, f)
-		}
 	}
 }
 

@@ -31,6 +31,20 @@
 //   - Failover: an address (the name clients dial) can be pointed at
 //     another server (Promote), as Patroni moves a virtual IP or HAProxy
 //     its backend; connections already open stay where they are.
+//
+// Plugging a server in: anything that serves a net.Conn is a Service. A
+// Postgres world (scenarios/postgres.go) is
+//
+//	n := dbnet.New(w, func() dbnet.Codec { return pgnode.NewCodec() })
+//	n.AddServer("db1", ka, func(prev dbnet.Service) dbnet.Service { return pgnode.NewServer() })
+//	cfg.DialFunc = n.DialFunc(clientHost) // pgx
+//
+// and a MySQL server the same way, with its own Codec (Server.Codec);
+// go-sql-driver/mysql dials through mysql.RegisterDialContext, whose
+// registry is global, so each client host needs its own network name
+// ("sim-c1") whose dial function calls n.Dial(clientHost, addr). Dial
+// must be called outside the kernel (a process's Outside, or the
+// driver's own goroutine): it enters the kernel itself.
 package dbnet
 
 import (
@@ -94,9 +108,15 @@ type Server struct {
 	// table row) the new one keeps.
 	Factory   func(prev Service) Service
 	Keepalive Keepalive
-	svc       Service
-	down      bool
-	n         *Net
+	// Relay marks a pooler: its answers relay a database's, so the lock
+	// facts they carry are not recorded again.
+	Relay bool
+	// Codec, if set, names this server's segments instead of the Net's
+	// codec (a world with a Postgres and a MySQL server).
+	Codec func() Codec
+	svc   Service
+	down  bool
+	n     *Net
 }
 
 // Service is the server's current service.
@@ -215,7 +235,10 @@ func (n *Net) dial(from *sim.Host, address string) (net.Conn, error) {
 	pair := from.Name + ">" + s.Name
 	n.dials[pair]++
 	l := &link{n: n, srv: s, svc: s.svc, id: fmt.Sprintf("%s#%d>%s", from.Name, n.dials[pair], s.Name), lastHeard: n.w.Now()}
-	if n.codec != nil {
+	switch {
+	case s.Codec != nil:
+		l.codec = s.Codec()
+	case n.codec != nil:
 		l.codec = n.codec()
 	}
 	l.client = newEnd(l, from, true)

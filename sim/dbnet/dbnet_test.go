@@ -226,7 +226,9 @@ func TestServerCrashRestartAndPromotion(t *testing.T) {
 			pw.tryLock(p, c, 1)
 			p.Sleep(2 * time.Second)
 			var ok bool
-			p.Outside(func() { c1Err = c.QueryRow(context.Background(), "SELECT pg_try_advisory_lock($1)", int64(1)).Scan(&ok) })
+			p.Outside(func() {
+				c1Err = c.QueryRow(context.Background(), "SELECT pg_try_advisory_lock($1)", int64(1)).Scan(&ok)
+			})
 		})
 		w.NewHost("c2", nil).Spawn("c2", 1500*time.Millisecond, func(p *sim.Process) {
 			p.Outside(func() { _, dialErr = n.Dial(p.Host, "db1") })

@@ -48,6 +48,10 @@ const (
 	AcquireFailed Kind = "hold.refused" // Reason: the algorithm's error
 	HoldBegan     Kind = "hold.began"   // Resource, Token, Fence, Validity
 	HoldLost      Kind = "hold.lost"    // the client learns it lost the lock
+	// RenewalFailed: a background renewal (a watchdog's) of the lease
+	// failed (Reason); whether the holder is told is the algorithm's
+	// business (HoldLost says it was).
+	RenewalFailed Kind = "hold.renewal.failed"
 	WriteSkipped  Kind = "write.skipped"
 	WriteRejected Kind = "write.rejected"
 	ReleaseFailed Kind = "release.failed"

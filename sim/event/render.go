@@ -104,6 +104,8 @@ func (e *Event) AppendText(b []byte) []byte {
 		return fmt.Appendf(b, ", fence %d, valid until %s on its clock)", e.Fence, e.Validity)
 	case HoldLost:
 		return append(b, "learns it lost the lock"...)
+	case RenewalFailed:
+		return fmt.Appendf(b, "renewal of its lease failed: %s", e.Reason)
 	case WriteSkipped:
 		if e.Reason == "lost" {
 			return append(b, "learned it lost the lock: skips the write"...)
@@ -187,7 +189,7 @@ func (e *Event) AppendText(b []byte) []byte {
 	case DBServerRestarted:
 		return append(b, "restart with an empty lock table"...)
 	case DBPromoted:
-		return fmt.Appendf(b, "promoted: answers for %s's address, with none of its advisory locks", e.To)
+		return fmt.Appendf(b, "promoted: now answers for the address %s, without any of the old primary's advisory locks", e.To)
 	}
 	return fmt.Appendf(b, "%s %+v", e.Kind, *e)
 }

@@ -74,6 +74,11 @@ func TestRenderKeepsTheTraceWording(t *testing.T) {
 		{Event{Kind: SessionCreated, Session: "0x1", Conn: "c1#1>zk1", Timeout: 4 * time.Second}, "session 0x1 created for c1#1>zk1 (timeout 4s)"},
 		{Event{Kind: ConnClosedBy, Conn: "c1#1>zk1", Reason: "server"}, "c1#1>zk1 closed by the server"},
 		{Event{Kind: LinkCut, From: "c1", To: "zk2"}, "link c1–zk2 cut"},
+		{Event{Kind: DBKeepaliveFailed, Conn: "c1#1>db1", Count: 2, Total: 3}, "keepalive probe 2 of 3 on c1#1>db1 unanswered"},
+		{Event{Kind: DBSessionEnded, Conn: "c1#1>db1", Reason: "keepalive: 3 probes unanswered"}, "backend of c1#1>db1 ends (keepalive: 3 probes unanswered): its session locks are released"},
+		{Event{Kind: DBLockGranted, Op: "pg_try_advisory_lock", Key: "42", Conn: "pgbouncer#1>db1"}, "pg_try_advisory_lock: lock 42 granted to the backend of pgbouncer#1>db1"},
+		{Event{Kind: DBUnlockNotHeld, Op: "pg_advisory_unlock", Key: "42", Conn: "pgbouncer#2>db1"}, "pg_advisory_unlock: the backend of pgbouncer#2>db1 does not hold lock 42 (false)"},
+		{Event{Kind: DBPromoted, Node: "db2", To: "primary"}, "promoted: now answers for the address primary, without any of the old primary's advisory locks"},
 		{Event{Kind: Note, Note: "anything at all"}, "anything at all"},
 	} {
 		if got := c.e.Text(); got != c.want {

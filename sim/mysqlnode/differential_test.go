@@ -153,26 +153,35 @@ func (d *diffRun) open(slot int) {
 // reopen closes slot's session on both servers, waits until both have
 // ended it, and connects again.
 func (d *diffRun) reopen(slot int) {
-	ctx := context.Background()
 	realID, simID := d.realID[slot], d.simID[slot]
 	_ = d.real[slot].Close()
 	_ = d.sim[slot].Close()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		var n int
-		if err := d.observer.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", realID).Scan(&n); err != nil {
-			d.t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("real session %d did not end", realID)
-		}
-	}
+	d.awaitRealEnd(realID)
 	for d.simOpen(Session(simID)) {
 		time.Sleep(time.Millisecond)
 	}
 	d.open(slot)
+}
+
+// awaitRealEnd waits until the real server has ended session id. MariaDB
+// ends a session, and frees its user locks, on its own thread after the
+// client's COM_QUIT: the next statement may still see the lock held. The
+// test orders itself by what it observes (the PROCESSLIST entry gone),
+// not by a pause; the 30 s bound is a guard against a hang, not a pace.
+func (d *diffRun) awaitRealEnd(id int64) {
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		var n int
+		if err := d.observer.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
+			d.t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("real session %d did not end", id)
+		}
+	}
 }
 
 func (d *diffRun) simOpen(id Session) bool {
@@ -229,10 +238,17 @@ func (d *diffRun) slotted(reply string, sim bool) string {
 	return strings.Join(fields, " ")
 }
 
+// closeAll ends the sequence's sessions and waits until the real server
+// has ended them, so that the next sequence starts with no lock held
+// (without the wait, a lock of the previous sequence was seen held by a
+// closed session at the next sequence's first step on a loaded machine).
 func (d *diffRun) closeAll() {
 	for i := range d.real {
 		_ = d.real[i].Close()
 		_ = d.sim[i].Close()
+	}
+	for _, id := range d.realID {
+		d.awaitRealEnd(id)
 	}
 	if d.simObs != nil {
 		_ = d.simObs.Close()

@@ -14,11 +14,12 @@ import (
 
 func init() {
 	algorithms.Register(algorithms.Info{
-		Name:    "gozk-semaphore",
-		Summary: "Curator InterProcessSemaphoreV2 on the real client: leases as ephemeral sequential nodes, counted under a mutex",
-		Backend: Backend,
-		Bubble:  true,
-		Params:  []algorithms.Param{stopOnDisconnectParam},
+		Name:      "gozk-semaphore",
+		Summary:   "Curator InterProcessSemaphoreV2 on the real client: leases as ephemeral sequential nodes, counted under a mutex",
+		Backend:   Backend,
+		Bubble:    true,
+		Primitive: algorithms.PrimitiveSemaphore,
+		Params:    []algorithms.Param{stopOnDisconnectParam},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			leases := 1
 			if v, ok := p.Extra[algorithms.ParamPermits]; ok {
@@ -40,11 +41,12 @@ func init() {
 		},
 	})
 	algorithms.Register(algorithms.Info{
-		Name:    "gozk-rwlock",
-		Summary: "Curator InterProcessReadWriteLock on the real client: read- and write- sequential nodes in one queue",
-		Backend: Backend,
-		Bubble:  true,
-		Params:  []algorithms.Param{stopOnDisconnectParam},
+		Name:      "gozk-rwlock",
+		Summary:   "Curator InterProcessReadWriteLock on the real client: read- and write- sequential nodes in one queue",
+		Backend:   Backend,
+		Bubble:    true,
+		Primitive: algorithms.PrimitiveReadWrite,
+		Params:    []algorithms.Param{stopOnDisconnectParam},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			mode := p.Extra[algorithms.ParamMode]
 			if mode == "" {

@@ -39,3 +39,29 @@ func TestKillRestartKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("server directory %s still there after the test: %v", dir, err)
 	}
 }
+
+// TestSentinelsAreCleanedUp checks the Sentinel fixture: three Sentinels
+// monitoring a master agree on its address, and their processes'
+// directories (config files Sentinel rewrote included) are gone after the
+// test.
+func TestSentinelsAreCleanedUp(t *testing.T) {
+	var dirs []string
+	t.Run("sentinels", func(t *testing.T) {
+		master := Start(t, Options{})
+		sentinels := StartSentinels(t, master, 3, SentinelOptions{})
+		for _, s := range sentinels {
+			dirs = append(dirs, s.Dir)
+			sc := s.SentinelClient()
+			addr, err := sc.GetMasterAddrByName(context.Background(), "mymaster").Result()
+			sc.Close()
+			if err != nil || len(addr) != 2 || addr[0]+":"+addr[1] != master.Addr() {
+				t.Fatalf("sentinel on port %d: master %v, %v; want %s", s.Port, addr, err, master.Addr())
+			}
+		}
+	})
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("sentinel directory %s still there after the test: %v", dir, err)
+		}
+	}
+}
