@@ -597,3 +597,26 @@ func TestRunSQLPauseOutlastsWaitTimeout(t *testing.T) {
 		t.Errorf("the counterexample pauses nobody:\n%s", d)
 	}
 }
+
+// Options.Workers splits a database lock's exploration across worker
+// processes as it does a Redis lock's: the pool bug's partition class
+// finds the fault-free counterexample of run 1 (what one process finds:
+// TestPoolBugFlaggedByDefaultOptions).
+func TestDatabaseWorkers(t *testing.T) {
+	got := observeFindings(t)
+	before := workersStarted.Load()
+	// TestWorkersSameCounterexampleRedsync counts the workers started in
+	// the whole process.
+	t.Cleanup(func() { workersStarted.Store(before) })
+	RunPostgres(t, poolAdvisoryLock, Options{TTL: 2 * time.Second, Classes: []Class{Partition}, Expect: Expect{Partition: Any}, Workers: 2})
+	if *flagShard != "" {
+		return // a worker process: it explored its shard
+	}
+	if n := workersStarted.Load() - before; n != 2 {
+		t.Errorf("started %d worker processes, want 2", n)
+	}
+	f := got[Partition]
+	if f.prop&MutualExclusion == 0 || f.sc == nil || len(f.sc.Faults) != 0 || !strings.Contains(f.what, "run 1 of 40") {
+		t.Errorf("workers: %s (%s); want mutual exclusion violated in run 1, shrunk to no fault", f.prop.found(), f.what)
+	}
+}
