@@ -135,9 +135,10 @@ type WaitPolicy struct {
 	Jitter   time.Duration
 }
 
-// retry runs try under the policy until it returns a lease or an error other
-// than ErrNotAcquired.
-func (p WaitPolicy) retry(env Env, try func() (*Lease, error)) (*Lease, error) {
+// Retry runs try under the policy until it returns a lease or an error
+// other than ErrNotAcquired: the first attempt at once, each later one
+// after Delay plus a draw of Jitter from the client's seeded source.
+func (p WaitPolicy) Retry(env Env, try func() (*Lease, error)) (*Lease, error) {
 	for i := 0; p.Attempts == 0 || i < p.Attempts; i++ {
 		if i > 0 {
 			d := p.Delay

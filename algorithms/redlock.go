@@ -93,7 +93,7 @@ func nodeName(c *redis.Client) string { return c.Options().Addr }
 
 // Acquire asks every node in parallel and decides by quorum and validity.
 func (r *Redlock) Acquire(env Env) (*Lease, error) {
-	return r.Params.Wait.retry(env, func() (*Lease, error) {
+	return r.Params.Wait.Retry(env, func() (*Lease, error) {
 		tok := token(env)
 		start := env.Now()
 		granted := r.everyNode(env, func(e Env, c *redis.Client) bool {

@@ -60,7 +60,7 @@ func (l *Reentrant) Acquire(env Env) (*Lease, error) {
 	if l.owner == "" {
 		l.owner = token(env)
 	}
-	return l.Params.Wait.retry(env, func() (*Lease, error) {
+	return l.Params.Wait.Retry(env, func() (*Lease, error) {
 		start := env.Now()
 		err := l.Client.Eval(env.Context(), reentrantAcquire, []string{l.Params.Key}, l.ttl(), l.owner).Err()
 		switch {

@@ -125,7 +125,7 @@ func (l *RWLock) Acquire(env Env) (*Lease, error) {
 	// One token for all of a writer's attempts, so that its waiting
 	// marker is its own from one retry to the next.
 	id := token(env)
-	return l.Wait.retry(env, func() (*Lease, error) {
+	return l.Wait.Retry(env, func() (*Lease, error) {
 		start := env.Now()
 		ok, err := l.Client.Eval(env.Context(), script, []string{l.Key, l.Key + ":writer"}, l.TTL.Milliseconds(), id, prefer).Int()
 		if err != nil {

@@ -114,7 +114,7 @@ func (s *Semaphore) counter() string { return s.Key + ":counter" }
 
 // Acquire takes a permit under the wait policy.
 func (s *Semaphore) Acquire(env Env) (*Lease, error) {
-	return s.Wait.retry(env, func() (*Lease, error) { return s.try(env) })
+	return s.Wait.Retry(env, func() (*Lease, error) { return s.try(env) })
 }
 
 // now is the time expiry is judged by, in ms: the client's or the node's.

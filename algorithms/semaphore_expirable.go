@@ -163,7 +163,7 @@ func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 // Acquire takes a permit under the wait policy and, with a refresh, starts
 // refreshing its lease.
 func (s *PermitSemaphore) Acquire(env Env) (*Lease, error) {
-	l, err := s.Wait.retry(env, func() (*Lease, error) {
+	l, err := s.Wait.Retry(env, func() (*Lease, error) {
 		start := env.Now()
 		id := token(env)
 		ok, err := s.Client.Eval(env.Context(), permitAcquire, s.keys(), s.Permits, id, ms(start), ms(start.Add(s.TTL))).Int()

@@ -40,7 +40,7 @@ type SetNXExpire struct {
 
 // Acquire runs SETNX, then EXPIRE.
 func (l *SetNXExpire) Acquire(env Env) (*Lease, error) {
-	return l.Params.Wait.retry(env, func() (*Lease, error) {
+	return l.Params.Wait.Retry(env, func() (*Lease, error) {
 		ctx := env.Context()
 		start := env.Now()
 		tok := token(env)

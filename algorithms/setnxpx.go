@@ -149,7 +149,7 @@ type SetNXPX struct {
 
 // Acquire runs SET key token NX PX ttl.
 func (l *SetNXPX) Acquire(env Env) (*Lease, error) {
-	return l.Params.Wait.retry(env, func() (*Lease, error) {
+	return l.Params.Wait.Retry(env, func() (*Lease, error) {
 		ctx := env.Context()
 		start := env.Now()
 		tok := token(env)

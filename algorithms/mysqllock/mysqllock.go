@@ -33,11 +33,9 @@ package mysqllock
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/algorithms"
@@ -160,20 +158,7 @@ func (l *Lock) query(env algorithms.Env, dst any, q string, args ...any) error {
 
 // Acquire polls GET_LOCK under the wait policy.
 func (l *Lock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
-	for i := 0; l.wait.Attempts == 0 || i < l.wait.Attempts; i++ {
-		if i > 0 {
-			d := l.wait.Delay
-			if l.wait.Jitter > 0 {
-				d += time.Duration(env.Rand().Int64N(int64(l.wait.Jitter)))
-			}
-			env.Sleep(d)
-		}
-		lease, err := l.try(env)
-		if !errors.Is(err, algorithms.ErrNotAcquired) {
-			return lease, err
-		}
-	}
-	return nil, algorithms.ErrNotAcquired
+	return l.wait.Retry(env, func() (*algorithms.Lease, error) { return l.try(env) })
 }
 
 func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {

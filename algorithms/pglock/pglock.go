@@ -35,11 +35,9 @@ package pglock
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -160,20 +158,7 @@ func (l *Lock) exec(env algorithms.Env, sql string, args ...any) (string, error)
 
 // Acquire polls the lock under the wait policy.
 func (l *Lock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
-	for i := 0; l.wait.Attempts == 0 || i < l.wait.Attempts; i++ {
-		if i > 0 {
-			d := l.wait.Delay
-			if l.wait.Jitter > 0 {
-				d += time.Duration(env.Rand().Int64N(int64(l.wait.Jitter)))
-			}
-			env.Sleep(d)
-		}
-		lease, err := l.try(env)
-		if !errors.Is(err, algorithms.ErrNotAcquired) {
-			return lease, err
-		}
-	}
-	return nil, algorithms.ErrNotAcquired
+	return l.wait.Retry(env, func() (*algorithms.Lease, error) { return l.try(env) })
 }
 
 // try is one attempt: the session lock, or a transaction holding the

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/locklab/locklab/algorithms"
@@ -73,21 +72,22 @@ func (l *PoolLock) pool(env algorithms.Env) (*pgxpool.Pool, error) {
 	return p, err
 }
 
+// lease is the lease of a granted advisory lock: no deadline (the server
+// holds it for as long as the session lives), the key as its token.
+func (l *PoolLock) lease(env algorithms.Env) *algorithms.Lease {
+	now := env.Now()
+	return &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+}
+
 // Acquire polls pg_try_advisory_lock under the wait policy.
 func (l *PoolLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 	pool, err := l.pool(env)
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; l.wait.Attempts == 0 || i < l.wait.Attempts; i++ {
-		if i > 0 {
-			d := l.wait.Delay
-			if l.wait.Jitter > 0 {
-				d += time.Duration(env.Rand().Int64N(int64(l.wait.Jitter)))
-			}
-			env.Sleep(d)
-		}
+	return l.wait.Retry(env, func() (*algorithms.Lease, error) {
 		var ok bool
+		var err error
 		outside(env, func() {
 			if !l.pin {
 				err = pool.QueryRow(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok)
@@ -106,12 +106,11 @@ func (l *PoolLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			now := env.Now()
-			return &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}, nil
+		if !ok {
+			return nil, algorithms.ErrNotAcquired
 		}
-	}
-	return nil, algorithms.ErrNotAcquired
+		return l.lease(env), nil
+	})
 }
 
 // Release unlocks on the pinned connection, or on whichever the pool
@@ -160,15 +159,9 @@ func (l *sqlLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; l.wait.Attempts == 0 || i < l.wait.Attempts; i++ {
-		if i > 0 {
-			d := l.wait.Delay
-			if l.wait.Jitter > 0 {
-				d += time.Duration(env.Rand().Int64N(int64(l.wait.Jitter)))
-			}
-			env.Sleep(d)
-		}
+	return l.wait.Retry(env, func() (*algorithms.Lease, error) {
 		var ok bool
+		var err error
 		outside(env, func() {
 			if !l.pin {
 				err = db.QueryRowContext(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok)
@@ -187,12 +180,11 @@ func (l *sqlLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			now := env.Now()
-			return &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}, nil
+		if !ok {
+			return nil, algorithms.ErrNotAcquired
 		}
-	}
-	return nil, algorithms.ErrNotAcquired
+		return l.lease(env), nil
+	})
 }
 
 func (l *sqlLock) Release(env algorithms.Env, lease *algorithms.Lease) error {

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/locklab/locklab/algorithms"
 )
@@ -80,23 +79,16 @@ func (l *RWLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		}
 		return l.lease(env), nil
 	}
-	for i := 0; l.wait.Attempts == 0 || i < l.wait.Attempts; i++ {
-		if i > 0 {
-			d := l.wait.Delay
-			if l.wait.Jitter > 0 {
-				d += time.Duration(env.Rand().Int64N(int64(l.wait.Jitter)))
-			}
-			env.Sleep(d)
-		}
+	return l.wait.Retry(env, func() (*algorithms.Lease, error) {
 		var ok bool
 		if err := l.query(env, &ok, "SELECT pg_try_advisory_lock"+l.suffix()+"($1)", l.key); err != nil {
 			return nil, err
 		}
-		if ok {
-			return l.lease(env), nil
+		if !ok {
+			return nil, algorithms.ErrNotAcquired
 		}
-	}
-	return nil, algorithms.ErrNotAcquired
+		return l.lease(env), nil
+	})
 }
 
 func (l *RWLock) lease(env algorithms.Env) *algorithms.Lease {
