@@ -70,6 +70,19 @@ type tableRow struct {
 	name, what string
 	factory    Factory
 	opt        Options
+	// run, when set, runs the row instead of Run(t, factory, opt): a
+	// database lock goes through RunPostgres or RunSQL, and takes only the
+	// generator's classes (stall draws Redis commands), so its stall cell
+	// reads n/a.
+	run func(t *testing.T, opt Options)
+}
+
+// classes are the fault classes the row runs.
+func (r tableRow) classes() []Class {
+	if r.run != nil {
+		return faults.Classes()
+	}
+	return tableClasses
 }
 
 var tableClasses = append(faults.Classes(), Stall)
@@ -118,13 +131,26 @@ func tableRows() []tableRow {
 		}
 	}
 	return []tableRow{
-		{"redsync-1", "redsync v4.18.1, one node, default options (8s expiry, 32 tries)", redsyncOne(), Options{TTL: 8 * time.Second}},
-		{"redsync-redlock-5", "redsync v4.18.1, Redlock over 5 nodes, default options", redlock, Options{TTL: 8 * time.Second, Nodes: 5}},
-		{"redsync-extend", "redsync v4.18.1, 2s expiry, Extend every 667ms from a goroutine; work up to 3s", redsyncExtend, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}},
-		{"redislock", "bsm/redislock v0.9.4, Obtain with LinearBackoff(100ms), 2s TTL", redislockObtain, Options{TTL: 2 * time.Second}},
-		{"redislock-refresh", "bsm/redislock v0.9.4, Refresh every 667ms from a goroutine; work up to 3s", redislockRefresh, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}},
-		{"renewal", "examples/renewal: SET NX PX, watchdog every TTL/3 that reports a lost lease; work up to 3s", func(c []*redis.Client) Lock { return renewal.New(c[0], "orders", 2*time.Second) }, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}},
-		{"renewal-retake", "examples/renewal with redis-semaphore's refresh, which re-SETs an expired key", func(c []*redis.Client) Lock { return renewal.NewRetaking(c[0], "orders", 2*time.Second) }, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}},
+		{"redsync-1", "redsync v4.18.1, one node, default options (8s expiry, 32 tries)", redsyncOne(), Options{TTL: 8 * time.Second}, nil},
+		{"redsync-redlock-5", "redsync v4.18.1, Redlock over 5 nodes, default options", redlock, Options{TTL: 8 * time.Second, Nodes: 5}, nil},
+		{"redsync-extend", "redsync v4.18.1, 2s expiry, Extend every 667ms from a goroutine; work up to 3s", redsyncExtend, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}, nil},
+		{"redislock", "bsm/redislock v0.9.4, Obtain with LinearBackoff(100ms), 2s TTL", redislockObtain, Options{TTL: 2 * time.Second}, nil},
+		{"redislock-refresh", "bsm/redislock v0.9.4, Refresh every 667ms from a goroutine; work up to 3s", redislockRefresh, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}, nil},
+		{"renewal", "examples/renewal: SET NX PX, watchdog every TTL/3 that reports a lost lease; work up to 3s", func(c []*redis.Client) Lock { return renewal.New(c[0], "orders", 2*time.Second) }, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}, nil},
+		{"renewal-retake", "examples/renewal with redis-semaphore's refresh, which re-SETs an expired key", func(c []*redis.Client) Lock { return renewal.NewRetaking(c[0], "orders", 2*time.Second) }, Options{TTL: 2 * time.Second, Renews: true, Work: 3 * time.Second}, nil},
+		// Database locks as services take them, through the real drivers
+		// on one pool shared by the service's workers (database_test.go):
+		// the session lock kept on one connection from lock to unlock, and
+		// the classic pool bug, lock and unlock each on whichever pooled
+		// connection is free (issue 22).
+		{name: "pgx-session-pinned", what: "pgx v5 pgxpool, pg_try_advisory_lock/pg_advisory_unlock on one acquired *pgxpool.Conn", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) { RunPostgres(t, pinnedAdvisoryLock, opt) }},
+		{name: "pgx-session-pool", what: "pgx v5 pgxpool, pg_try_advisory_lock/pg_advisory_unlock each through the pool", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) { RunPostgres(t, poolAdvisoryLock, opt) }},
+		{name: "mysql-get-lock-pinned", what: "go-sql-driver/mysql, GET_LOCK/RELEASE_LOCK on one *sql.Conn", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) { RunSQL(t, DriverMySQL, getLockPinned, opt) }},
+		{name: "mysql-get-lock-pool", what: "go-sql-driver/mysql, GET_LOCK/RELEASE_LOCK each through the *sql.DB", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) { RunSQL(t, DriverMySQL, getLockPool, opt) }},
 	}
 }
 
@@ -159,8 +185,12 @@ func TestLibraryTable(t *testing.T) {
 			opt := r.opt
 			opt.Runs, opt.ShrinkRuns = 30, 40
 			opt.Expect = Expect{}
-			for _, c := range tableClasses {
+			for _, c := range r.classes() {
 				opt.Expect[c] = Any
+			}
+			if r.run != nil {
+				r.run(t, opt)
+				return
 			}
 			Run(t, r.factory, opt)
 		})
@@ -169,7 +199,7 @@ func TestLibraryTable(t *testing.T) {
 		return
 	}
 	for _, r := range rows {
-		if len(got[r.name]) != len(tableClasses) || *flagReplay != "" {
+		if len(got[r.name]) != len(r.classes()) || *flagReplay != "" {
 			t.Logf("only part of the table ran (-run or -locktest.replay): README.md not compared")
 			return
 		}
@@ -206,7 +236,11 @@ func renderTable(rows []tableRow, got map[string]map[Class]finding) string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| `%s`: %s |", r.name, r.what)
 		for _, c := range tableClasses {
-			f := got[r.name][c]
+			f, ran := got[r.name][c]
+			if !ran {
+				b.WriteString(" n/a |")
+				continue
+			}
 			if f.prop == Safe {
 				b.WriteString(" safe |")
 				continue
@@ -225,7 +259,7 @@ func renderTable(rows []tableRow, got map[string]map[Class]finding) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nME: mutual exclusion violated, R: resource (lost update), L: liveness; safe: no violation in 30 runs (seed 1). Each violated cell links to its counterexample; replay it with\n`go test ./scenarios/locktest -run '^TestLibraryTable$/^ROW$/^CLASS$' -locktest.replay=testdata/locktest/TestLibraryTable/ROW/CLASS.yaml -v`.\n")
+	b.WriteString("\nME: mutual exclusion violated, R: resource (lost update), L: liveness; safe: no violation in 30 runs (seed 1); n/a: a class the lock does not take (stall draws Redis commands). Each violated cell links to its counterexample; replay it with\n`go test ./scenarios/locktest -run '^TestLibraryTable$/^ROW$/^CLASS$' -locktest.replay=testdata/locktest/TestLibraryTable/ROW/CLASS.yaml -v`.\n")
 	return b.String()
 }
 
