@@ -378,7 +378,7 @@ func (p *Process) CallOn(conn uint64, to, op, summary string, timeout time.Durat
 			w.wakeup(p, id)
 		})
 	})
-	timer := w.After(p.Host.Clock.TrueDuration(w.now, timeout), func() { w.wakeup(p, id) })
+	timer := w.wakeAt(w.Later(p.Host.Clock.TrueDuration(w.now, timeout)), p, id)
 	p.park()
 	timer.Cancel()
 	if p.killed {

@@ -69,7 +69,7 @@ func (h *Host) Resume() {
 	h.w.hostChanged(h, HostResumed)
 	for _, p := range pending {
 		id := p.parkID
-		h.w.At(h.w.now, func() { h.w.wakeup(p, id) })
+		h.w.wakeAt(h.w.now, p, id)
 	}
 }
 
@@ -135,7 +135,7 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 		go p.main(fn)
 	}
 	id := p.parkID
-	w.At(start, func() { w.wakeup(p, id) })
+	w.wakeAt(start, p, id)
 	return p
 }
 
@@ -199,7 +199,7 @@ func (p *Process) Sleep(d time.Duration) {
 		d = 0
 	}
 	id := p.prepark()
-	p.w.After(p.Host.Clock.TrueDuration(p.w.now, d), func() { p.w.wakeup(p, id) })
+	p.w.wakeAt(p.w.Later(p.Host.Clock.TrueDuration(p.w.now, d)), p, id)
 	p.park()
 }
 
@@ -237,10 +237,10 @@ func (p *Process) Parallel(name string, fns ...func(c *Process)) {
 		h.done = func() {
 			remaining--
 			if remaining == 0 {
-				w.At(w.now, func() { w.wakeup(p, id) })
+				w.wakeAt(w.now, p, id)
 			}
 		}
-		w.At(w.now, func() { w.wakeup(h.p, h.idle) })
+		w.wakeAt(w.now, h.p, h.idle)
 	}
 	p.park()
 }
@@ -323,7 +323,7 @@ func (p *Process) Unhang() {
 	if p.frozenWake {
 		p.frozenWake = false
 		id := p.parkID
-		p.w.At(p.w.now, func() { p.w.wakeup(p, id) })
+		p.w.wakeAt(p.w.now, p, id)
 	}
 }
 

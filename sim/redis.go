@@ -604,7 +604,7 @@ func (c *redisConn) await() error {
 		c.waiter, c.waitID = p, p.prepark()
 		var timer *Event
 		if c.readTimeout >= 0 {
-			timer = w.After(p.Host.Clock.TrueDuration(w.now, c.readTimeout), func() { w.wakeup(p, c.waitID) })
+			timer = w.wakeAt(w.Later(p.Host.Clock.TrueDuration(w.now, c.readTimeout)), p, c.waitID)
 		}
 		p.park()
 		timer.Cancel()
