@@ -30,8 +30,12 @@ type Event struct {
 	fn  func()
 	// wake, when set, is the process the event wakes (with wakeID) in
 	// place of fn: the commonest event, scheduled without a closure.
-	wake      *Process
-	wakeID    uint64
+	wake   *Process
+	wakeID uint64
+	// msg, when set, is the message the event lands (Network.land).
+	msg       *Message
+	msgID     uint64
+	deliver   func()
 	cancelled bool
 	index     int
 }
@@ -165,11 +169,14 @@ func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
 
 // fire runs the event's work.
 func (e *Event) fire(w *World) {
-	if e.wake != nil {
+	switch {
+	case e.wake != nil:
 		w.wakeup(e.wake, e.wakeID)
-		return
+	case e.msg != nil:
+		w.Net.land(e.msg, e.msgID, e.deliver)
+	default:
+		e.fn()
 	}
-	e.fn()
 }
 
 // wakeAt schedules a wakeup of p (parked with id) at true time t, as
