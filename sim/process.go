@@ -230,19 +230,33 @@ func (p *Process) Parallel(name string, fns ...func(c *Process)) {
 		return
 	}
 	w := p.w
-	id := p.prepark()
+	// One record per call, shared by its helpers, instead of a closure per
+	// helper (issue 24): a killed caller that calls Parallel again while
+	// unwinding gets a fresh count.
+	call := &parallelCall{p: p, id: p.prepark(), remaining: remaining}
 	for i, fn := range fns {
 		h := p.helper(i, name)
 		h.job = fn
-		h.done = func() {
-			remaining--
-			if remaining == 0 {
-				w.wakeAt(w.now, p, id)
-			}
-		}
+		h.call = call
 		w.wakeAt(w.now, h.p, h.idle)
 	}
 	p.park()
+}
+
+// parallelCall is one Parallel call: the caller parked with id waits for
+// remaining helpers.
+type parallelCall struct {
+	p         *Process
+	id        uint64
+	remaining int
+}
+
+// done is a helper's job ending: the last one wakes the caller.
+func (c *parallelCall) done() {
+	c.remaining--
+	if c.remaining == 0 {
+		c.p.w.wakeAt(c.p.w.now, c.p, c.id)
+	}
 }
 
 // helper is a child process that runs one job of Parallel at a time.
@@ -250,7 +264,7 @@ type helper struct {
 	p    *Process
 	idle uint64 // park id while waiting for a job
 	job  func(c *Process)
-	done func()
+	call *parallelCall
 }
 
 func (p *Process) helper(i int, name string) *helper {
@@ -260,11 +274,11 @@ func (p *Process) helper(i int, name string) *helper {
 			for {
 				h.idle = c.prepark()
 				c.park()
-				job, done := h.job, h.done
-				h.job, h.done = nil, nil
+				job, call := h.job, h.call
+				h.job, h.call = nil, nil
 				if job != nil {
 					job(c)
-					done()
+					call.done()
 				}
 			}
 		}).Background()
