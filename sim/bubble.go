@@ -412,7 +412,7 @@ func (w *World) runBubble(limit time.Duration) error {
 			sameInstant, lastAt = 0, e.At
 		}
 		w.now = e.At
-		e.fn()
+		e.fire(w)
 	}
 	w.endBubble()
 	b.mu.Unlock()

@@ -69,7 +69,7 @@ func (h *Host) Resume() {
 	h.w.hostChanged(h, HostResumed)
 	for _, p := range pending {
 		id := p.parkID
-		h.w.At(h.w.now, func() { h.w.wakeup(p, id) })
+		h.w.wakeAt(h.w.now, p, id)
 	}
 }
 
@@ -135,7 +135,7 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 		go p.main(fn)
 	}
 	id := p.parkID
-	w.At(start, func() { w.wakeup(p, id) })
+	w.wakeAt(start, p, id)
 	return p
 }
 
@@ -199,7 +199,7 @@ func (p *Process) Sleep(d time.Duration) {
 		d = 0
 	}
 	id := p.prepark()
-	p.w.After(p.Host.Clock.TrueDuration(p.w.now, d), func() { p.w.wakeup(p, id) })
+	p.w.wakeAt(p.w.Later(p.Host.Clock.TrueDuration(p.w.now, d)), p, id)
 	p.park()
 }
 
@@ -230,19 +230,33 @@ func (p *Process) Parallel(name string, fns ...func(c *Process)) {
 		return
 	}
 	w := p.w
-	id := p.prepark()
+	// One record per call, shared by its helpers, instead of a closure per
+	// helper (issue 24): a killed caller that calls Parallel again while
+	// unwinding gets a fresh count.
+	call := &parallelCall{p: p, id: p.prepark(), remaining: remaining}
 	for i, fn := range fns {
 		h := p.helper(i, name)
 		h.job = fn
-		h.done = func() {
-			remaining--
-			if remaining == 0 {
-				w.At(w.now, func() { w.wakeup(p, id) })
-			}
-		}
-		w.At(w.now, func() { w.wakeup(h.p, h.idle) })
+		h.call = call
+		w.wakeAt(w.now, h.p, h.idle)
 	}
 	p.park()
+}
+
+// parallelCall is one Parallel call: the caller parked with id waits for
+// remaining helpers.
+type parallelCall struct {
+	p         *Process
+	id        uint64
+	remaining int
+}
+
+// done is a helper's job ending: the last one wakes the caller.
+func (c *parallelCall) done() {
+	c.remaining--
+	if c.remaining == 0 {
+		c.p.w.wakeAt(c.p.w.now, c.p, c.id)
+	}
 }
 
 // helper is a child process that runs one job of Parallel at a time.
@@ -250,7 +264,7 @@ type helper struct {
 	p    *Process
 	idle uint64 // park id while waiting for a job
 	job  func(c *Process)
-	done func()
+	call *parallelCall
 }
 
 func (p *Process) helper(i int, name string) *helper {
@@ -260,11 +274,11 @@ func (p *Process) helper(i int, name string) *helper {
 			for {
 				h.idle = c.prepark()
 				c.park()
-				job, done := h.job, h.done
-				h.job, h.done = nil, nil
+				job, call := h.job, h.call
+				h.job, h.call = nil, nil
 				if job != nil {
 					job(c)
-					done()
+					call.done()
 				}
 			}
 		}).Background()
@@ -323,7 +337,7 @@ func (p *Process) Unhang() {
 	if p.frozenWake {
 		p.frozenWake = false
 		id := p.parkID
-		p.w.At(p.w.now, func() { p.w.wakeup(p, id) })
+		p.w.wakeAt(p.w.now, p, id)
 	}
 }
 

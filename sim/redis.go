@@ -510,7 +510,8 @@ func (c *redisConn) send(w *World, args []string) {
 	if w.Tracing() {
 		w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
 	}
-	req := &Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
+	req := w.Net.newMessage()
+	*req = Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
 	if c.bb != nil {
 		req.order = c.bb.id
 	}
@@ -526,7 +527,8 @@ func (c *redisConn) send(w *World, args []string) {
 			if w.Tracing() {
 				w.Record(c.node.Name, event.Event{Kind: event.CommandExecuted, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args, Reply: rs, Clock: c.node.Clock.Local(w.now)})
 			}
-			rep := &Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs, order: req.order}
+			rep := w.Net.newMessage()
+			*rep = Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs, order: req.order}
 			w.Net.Send(rep, func() {
 				if c.bb != nil {
 					c.bubbleDeliver(reply, rs)
@@ -604,7 +606,7 @@ func (c *redisConn) await() error {
 		c.waiter, c.waitID = p, p.prepark()
 		var timer *Event
 		if c.readTimeout >= 0 {
-			timer = w.After(p.Host.Clock.TrueDuration(w.now, c.readTimeout), func() { w.wakeup(p, c.waitID) })
+			timer = w.wakeAt(w.Later(p.Host.Clock.TrueDuration(w.now, c.readTimeout)), p, c.waitID)
 		}
 		p.park()
 		timer.Cancel()

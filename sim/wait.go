@@ -45,7 +45,7 @@ func (wt *Waiter) Wait(p *Process, timeout time.Duration) bool {
 	defer wt.remove(e) // also when the process is killed while waiting
 	var timer *Event
 	if timeout >= 0 {
-		timer = w.After(p.Host.Clock.TrueDuration(w.now, timeout), func() { w.wakeup(p, id) })
+		timer = w.wakeAt(w.Later(p.Host.Clock.TrueDuration(w.now, timeout)), p, id)
 	}
 	p.park()
 	timer.Cancel()
@@ -88,7 +88,7 @@ func (wt *Waiter) Waiting() int { return len(wt.waiting) }
 func wake(e *waitEntry) {
 	e.signalled = true
 	p, id := e.p, e.id
-	p.w.At(p.w.now, func() { p.w.wakeup(p, id) })
+	p.w.wakeAt(p.w.now, p, id)
 }
 
 func (wt *Waiter) remove(e *waitEntry) {
