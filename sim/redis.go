@@ -321,8 +321,12 @@ func (n *RedisNode) Dispatch(peer *server.Peer, args []string) []byte {
 }
 
 // NewPeer returns a server-side connection whose replies Exec returns.
+// Dispatch flushes the peer after every command, so its buffer only
+// gathers one reply: 512 bytes instead of bufio's 4 KiB, allocated and
+// zeroed for every connection a client dials (issue 24); a longer reply
+// goes through to n.out unchanged.
 func (n *RedisNode) NewPeer() *server.Peer {
-	return server.NewPeer(bufio.NewWriter(&n.out))
+	return server.NewPeer(bufio.NewWriterSize(&n.out, 512))
 }
 
 // ClientOptions tunes the go-redis client a process uses to reach a node.
