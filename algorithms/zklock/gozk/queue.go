@@ -329,6 +329,9 @@ func (q *Queue) findProtected(prefix string) (string, bool, error) {
 			return "", false, err
 		}
 		if q.Naive || !connectionLoss(err) || i > 50 {
+			if q.Naive && connectionLoss(err) {
+				q.pauseAfterLoss()
+			}
 			return "", false, nil
 		}
 		time.Sleep(q.Backoff)
@@ -372,6 +375,25 @@ func (q *Queue) lookup(prefix string) (string, bool, error) {
 		}
 	}
 	return "", false, nil
+}
+
+// pauseAfterLoss waits the retry backoff (at least a millisecond) before
+// the naive recipe, its lookup lost, creates again. Without the pause the
+// create races go-zookeeper's own connection loop (v1.0.4, Conn.loop): the
+// loop's flushRequests fails our lookup with ErrConnectionClosed, which
+// wakes us, and the loop goes straight on to connect, where, back round to
+// the server it last used, it fails every unsent request with ErrNoServer
+// (flushUnsentRequests) before waiting a second. Both goroutines are
+// runnable at once and neither passes through the simulation's kernel, so
+// whether our create is queued before that flush — failed with
+// ErrNoServer, then the retried lookup finds our node and no orphan is
+// left — or after it — sent on the next connection, the second node — was
+// up to the Go scheduler: zk-lost-create-reply's trace changed about once
+// in a few hundred runs under -race. After the pause, the loop is asleep
+// in its one-second wait and the create is always sent on the next
+// connection. The fixed recipe already sleeps its backoff there.
+func (q *Queue) pauseAfterLoss() {
+	time.Sleep(max(q.Backoff, time.Millisecond))
 }
 
 func (q *Queue) makeParents() error {
