@@ -256,6 +256,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the CLI that locklabBinary built, so the suite leaves
+// nothing behind in the temporary directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // locklabBinary builds the CLI once, for tests that send it real signals.
 func locklabBinary(t *testing.T) string {
 	t.Helper()

@@ -94,6 +94,7 @@ func TestCheckReportsCounterexampleAndReplays(t *testing.T) {
 	}
 	file := msg[strings.Index(msg, `opts, "`)+7:]
 	file = file[:strings.Index(file, `"`)]
+	t.Cleanup(func() { os.Remove(file) }) // the failfile Check saved in the temporary directory
 	locktest.Replay(t, redislockFactory, locktest.CheckOptions{TTL: 2 * time.Second}, file)
 }
 
