@@ -186,3 +186,30 @@ faults: [{kind: drop, dir: reply, op: RELEASE_LOCK, client: c1, count: 1, at: 0s
 		t.Fatalf("c1's release whose reply was lost did not fail: %+v", eventsOf(r, event.ReleaseFailed))
 	}
 }
+
+// wait_timeout ends c1's session at the server, and with it the lock: the
+// trace records the session's end there, for that reason, before c2's
+// grant — not five seconds later, when c1 comes back and closes its side
+// (where it had been recorded as "the client closed the connection").
+func TestMySQLWaitTimeoutEndsTheSessionAtTheServer(t *testing.T) {
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "mysql-wait-timeout"), 1, Options{KeepTrace: true})
+	ended := eventsOf(r, event.DBSessionEnded)
+	if len(ended) != 1 {
+		t.Fatalf("session ends %+v, want one: c1's, by wait_timeout", ended)
+	}
+	end := ended[0]
+	if end.Conn != "c1#1>db1" || end.Reason != "wait_timeout: idle 10s" {
+		t.Fatalf("session end %+v, want c1#1>db1 ended by wait_timeout: idle 10s", end)
+	}
+	var c2 *event.Event
+	for _, e := range eventsOf(r, event.DBLockGranted) {
+		if strings.HasPrefix(e.Conn, "c2#") {
+			c2 = &e
+			break
+		}
+	}
+	if c2 == nil || !(end.At < c2.At) {
+		t.Fatalf("c2's grant %+v, want it after c1's session ended at %v", c2, end.At)
+	}
+}

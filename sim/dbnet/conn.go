@@ -172,7 +172,17 @@ func (e *end) dir() string {
 }
 
 // Close sends FIN (the peer reads EOF once the data before it arrived).
-func (e *end) Close() error {
+func (e *end) Close() error { return e.close("") }
+
+// CloseBecause is the server ending a session on its own terms and closing
+// its connection (MariaDB's wait_timeout, KILL CONNECTION): the session and
+// its locks end at this moment, at the server, for the reason given —
+// not later, when the client notices and closes its side. A server that
+// closes with plain Close after its client went (Postgres after Terminate)
+// leaves the session's end to the client's FIN, as before.
+func (e *end) CloseBecause(why string) error { return e.close(why) }
+
+func (e *end) close(why string) error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -183,7 +193,12 @@ func (e *end) Close() error {
 	e.mu.Unlock()
 	e.signal()
 	if alive {
-		e.l.n.w.Notify("db "+e.l.id+e.dir(), func() { _ = e.l.send(e, segFin, nil, "") })
+		e.l.n.w.Notify("db "+e.l.id+e.dir(), func() {
+			if why != "" && !e.isClient {
+				e.l.sessionEnded(why)
+			}
+			_ = e.l.send(e, segFin, nil, "")
+		})
 	}
 	return nil
 }

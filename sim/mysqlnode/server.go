@@ -2,6 +2,7 @@ package mysqlnode
 
 import (
 	"context"
+	"fmt"
 
 	"net"
 	"sync"
@@ -233,19 +234,36 @@ func (s *Server) fire() {
 	for _, w := range s.table.Expire(now) {
 		s.deliver(w.Session, 0)
 	}
-	var closing []net.Conn
+	var closing []*session
 	for id := Session(1); id <= s.next; id++ {
 		ss := s.sessions[id]
 		if ss != nil && !ss.idleAt.IsZero() && !ss.idleAt.After(now) {
 			s.endSessionLocked(ss)
-			closing = append(closing, ss.conn)
+			closing = append(closing, ss)
 		}
 	}
 	s.arm()
 	s.mu.Unlock()
-	for _, c := range closing {
-		c.Close()
+	for _, ss := range closing {
+		closeBecause(ss.conn, fmt.Sprintf("wait_timeout: idle %s", ss.waitTimeout))
 	}
+}
+
+// sessionCloser is a connection that can be told why the server closed it
+// (sim/dbnet's connections): a real socket has no trace to tell.
+type sessionCloser interface {
+	CloseBecause(why string) error
+}
+
+// closeBecause closes a connection the server ends on its own terms,
+// telling a simulated network why, so that the trace shows the session
+// and its locks ending here rather than when the client notices.
+func closeBecause(c net.Conn, why string) {
+	if sc, ok := c.(sessionCloser); ok {
+		_ = sc.CloseBecause(why)
+		return
+	}
+	_ = c.Close()
 }
 
 // Stop is the server process ending (a crash, the end of a run): the
@@ -288,7 +306,7 @@ func (s *Server) Kill(id Session) bool {
 	}
 	// Close first: MariaDB sends the killed session nothing, its client
 	// sees the connection lost (CR_SERVER_LOST).
-	ss.conn.Close()
+	closeBecause(ss.conn, "KILL CONNECTION")
 	s.endSession(ss)
 	return true
 }
