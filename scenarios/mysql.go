@@ -45,13 +45,7 @@ import (
 func init() {
 	RegisterBackend(mysqllock.Backend, mysqlHostNames, newMySQLBackend)
 	crashableBackends[mysqllock.Backend] = true
-	duration := func(v string) error {
-		if d, err := faults.ParseDuration(v); err != nil || d.D() < time.Millisecond || d.D() > 24*time.Hour {
-			return fmt.Errorf("expected a duration between 1ms and 24h, such as 10s")
-		}
-		return nil
-	}
-	backendParams[mysqllock.Backend] = []algorithms.Param{
+	backendParams[mysqllock.Backend] = append([]algorithms.Param{
 		{Name: "nodes", Expect: "1 or 2", Check: algorithms.OneOf("1", "2")},
 		{Name: "route", Expect: "spread or first", Check: algorithms.OneOf("spread", "first")},
 		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
@@ -62,32 +56,15 @@ func init() {
 			}
 			return nil
 		}},
-		{Name: "keepalive_idle", Expect: "a duration such as 10s", Check: duration},
-		{Name: "keepalive_interval", Expect: "a duration such as 2s", Check: duration},
-		{Name: "keepalive_count", Expect: "a whole number between 1 and 100", Check: func(v string) error {
-			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
-				return fmt.Errorf("expected a whole number between 1 and 100, such as 9")
-			}
-			return nil
-		}},
-	}
+	}, keepaliveParams()...)
 	backendMetrics[mysqllock.Backend] = []string{"db_segments"}
 	backendChecks[mysqllock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
-		names := s.ClientNames()
 		if mysqlNodes(s) == 2 && s.Params["fencing"] == "table" {
 			// Rows replicate between the nodes of a multi-primary
 			// cluster; this model's nodes each keep their own fence row.
 			bad("params.fencing", "fencing: table is not modelled with nodes: 2 (the fence row is not replicated between the simulated nodes); expected none")
 		}
-		for _, c := range strings.Split(s.Params["own_pool"], ",") {
-			if c = strings.TrimSpace(c); c != "" && !slices.Contains(names, c) {
-				msg := fmt.Sprintf("unknown client %q; expected one of %s", c, strings.Join(names, ", "))
-				if m := DidYouMean(c, names); m != "" {
-					msg += fmt.Sprintf(" (did you mean %s?)", m)
-				}
-				bad("params.own_pool", "%s", msg)
-			}
-		}
+		checkClientList(s, "own_pool", bad)
 	}
 }
 
@@ -131,11 +108,7 @@ func newMySQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
 		return nil, fmt.Errorf("backend %s runs the real go-sql-driver/mysql and needs the bubble runtime (Options.Bubble)", mysqllock.Backend)
 	}
 	n := dbnet.New(w, func() dbnet.Codec { return mysqlnode.NewCodec() })
-	ka := dbnet.Keepalive{
-		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
-		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),
-		Count:    paramInt(sc, "keepalive_count", dbnet.LinuxKeepalive.Count),
-	}
+	ka := keepaliveOf(sc)
 	waitTimeout := paramDuration(sc, "wait_timeout", 28800*time.Second)
 	b := &mysqlBackend{w: w, net: n, nodes: mysqlNodes(sc), spread: sc.Params["route"] != "first"}
 	for i := 1; i <= b.nodes; i++ {
@@ -153,11 +126,7 @@ func newMySQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	if mysqlSharedPool(sc) {
 		b.app = w.NewHost("app", nil)
 	}
-	for _, c := range strings.Split(sc.Params["own_pool"], ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			b.own = append(b.own, c)
-		}
-	}
+	b.own = clientList(sc, "own_pool")
 	w.OnRunEnd(func() {
 		// database/sql keeps a goroutine per pool and go-sql-driver one
 		// per connection: close them all once the network has failed

@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,57 +62,23 @@ func init() {
 		}
 		return nil
 	}
-	duration := func(min time.Duration, example string) func(string) error {
-		return func(v string) error {
-			if d, err := faults.ParseDuration(v); err != nil || d.D() < min || d.D() > 24*time.Hour {
-				return fmt.Errorf("expected a duration between %v and 24h, such as %s", min, example)
-			}
-			return nil
-		}
-	}
-	backendParams[pglock.Backend] = []algorithms.Param{
+	backendParams[pglock.Backend] = slices.Concat([]algorithms.Param{
 		{Name: "pooler", Expect: "none, session or transaction", Check: algorithms.OneOf("none", "session", "transaction")},
-		{Name: "pool_size", Expect: "a whole number between 1 and 100", Check: func(v string) error {
-			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
-				return fmt.Errorf("expected a whole number between 1 and 100, such as 20")
-			}
-			return nil
-		}},
+		{Name: "pool_size", Expect: "a whole number between 1 and 100", Check: wholeNumber(1, 100, "20")},
 		{Name: "server_reset_query", Expect: "DISCARD ALL, SELECT pg_advisory_unlock_all() or empty", Check: algorithms.OneOf("DISCARD ALL", "SELECT pg_advisory_unlock_all()", "")},
 		{Name: "server_reset_query_always", Expect: "true or false", Check: algorithms.BoolParam},
-		{Name: "server_lifetime", Expect: "a duration such as 1h", Check: duration(time.Millisecond, "1h")},
-		{Name: "keepalive_idle", Expect: "a duration such as 10s", Check: duration(time.Millisecond, "10s")},
-		{Name: "keepalive_interval", Expect: "a duration such as 2s", Check: duration(time.Millisecond, "2s")},
-		{Name: "keepalive_count", Expect: "a whole number between 1 and 100", Check: func(v string) error {
-			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
-				return fmt.Errorf("expected a whole number between 1 and 100, such as 9")
-			}
-			return nil
-		}},
+		{Name: "server_lifetime", Expect: "a duration such as 1h", Check: durationAtLeast(time.Millisecond, "1h")},
+	}, keepaliveParams(), []algorithms.Param{
 		{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
 		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
-		{Name: "pool_max_conns", Expect: "a whole number between 1 and 100", Check: func(v string) error {
-			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 100 {
-				return fmt.Errorf("expected a whole number between 1 and 100, such as 4")
-			}
-			return nil
-		}},
-		{Name: "pool_max_conn_idle_time", Expect: "a duration such as 30m", Check: duration(time.Millisecond, "30m")},
-		{Name: "pool_health_check_period", Expect: "a duration such as 1m", Check: duration(time.Millisecond, "1m")},
-	}
+		{Name: "pool_max_conns", Expect: "a whole number between 1 and 100", Check: wholeNumber(1, 100, "4")},
+		{Name: "pool_max_conn_idle_time", Expect: "a duration such as 30m", Check: durationAtLeast(time.Millisecond, "30m")},
+		{Name: "pool_health_check_period", Expect: "a duration such as 1m", Check: durationAtLeast(time.Millisecond, "1m")},
+	})
 	backendMetrics[pglock.Backend] = []string{"db_segments", "pooler_server_conns"}
 	backendChecks[pglock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
-		names := s.ClientNames()
-		for _, c := range strings.Split(s.Params["direct_clients"], ",") {
-			if c = strings.TrimSpace(c); c != "" && !slices.Contains(names, c) {
-				msg := fmt.Sprintf("unknown client %q; expected one of %s", c, strings.Join(names, ", "))
-				if m := DidYouMean(c, names); m != "" {
-					msg += fmt.Sprintf(" (did you mean %s?)", m)
-				}
-				bad("params.direct_clients", "%s", msg)
-			}
-		}
+		checkClientList(s, "direct_clients", bad)
 	}
 }
 
@@ -146,23 +111,6 @@ func postgresHostNames(sc *Scenario) []string {
 	return out
 }
 
-// paramDuration reads a duration param (validated before the run).
-func paramDuration(sc *Scenario, key string, def time.Duration) time.Duration {
-	if v, ok := sc.Params[key]; ok {
-		if d, err := faults.ParseDuration(v); err == nil && d > 0 {
-			return d.D()
-		}
-	}
-	return def
-}
-
-func paramInt(sc *Scenario, key string, def int) int {
-	if n, err := strconv.Atoi(sc.Params[key]); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
 // pgBackend is the backend of one run.
 type pgBackend struct {
 	w       *sim.World
@@ -183,11 +131,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 		return nil, fmt.Errorf("backend %s runs the real pgx driver and needs the bubble runtime (Options.Bubble)", pglock.Backend)
 	}
 	n := dbnet.New(w, func() dbnet.Codec { return pgnode.NewCodec() })
-	ka := dbnet.Keepalive{
-		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
-		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),
-		Count:    paramInt(sc, "keepalive_count", dbnet.LinuxKeepalive.Count),
-	}
+	ka := keepaliveOf(sc)
 	// A restart keeps the tables (the fence row), never the advisory
 	// locks, which live in shared memory.
 	postgres := func(prev dbnet.Service) dbnet.Service {
@@ -203,11 +147,7 @@ func newPostgresBackend(w *sim.World, sc *Scenario) (Backend, error) {
 		n.AddServer("db2", ka, postgres)
 	}
 	b := &pgBackend{w: w, net: n, address: "primary:5432", sc: sc}
-	for _, c := range strings.Split(sc.Params["direct_clients"], ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			b.direct = append(b.direct, c)
-		}
-	}
+	b.direct = clientList(sc, "direct_clients")
 	if mode := postgresPooler(sc); mode != "" {
 		reset := "DISCARD ALL"
 		if v, ok := sc.Params["server_reset_query"]; ok {
