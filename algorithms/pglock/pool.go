@@ -18,6 +18,7 @@ package pglock
 // fix: acquire one *pgxpool.Conn and hold it from lock to unlock.
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -43,32 +44,51 @@ func init() {
 			if !ok || client == nil || client.Pool == nil {
 				return nil, fmt.Errorf("pg-advisory-pgxpool needs the %q backend", Backend)
 			}
-			l := &PoolLock{client: client, name: p.Key, key: AdvisoryKey(p.Key), pin: p.Extra["pin_connection"] == "true", wait: p.Wait}
+			l := &PoolLock{client: client, name: p.Key, key: AdvisoryKey(p.Key), pin: p.Extra["pin_connection"] == "true", wait: p.Wait, open: openPgxpool}
 			if p.Extra["pool"] == "database/sql" {
 				if client.DB == nil {
 					return nil, fmt.Errorf("pg-advisory-pgxpool: pool database/sql needs the %q backend", Backend)
 				}
-				return &sqlLock{PoolLock: l}, nil
+				l.open = openSQLDB
 			}
 			return l, nil
 		},
 	})
 }
 
-// PoolLock is one client's advisory lock through its pool.
+// PoolLock is one client's advisory lock through its pool: pgxpool's, or
+// database/sql's through pgx's stdlib driver. Unpinned, each statement
+// borrows whichever connection is free; pinned, one connection is held
+// from lock to unlock.
 type PoolLock struct {
 	client *Client
 	name   string
 	key    int64
 	pin    bool
 	wait   algorithms.WaitPolicy
-	held   *pgxpool.Conn // pin_connection: the connection that holds the lock
+	open   func(*Client) (connPool, error)
+	held   pooledConn // pin_connection: the connection that holds the lock
 }
 
-func (l *PoolLock) pool(env algorithms.Env) (*pgxpool.Pool, error) {
-	var p *pgxpool.Pool
+// connPool is what the lock asks of a pool: a statement on any free
+// connection (pool.QueryRow, db.QueryRowContext), or one connection to
+// keep (pool.Acquire, db.Conn).
+type connPool interface {
+	queryBool(ctx context.Context, query string, key int64) (bool, error)
+	pin(ctx context.Context) (pooledConn, error)
+}
+
+// pooledConn is one connection taken from the pool; release gives it back
+// (pgxpool.Conn.Release, sql.Conn.Close).
+type pooledConn interface {
+	queryBool(ctx context.Context, query string, key int64) (bool, error)
+	release()
+}
+
+func (l *PoolLock) pool(env algorithms.Env) (connPool, error) {
+	var p connPool
 	var err error
-	outside(env, func() { p, err = l.client.Pool() })
+	outside(env, func() { p, err = l.open(l.client) })
 	return p, err
 }
 
@@ -90,15 +110,15 @@ func (l *PoolLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		var err error
 		outside(env, func() {
 			if !l.pin {
-				err = pool.QueryRow(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok)
+				ok, err = pool.queryBool(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key)
 				return
 			}
-			var c *pgxpool.Conn
-			if c, err = pool.Acquire(env.Context()); err != nil {
+			var c pooledConn
+			if c, err = pool.pin(env.Context()); err != nil {
 				return
 			}
-			if err = c.QueryRow(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok); err != nil || !ok {
-				c.Release()
+			if ok, err = c.queryBool(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key); err != nil || !ok {
+				c.release()
 				return
 			}
 			l.held = c
@@ -123,12 +143,12 @@ func (l *PoolLock) Release(env algorithms.Env, lease *algorithms.Lease) error {
 	var ok bool
 	outside(env, func() {
 		if l.held != nil {
-			err = l.held.QueryRow(env.Context(), "SELECT pg_advisory_unlock($1)", l.key).Scan(&ok)
-			l.held.Release()
+			ok, err = l.held.queryBool(env.Context(), "SELECT pg_advisory_unlock($1)", l.key)
+			l.held.release() // back to the pool
 			l.held = nil
 			return
 		}
-		err = pool.QueryRow(env.Context(), "SELECT pg_advisory_unlock($1)", l.key).Scan(&ok)
+		ok, err = pool.queryBool(env.Context(), "SELECT pg_advisory_unlock($1)", l.key)
 	})
 	if err != nil {
 		return err
@@ -139,74 +159,67 @@ func (l *PoolLock) Release(env algorithms.Env, lease *algorithms.Lease) error {
 	return nil
 }
 
-// sqlLock is the same lock through database/sql (pgx's stdlib driver):
-// db.QueryRowContext borrows any pooled connection; pinned, one *sql.Conn
-// from db.Conn is held from lock to unlock.
-type sqlLock struct {
-	*PoolLock
-	conn *sql.Conn
-}
+// pgxpool: QueryRow borrows a connection for the statement; Acquire keeps one.
+type pgxPool struct{ p *pgxpool.Pool }
+type pgxConn struct{ c *pgxpool.Conn }
 
-func (l *sqlLock) db(env algorithms.Env) (*sql.DB, error) {
-	var db *sql.DB
-	var err error
-	outside(env, func() { db, err = l.client.DB() })
-	return db, err
-}
-
-func (l *sqlLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
-	db, err := l.db(env)
+func openPgxpool(c *Client) (connPool, error) {
+	p, err := c.Pool()
 	if err != nil {
 		return nil, err
 	}
-	return l.wait.Retry(env, func() (*algorithms.Lease, error) {
-		var ok bool
-		var err error
-		outside(env, func() {
-			if !l.pin {
-				err = db.QueryRowContext(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok)
-				return
-			}
-			var c *sql.Conn
-			if c, err = db.Conn(env.Context()); err != nil {
-				return
-			}
-			if err = c.QueryRowContext(env.Context(), "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok); err != nil || !ok {
-				c.Close()
-				return
-			}
-			l.conn = c
-		})
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, algorithms.ErrNotAcquired
-		}
-		return l.lease(env), nil
-	})
+	return pgxPool{p}, nil
 }
 
-func (l *sqlLock) Release(env algorithms.Env, lease *algorithms.Lease) error {
-	db, err := l.db(env)
-	if err != nil {
-		return err
-	}
-	var ok bool
-	outside(env, func() {
-		if l.conn != nil {
-			err = l.conn.QueryRowContext(env.Context(), "SELECT pg_advisory_unlock($1)", l.key).Scan(&ok)
-			l.conn.Close() // back to the pool
-			l.conn = nil
-			return
-		}
-		err = db.QueryRowContext(env.Context(), "SELECT pg_advisory_unlock($1)", l.key).Scan(&ok)
-	})
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return errors.New("pg_advisory_unlock returned false: the pooled connection it ran on did not hold the lock")
-	}
-	return nil
+func (p pgxPool) queryBool(ctx context.Context, query string, key int64) (ok bool, err error) {
+	err = p.p.QueryRow(ctx, query, key).Scan(&ok)
+	return ok, err
 }
+
+func (p pgxPool) pin(ctx context.Context) (pooledConn, error) {
+	c, err := p.p.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pgxConn{c}, nil
+}
+
+func (c pgxConn) queryBool(ctx context.Context, query string, key int64) (ok bool, err error) {
+	err = c.c.QueryRow(ctx, query, key).Scan(&ok)
+	return ok, err
+}
+
+func (c pgxConn) release() { c.c.Release() }
+
+// database/sql: QueryRowContext borrows any pooled connection; db.Conn
+// keeps one until its Close.
+type sqlDB struct{ db *sql.DB }
+type sqlConn struct{ c *sql.Conn }
+
+func openSQLDB(c *Client) (connPool, error) {
+	db, err := c.DB()
+	if err != nil {
+		return nil, err
+	}
+	return sqlDB{db}, nil
+}
+
+func (d sqlDB) queryBool(ctx context.Context, query string, key int64) (ok bool, err error) {
+	err = d.db.QueryRowContext(ctx, query, key).Scan(&ok)
+	return ok, err
+}
+
+func (d sqlDB) pin(ctx context.Context) (pooledConn, error) {
+	c, err := d.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sqlConn{c}, nil
+}
+
+func (c sqlConn) queryBool(ctx context.Context, query string, key int64) (ok bool, err error) {
+	err = c.c.QueryRowContext(ctx, query, key).Scan(&ok)
+	return ok, err
+}
+
+func (c sqlConn) release() { c.c.Close() }
