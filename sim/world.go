@@ -101,8 +101,10 @@ type World struct {
 	rng     *rand.Rand
 	procs   []*Process
 	live    int // processes alive that keep the world running
-	yield   chan struct{}
 	current *Process
+	// zombies are processes whose own code called runtime.Goexit: each
+	// coroutine waits, its unwinding done, for shutdown to finish it.
+	zombies []*Process
 	failure error
 	stopped bool
 	// draining is set once every process has ended: the run goes on only
@@ -132,7 +134,6 @@ func New(seed uint64) *World {
 		Seed:  seed,
 		Trace: NewTrace(),
 		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		yield: make(chan struct{}),
 
 		instantLimit: maxEventsPerInstant,
 	}
@@ -323,6 +324,10 @@ func (w *World) shutdown() {
 			w.kill(p)
 		}
 	}
+	for _, p := range w.zombies {
+		resumeDoomed(p)
+	}
+	w.zombies = nil
 	for i := len(w.closers) - 1; i >= 0; i-- {
 		w.closers[i]()
 	}
