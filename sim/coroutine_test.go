@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -175,4 +176,24 @@ func settledGoroutines(want int) int {
 func allStacks() string {
 	buf := make([]byte, 1<<20)
 	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// BenchmarkProcessSwitch is the kernel's process switch alone: one process
+// sleeping a nanosecond at a time, so each iteration is one event, one
+// resume by the scheduler and one park back.
+func BenchmarkProcessSwitch(b *testing.B) {
+	w := New(1)
+	w.Trace.Off = true
+	h := w.NewHost("h", nil)
+	n := b.N
+	h.Spawn("sleeper", 0, func(p *Process) {
+		for i := 0; i < n; i++ {
+			p.Sleep(time.Nanosecond)
+		}
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := w.Run(time.Duration(math.MaxInt64)); err != nil {
+		b.Fatal(err)
+	}
 }
