@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/locklab/locklab/sim/event"
+	"iter"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
@@ -99,7 +100,20 @@ type Process struct {
 	Name string
 	Host *Host
 
-	w          *World
+	w *World
+	// Outside a bubble the process is a coroutine (iter.Pull): resume
+	// switches from the scheduler straight to the process's goroutine and
+	// yield straight back, one runtime coroswitch each way instead of two
+	// channel hand-offs, each of which parks one goroutine and readies the
+	// other through the scheduler (issue 24).
+	resume  func() (struct{}, bool)
+	yield   func(struct{}) bool
+	started bool
+	// idle is set while the process waits in the kernel's own loop (a
+	// Parallel helper between jobs), where a kill returns instead of
+	// unwinding with runtime.Goexit.
+	idle bool
+	// In a bubble (bubble.go): the channel its wake-ups arrive on.
 	wake       chan struct{}
 	parked     bool
 	parkID     uint64
@@ -122,7 +136,7 @@ type Process struct {
 // Spawn starts fn as a new process on host h at true time start.
 func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Process {
 	w := h.w
-	p := &Process{Name: name, Host: h, w: w, wake: make(chan struct{}), parked: true}
+	p := &Process{Name: name, Host: h, w: w, parked: true}
 	h.procs = append(h.procs, p)
 	w.procs = append(w.procs, p)
 	w.live++
@@ -132,7 +146,10 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 		w.b.running++
 		go p.bubbleMain(fn)
 	} else {
-		go p.main(fn)
+		p.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
+			p.yield = yield
+			p.main(fn)
+		})
 	}
 	id := p.parkID
 	w.wakeAt(start, p, id)
@@ -149,9 +166,20 @@ func (p *Process) Background() *Process {
 	return p
 }
 
+// main is the body of the process's coroutine: the first resume starts it.
+// When it returns, the coroutine ends and resume returns to the scheduler.
+// A process unwinding with runtime.Goexit (a kill, or fn calling Goexit
+// itself) is different: iter.Pull re-raises the Goexit in whichever
+// goroutine called resume, so World.kill resumes a doomed process from a
+// goroutine of its own, and a Goexit that fn starts parks its coroutine for
+// good at the end of the unwinding (goexitFromFn), to be finished at
+// shutdown.
 func (p *Process) main(fn func(p *Process)) {
+	p.started = true
+	returned := false
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			p.w.Fail(fmt.Errorf("process %s panicked: %v\n%s", p.Name, r, debug.Stack()))
 		}
 		p.done = true
@@ -162,13 +190,27 @@ func (p *Process) main(fn func(p *Process)) {
 		for _, f := range p.onExit {
 			f()
 		}
-		p.w.yield <- struct{}{}
+		if r == nil && !returned && !p.killed {
+			p.goexitFromFn()
+		}
 	}()
-	<-p.wake
 	if p.killed {
+		returned = true
 		return
 	}
 	fn(p)
+	returned = true
+}
+
+// goexitFromFn runs at the end of the unwinding of a process whose own code
+// called runtime.Goexit (a t.FailNow inside a process): outside the
+// coroutine kernel that ended the process's goroutine and the run went on,
+// and so it must here, where the Goexit would otherwise reach the
+// scheduler's goroutine. The coroutine hands the baton back with the Goexit
+// still pending and is finished by shutdown, from a goroutine of its own.
+func (p *Process) goexitFromFn() {
+	p.w.zombies = append(p.w.zombies, p)
+	p.yield(struct{}{})
 }
 
 // OnExit registers fn to run when the process ends, however it ends.
@@ -273,7 +315,9 @@ func (p *Process) helper(i int, name string) *helper {
 		h.p = p.Host.Spawn(fmt.Sprintf("%s/%s%d", p.Name, name, len(p.helpers)), p.w.now, func(c *Process) {
 			for {
 				h.idle = c.prepark()
-				c.park()
+				if !c.parkIdle() {
+					return // killed between jobs
+				}
 				job, call := h.job, h.call
 				h.job, h.call = nil, nil
 				if job != nil {
@@ -308,12 +352,30 @@ func (p *Process) park() {
 		return
 	}
 	p.parked = true
-	p.w.yield <- struct{}{}
-	<-p.wake
+	p.yield(struct{}{})
 	if p.killed {
 		p.exiting = true
 		runtime.Goexit()
 	}
+}
+
+// parkIdle is park for the kernel's own waits, with nothing of the caller's
+// on the stack to unwind: it reports false when the process was killed, and
+// the caller returns, so the kill needs no Goexit (and no goroutine to
+// absorb it). In a bubble it is park.
+func (p *Process) parkIdle() bool {
+	if p.w.b != nil {
+		p.bubblePark()
+		return true
+	}
+	if p.exiting {
+		return false
+	}
+	p.parked = true
+	p.idle = true
+	p.yield(struct{}{})
+	p.idle = false
+	return !p.killed
 }
 
 // Hang freezes this one process (a worker stuck in a deadlock or an endless
@@ -379,8 +441,7 @@ func (w *World) wakeup(p *Process, id uint64) {
 	p.parked = false
 	prev := w.current
 	w.current = p
-	p.wake <- struct{}{}
-	<-w.yield
+	p.resume()
 	w.current = prev
 }
 
@@ -396,9 +457,29 @@ func (w *World) kill(p *Process) {
 	p.killed = true
 	prev := w.current
 	w.current = p
-	p.wake <- struct{}{}
-	<-w.yield
+	if !p.started || p.idle {
+		// Nothing to unwind: main returns at once, or the helper's loop
+		// returns from parkIdle.
+		p.resume()
+	} else {
+		resumeDoomed(p)
+	}
 	w.current = prev
+}
+
+// resumeDoomed resumes a process that will unwind with runtime.Goexit, on
+// a goroutine of its own that waits for nothing else: iter.Pull re-raises
+// the Goexit in the goroutine that resumed the coroutine, and it must end
+// that throwaway goroutine, not the scheduler. The channel makes the caller
+// wait until the unwinding (deferred code, onExit hooks) has finished, as
+// the baton requires.
+func resumeDoomed(p *Process) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.resume()
+	}()
+	<-done
 }
 
 // Current is the process holding the baton, or nil inside a plain event.
