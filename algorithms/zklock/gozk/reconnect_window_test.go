@@ -92,11 +92,17 @@ var windowRecipes = []windowRecipe{
 // them from crypto/rand).
 var guid = regexp.MustCompile(`_c_[0-9a-f]{32}-`)
 
-// windowOutcome runs recipe's acquire on a one-server ensemble whose
-// reply to c1's first request with op code op is lost (the request took
-// effect), with the reconnect window forced open (yield) or not, and says
-// what came of it: the acquire's result, then every node under /locks/x.
-func windowOutcome(t *testing.T, r windowRecipe, op int32, yield bool) string {
+// lostReply loses the reply to c1's next request with op code op (the
+// request took effect; the connection breaks).
+func lostReply(op int32) func(e *ensemble.Ensemble) {
+	return func(e *ensemble.Ensemble) { e.LoseNext("c1", op, true) }
+}
+
+// windowOutcome runs recipe's acquire on a one-server ensemble, fault
+// armed where the recipe says, with the reconnect window forced open
+// (yield) or not, and says what came of it 20 s later: the acquire's
+// result, then every node under /locks/x.
+func windowOutcome(t *testing.T, r windowRecipe, fault func(e *ensemble.Ensemble), yield bool) string {
 	var out string
 	synctest.Test(t, func(t *testing.T) {
 		e := ensemble.New(ensemble.Config{Servers: 1})
@@ -118,7 +124,7 @@ func windowOutcome(t *testing.T, r windowRecipe, op int32, yield bool) string {
 				t.Fatal(err)
 			}
 		}
-		arm := func() { e.LoseNext("c1", op, true) }
+		arm := func() { fault(e) }
 		type result struct {
 			path string
 			err  error
@@ -128,7 +134,7 @@ func windowOutcome(t *testing.T, r windowRecipe, op int32, yield bool) string {
 			path, err := r.lock(c, arm)
 			got <- result{path, err}
 		}()
-		time.Sleep(5 * time.Second)
+		time.Sleep(20 * time.Second)
 		select {
 		case res := <-got:
 			out = fmt.Sprintf("acquire: %q, %v", res.path, res.err)
@@ -163,9 +169,9 @@ func tree(t *testing.T, c *zk.Conn, dir string) []string {
 func TestReconnectWindowLostCreateReply(t *testing.T) {
 	for _, r := range windowRecipes {
 		t.Run(r.name, func(t *testing.T) {
-			loopFirst := windowOutcome(t, r, wire.OpCreate, false)
+			loopFirst := windowOutcome(t, r, lostReply(wire.OpCreate), false)
 			for round := 0; round < 3; round++ {
-				if callerFirst := windowOutcome(t, r, wire.OpCreate, true); callerFirst != loopFirst {
+				if callerFirst := windowOutcome(t, r, lostReply(wire.OpCreate), true); callerFirst != loopFirst {
 					t.Fatalf("round %d: the outcome depends on the Go scheduler:\n  loop first:   %s\n  caller first: %s", round, loopFirst, callerFirst)
 				}
 			}
@@ -182,9 +188,43 @@ func TestReconnectWindowLostListReply(t *testing.T) {
 			continue // it lists nothing (it watches its one node)
 		}
 		t.Run(r.name, func(t *testing.T) {
-			loopFirst := windowOutcome(t, r, wire.OpGetChildren2, false)
+			loopFirst := windowOutcome(t, r, lostReply(wire.OpGetChildren2), false)
 			for round := 0; round < 3; round++ {
-				if callerFirst := windowOutcome(t, r, wire.OpGetChildren2, true); callerFirst != loopFirst {
+				if callerFirst := windowOutcome(t, r, lostReply(wire.OpGetChildren2), true); callerFirst != loopFirst {
+					t.Fatalf("round %d: the outcome depends on the Go scheduler:\n  loop first:   %s\n  caller first: %s", round, loopFirst, callerFirst)
+				}
+			}
+			t.Log(loopFirst)
+		})
+	}
+}
+
+// TestReconnectWindowSessionExpires: c1's host stops (a long GC pause, a
+// frozen VM) for 10 s just as the recipe starts, past its 6 s session
+// timeout. go-zookeeper's read timeout breaks the connection while the
+// host is stopped, the server expires the session and its ephemeral
+// nodes, and the reconnect after the pause learns so (Expired): the
+// requests the recipe sends again around that reconnect must meet the
+// same fate whichever goroutine runs first. (Suspected, not found: this
+// test passes without the ensemble's settle too. go-zookeeper v1.0.4 only
+// fails requests with ErrSessionExpired that were sent on the connection
+// whose handshake said Expired, and it sends none before the handshake,
+// so Queue.create's ErrSessionExpired branch, which creates again at once,
+// is not reached here; the requests queued meanwhile fail with
+// ErrNoServer or go out in the new session. It stays as a guard.)
+func TestReconnectWindowSessionExpires(t *testing.T) {
+	pause := func(e *ensemble.Ensemble) {
+		e.Pause("c1")
+		go func() {
+			time.Sleep(10 * time.Second)
+			e.Resume("c1")
+		}()
+	}
+	for _, r := range windowRecipes {
+		t.Run(r.name, func(t *testing.T) {
+			loopFirst := windowOutcome(t, r, pause, false)
+			for round := 0; round < 3; round++ {
+				if callerFirst := windowOutcome(t, r, pause, true); callerFirst != loopFirst {
 					t.Fatalf("round %d: the outcome depends on the Go scheduler:\n  loop first:   %s\n  caller first: %s", round, loopFirst, callerFirst)
 				}
 			}
