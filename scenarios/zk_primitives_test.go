@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/checker"
@@ -134,5 +135,30 @@ expect: {mutual_exclusion: ok, resource: ok, liveness: ok}
 	}
 	if h["c4"].Start < h["c3"].End {
 		t.Fatalf("reader c4 began at %v, before the writer it queued behind ended at %v", h["c4"].Start, h["c3"].End)
+	}
+}
+
+// zk-rwlock-lost-create-reply: c2's first write- node, whose create reply
+// was lost, is an orphan of its live session. Once c1 has written, nobody
+// holds to the end of the run while the reader c3 and c2 itself wait. In
+// the fixed twin c2 holds that very node (sequence 1, fence 2: it adopted
+// it rather than making another) and c3 reads after it.
+func TestZKRWLockLostCreateReply(t *testing.T) {
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-rwlock-lost-create-reply"), 1, Options{})
+	u := r.Report.Witness.Liveness
+	if u == nil || strings.Join(u.Waiting, ",") != "c2,c3" || u.To != r.Scenario.Duration.D() {
+		t.Fatalf("liveness witness %+v; want c2 and c3 waiting to the end of the run", u)
+	}
+	if h := holds(t, r); len(h) != 1 || h["c1"].EndReason != "release" {
+		t.Fatalf("holds %v; want c1's only", h)
+	}
+	fixed := mustRun(t, mustGet(t, "zk-rwlock-lost-create-reply-fixed"), 1, Options{})
+	h := holds(t, fixed)
+	if c2 := h["c2"]; len(h) != 3 || !strings.HasSuffix(c2.Token, "-write-0000000001") || c2.Fence != 2 {
+		t.Fatalf("holds %v; want c2 to hold its first node, write-0000000001", h)
+	}
+	if h["c3"].Start < h["c2"].End || h["c2"].Start < h["c1"].End {
+		t.Fatalf("holds %v; want c1, c2, then the reader c3", h)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -125,3 +126,51 @@ func (r *recorder) Fatalf(f string, a ...any) {
 	panic("fatal")
 }
 func (r *recorder) Logf(string, ...any) {}
+
+// bsm/redislock explored again and again in one process, at GOMAXPROCS 1
+// and 2: the same first counterexample, shrunk to the same
+// schedule with the same trace (design.md, principle 1: its Obtain retries
+// on timers and reads time.Now inside the bubble). Ten explorations in
+// the deep suite, LOCKLAB_BUBBLE_RUNS=N runs N, as
+// scenarios.TestBubbleScenariosReplay does for the catalogue; the CI
+// suite skips it (about 2 s an exploration, ten under -race), and
+// TestBubbleDeterministicRedlock checks the same bubble runtime there.
+func TestRedislockExplorationReplays(t *testing.T) {
+	n := 0
+	if os.Getenv("LOCKLAB_DEEP") == "1" {
+		n = 10
+	}
+	if v := os.Getenv("LOCKLAB_BUBBLE_RUNS"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 {
+			t.Fatalf("LOCKLAB_BUBBLE_RUNS=%q: want a positive number of runs", v)
+		}
+	}
+	if n == 0 {
+		t.Skip("explorations replayed only in the deep suite (LOCKLAB_DEEP=1) or with LOCKLAB_BUBBLE_RUNS=N")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var first string
+	for i := 0; i < n; i++ {
+		runtime.GOMAXPROCS(1 + i%2)
+		res, err := locktest.Explore(redislockFactory, locktest.CheckOptions{TTL: 2 * time.Second, Faults: []faults.Class{faults.ClassPause}, Runs: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Findings) == 0 || res.Findings[0].MinimalResult == nil {
+			t.Fatalf("exploration %d: no shrunk counterexample in %d runs; pauses past the TTL break redislock", i, res.Runs)
+		}
+		f := res.Findings[0]
+		// res.Runs is left out: it counts the runs the parallel workers had
+		// finished when the first finding stopped them, which the machine
+		// decides, not the seed.
+		got := fmt.Sprintf("run %d: %s, minimal %s (seed %d), trace %s", f.Run, f.Property, describe(f.Minimal.Faults), f.Minimal.Seed, f.MinimalResult.TraceSHA256)
+		if i == 0 {
+			first = got
+			continue
+		}
+		if got != first {
+			t.Fatalf("exploration %d (GOMAXPROCS %d):\n  %s\nfirst:\n  %s", i, 1+i%2, got, first)
+		}
+	}
+	t.Log(first)
+}

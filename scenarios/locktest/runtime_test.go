@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -73,15 +74,25 @@ func runOnce(t *testing.T, f Factory, opt Options, sc *scenarios.Scenario) *scen
 
 // The same seed gives the same trace digest whatever GOMAXPROCS is (and
 // under -race, where the suite runs in CI): redsync's goroutine per node,
-// its timers, retries and random values all follow the run's seed.
+// its timers, retries and random values all follow the run's seed. Four
+// runs; LOCKLAB_BUBBLE_RUNS=N runs N (at least four), as
+// scenarios.TestBubbleScenariosReplay does for the catalogue.
 func TestBubbleDeterministicRedlock(t *testing.T) {
 	sc := redlockScenario(t)
 	opt := Options{TTL: 8 * time.Second}
+	runs := 4
+	if v := os.Getenv("LOCKLAB_BUBBLE_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LOCKLAB_BUBBLE_RUNS=%q: want a positive number of runs", v)
+		}
+		runs = max(n, 4)
+	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var digests []string
 	var first *scenarios.Result
-	for _, procs := range []int{1, 4, 1, 4} {
-		runtime.GOMAXPROCS(procs)
+	for i := 0; i < runs; i++ {
+		runtime.GOMAXPROCS([]int{1, 4, 1, 2}[i%4])
 		res := runOnce(t, redlock, opt, sc)
 		if first == nil {
 			first = res

@@ -42,24 +42,43 @@ func init() {
 	})
 	algorithms.Register(algorithms.Info{
 		Name:      "gozk-rwlock",
-		Summary:   "Curator InterProcessReadWriteLock on the real client: read- and write- sequential nodes in one queue",
+		Summary:   "Curator InterProcessReadWriteLock on the real client: protected read- and write- sequential nodes in one queue",
 		Backend:   Backend,
 		Bubble:    true,
 		Primitive: algorithms.PrimitiveReadWrite,
 		Params:    []algorithms.Param{stopOnDisconnectParam},
-		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
-			mode := p.Extra[algorithms.ParamMode]
-			if mode == "" {
-				mode = "write"
-			}
-			if mode != "read" && mode != "write" {
-				return nil, fmt.Errorf("gozk-rwlock: mode: expected read or write, found %q", mode)
-			}
-			return build("gozk-rwlock", p, c, func(l *ensembleLock, s *Session, dir string) {
-				rw := NewRWLock(s.Conn, dir, mode == "read")
-				l.lock = rw.Lock
-				l.unlock = rw.Unlock
-			})
-		},
+		New:       rwRecipe("gozk-rwlock", false),
 	})
+	algorithms.Register(algorithms.Info{
+		Name:      "gozk-rwlock-naive",
+		Summary:   "ZooKeeper reader-writer lock on the real client as first written: node names without a GUID, so a lost create reply leaves an orphan",
+		Backend:   Backend,
+		Bubble:    true,
+		Primitive: algorithms.PrimitiveReadWrite,
+		Params:    []algorithms.Param{stopOnDisconnectParam},
+		New:       rwRecipe("gozk-rwlock-naive", true),
+	})
+}
+
+// rwRecipe builds the reader-writer lock, fixed or naive, on a client's
+// session, in the mode the client declares (a writer by default).
+func rwRecipe(name string, naive bool) func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+	return func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+		mode := p.Extra[algorithms.ParamMode]
+		if mode == "" {
+			mode = "write"
+		}
+		if mode != "read" && mode != "write" {
+			return nil, fmt.Errorf("%s: mode: expected read or write, found %q", name, mode)
+		}
+		return build(name, p, c, func(l *ensembleLock, s *Session, dir string) {
+			rw := NewRWLock(s.Conn, dir, mode == "read")
+			rw.Naive, rw.Rand = naive, s.Rand
+			l.lock = rw.Lock
+			l.unlock = rw.Unlock
+			if s.AtEnd != nil {
+				s.AtEnd(rw.Stop)
+			}
+		})
+	}
 }

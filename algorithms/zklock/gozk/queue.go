@@ -64,6 +64,10 @@ type Queue struct {
 	// Rand draws the GUIDs (crypto/rand if nil). Simulations pass a seeded
 	// source so node names, and so runs, replay byte for byte.
 	Rand io.Reader
+	// Name is what follows the GUID in our node's name: "lock-", as
+	// Curator's mutex names it, when empty. The reader-writer lock
+	// reuses the protected create with "read-" and "write-".
+	Name string
 	// GUID, if set, is reused instead of a fresh one, and Lock first looks
 	// for a node carrying it: what Curator's retry loop does when it goes
 	// on with a protected create after replacing an expired ZooKeeper
@@ -283,7 +287,11 @@ func (q *Queue) create() (string, error) {
 		q.GUID = fmt.Sprintf("%x", guid)
 	}
 	q.tried = q.GUID
-	prefix := fmt.Sprintf("_c_%s-lock-", q.GUID)
+	name := q.Name
+	if name == "" {
+		name = "lock-"
+	}
+	prefix := "_c_" + q.GUID + "-" + name
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 || resume {
 			path, found, err := q.findProtected(prefix)

@@ -20,9 +20,20 @@ package gozk
 // Holds end with the holder's session, as for the mutex: a reader paused
 // past its session timeout loses its node, the writer behind it writes,
 // and the reader, told nothing yet, still reads.
+//
+// Curator protects the names (StandardLockInternalsDriver creates the
+// node withProtection(): _c_<guid>-write-0000000007), and so does the
+// fixed recipe, through the queue's protected create: a create whose
+// reply is lost is looked for by its GUID before it is tried again. The
+// naive recipe (Naive) names its nodes read- and write- alone: the node of
+// a create whose reply was lost cannot be told from anybody else's, the
+// call fails, the next makes a second node, and the first — an orphan
+// that lives as long as the session — blocks every node queued behind it
+// (zk-rwlock-lost-create-reply).
 
 import (
 	"errors"
+	"io"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -41,14 +52,64 @@ type RWLock struct {
 	Dir  string
 	Read bool
 	ACL  []zk.ACL
+	// Naive names the nodes without a GUID (see above).
+	Naive bool
+	// Rand draws the GUIDs (crypto/rand if nil). Simulations pass a seeded
+	// source so node names, and so runs, replay byte for byte.
+	Rand io.Reader
 
 	path string
+	// nodes is the queue recipe whose protected create (and guaranteed
+	// delete) make and drop our node in the fixed recipe.
+	nodes *Queue
 }
 
 // NewRWLock makes a reader's (read) or a writer's side of the lock under
 // dir.
 func NewRWLock(conn *zk.Conn, dir string, read bool) *RWLock {
-	return &RWLock{Conn: conn, Dir: dir, Read: read, ACL: zk.WorldACL(zk.PermAll)}
+	l := &RWLock{Conn: conn, Dir: dir, Read: read, ACL: zk.WorldACL(zk.PermAll)}
+	l.nodes = NewQueue(conn, dir)
+	l.nodes.Name = l.prefix()
+	return l
+}
+
+// prefix is our node's name before its sequence number (after the GUID
+// when protected).
+func (l *RWLock) prefix() string {
+	if l.Read {
+		return readPrefix
+	}
+	return writePrefix
+}
+
+// create makes our node: protected and retried as the queue does, or,
+// naive, once.
+func (l *RWLock) create() (string, error) {
+	if l.Naive || l.nodes == nil {
+		return createSequential(l.Conn, l.Dir+"/"+l.prefix(), l.ACL)
+	}
+	q := l.nodes
+	q.Conn, q.ACL, q.Rand = l.Conn, l.ACL, l.Rand
+	defer func() { q.GUID = "" }() // a fresh GUID for the next Lock
+	return q.create()
+}
+
+// drop deletes our node after a failed wait: the fixed recipe keeps trying
+// in the background when the delete goes unanswered.
+func (l *RWLock) drop(path string) {
+	if l.Naive || l.nodes == nil {
+		l.Conn.Delete(path, -1)
+		return
+	}
+	l.nodes.delete(path)
+}
+
+// Stop ends the background deletes (call it before closing the
+// connection) and waits for them.
+func (l *RWLock) Stop() {
+	if l.nodes != nil {
+		l.nodes.Stop()
+	}
 }
 
 // Lock queues our node and waits for our turn; it returns the node's path.
@@ -56,11 +117,7 @@ func (l *RWLock) Lock() (string, error) {
 	if l.path != "" {
 		return "", zk.ErrDeadlock
 	}
-	prefix := writePrefix
-	if l.Read {
-		prefix = readPrefix
-	}
-	path, err := createSequential(l.Conn, l.Dir+"/"+prefix, l.ACL)
+	path, err := l.create()
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +125,7 @@ func (l *RWLock) Lock() (string, error) {
 	for {
 		kids, _, err := l.Conn.Children(l.Dir)
 		if err != nil {
-			l.Conn.Delete(path, -1)
+			l.drop(path)
 			return "", err
 		}
 		sortBySequence(kids)
@@ -86,7 +143,7 @@ func (l *RWLock) Lock() (string, error) {
 			continue
 		}
 		if err != nil {
-			l.Conn.Delete(path, -1)
+			l.drop(path)
 			return "", err
 		}
 		if ev := <-ch; ev.Err != nil && errors.Is(ev.Err, zk.ErrClosing) {
@@ -106,11 +163,24 @@ func (l *RWLock) blocker(kids []string, i int) string {
 		return kids[i-1]
 	}
 	for _, k := range kids[:i] {
-		if strings.HasPrefix(k, writePrefix) {
+		if writer(k) {
 			return k
 		}
 	}
 	return ""
+}
+
+// writer says whether a node of the lock is a writer's, protected name
+// (_c_<guid>-write-…) or not: Curator's readLockPredicate asks whether
+// the name contains __WRIT__, not whether it starts with it, for the same
+// reason.
+func writer(name string) bool {
+	if strings.HasPrefix(name, "_c_") {
+		if i := strings.IndexByte(name[3:], '-'); i >= 0 {
+			name = name[3+i+1:]
+		}
+	}
+	return strings.HasPrefix(name, writePrefix)
 }
 
 // Path is our node while we hold the lock.

@@ -169,6 +169,7 @@ type Ensemble struct {
 	lossRules []lossRule
 	conns     []*Conn
 	hostConns map[string]int
+	settles   map[string]int // per client host, keys its settle events (reconnect.go)
 	delays    map[string]time.Duration
 	paused    map[string]bool
 	resumed   chan struct{} // closed and replaced on every Resume
@@ -272,7 +273,7 @@ func newEnsemble(cfg Config, start time.Time) *Ensemble {
 	cfg = cfg.withDefaults()
 	e := &Ensemble{
 		cfg: cfg, byName: map[string]*server{}, auth: newTree(),
-		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, delays: map[string]time.Duration{}, paused: map[string]bool{}, resumed: make(chan struct{}),
+		sessions: map[int64]*session{}, cuts: map[[2]string]bool{}, hostConns: map[string]int{}, settles: map[string]int{}, delays: map[string]time.Duration{}, paused: map[string]bool{}, resumed: make(chan struct{}),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		start: start, digest: sha256.New(), crashedHosts: map[string]bool{},
 	}
@@ -383,8 +384,10 @@ func (e *Ensemble) Connect(host string, start int, sessionTimeout time.Duration,
 	if cb == nil {
 		cb = func(zk.Event) {}
 	}
+	hp := NewHostProvider(start)
+	hp.settle = func() { e.settle(host) }
 	c, ch, err := zk.Connect(e.Addrs(), sessionTimeout,
-		zk.WithDialer(e.Dialer(host)), zk.WithHostProvider(NewHostProvider(start)),
+		zk.WithDialer(e.Dialer(host)), zk.WithHostProvider(hp),
 		zk.WithLogger(quietLogger{}), zk.WithEventCallback(cb),
 		zk.WithMaxBufferSize(64<<10), zk.WithMaxConnBufferSize(64<<10))
 	if err == nil && e.w != nil {

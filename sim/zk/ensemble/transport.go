@@ -765,6 +765,9 @@ type HostProvider struct {
 	start   int
 	curr    int
 	last    int
+	// settle, if set, runs before Next says retryStart, outside mu
+	// (reconnect.go). Set it before the client starts.
+	settle func()
 }
 
 // NewHostProvider starts at the start-th server (modulo their number).
@@ -788,13 +791,17 @@ func (p *HostProvider) Len() int { p.mu.Lock(); defer p.mu.Unlock(); return len(
 
 func (p *HostProvider) Next() (string, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.curr = (p.curr + 1) % len(p.servers)
 	retry := p.curr == p.last
 	if p.last == -1 {
 		p.last = p.curr
 	}
-	return p.servers[p.curr], retry
+	server, settle := p.servers[p.curr], p.settle
+	p.mu.Unlock()
+	if retry && settle != nil {
+		settle()
+	}
+	return server, retry
 }
 
 func (p *HostProvider) Connected() {
