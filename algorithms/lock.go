@@ -128,20 +128,54 @@ type Lock interface {
 
 // WaitPolicy says how Acquire waits for a busy lock: it retries every Delay
 // plus a random part of up to Jitter, for at most Attempts tries (0 means
-// until it succeeds).
+// until it succeeds). With Backoff set to BackoffExponential the delay
+// doubles after every failed try, from Delay up to Max, as go-redis's
+// redislock (ExponentialBackoff) and the AWS "exponential backoff and
+// jitter" advice do: a waiter that keeps finding the lock held asks less
+// and less often, instead of polling a held key at a fixed rate.
 type WaitPolicy struct {
 	Attempts int
 	Delay    time.Duration
 	Jitter   time.Duration
+	// Backoff is BackoffFixed ("", the default) or BackoffExponential.
+	Backoff string
+	// Max caps the exponential delay (the Jitter draw comes on top).
+	Max time.Duration
+}
+
+// Wait policies' backoff kinds.
+const (
+	// BackoffFixed retries every Delay (plus jitter).
+	BackoffFixed = "fixed"
+	// BackoffExponential retries after Delay, 2×Delay, 4×Delay, … up to
+	// Max (plus jitter each time).
+	BackoffExponential = "exponential"
+)
+
+// Backoffs are the backoff kinds a wait policy accepts.
+var Backoffs = []string{BackoffFixed, BackoffExponential}
+
+// pause is how long the policy waits before try number i (i >= 1), before
+// the jitter: Delay, or under exponential backoff Delay×2^(i-1) up to Max.
+func (p WaitPolicy) pause(i int) time.Duration {
+	if p.Backoff != BackoffExponential || p.Delay <= 0 {
+		return p.Delay
+	}
+	d := p.Delay
+	for k := 1; k < i && d < p.Max; k++ {
+		d *= 2
+	}
+	return min(d, max(p.Max, p.Delay))
 }
 
 // Retry runs try under the policy until it returns a lease or an error
 // other than ErrNotAcquired: the first attempt at once, each later one
-// after Delay plus a draw of Jitter from the client's seeded source.
+// after the policy's pause plus a draw of Jitter from the client's seeded
+// source (one draw per try, whatever the backoff).
 func (p WaitPolicy) Retry(env Env, try func() (*Lease, error)) (*Lease, error) {
 	for i := 0; p.Attempts == 0 || i < p.Attempts; i++ {
 		if i > 0 {
-			d := p.Delay
+			d := p.pause(i)
 			if p.Jitter > 0 {
 				d += time.Duration(env.Rand().Int64N(int64(p.Jitter)))
 			}

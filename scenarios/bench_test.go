@@ -126,6 +126,7 @@ func benchExploreRuns(b *testing.B, direct bool) {
 	base.Duration = Duration(10 * time.Second)
 	classes := faults.Classes()
 	var simulated time.Duration
+	var commands, messages int
 	start := time.Now()
 	b.ResetTimer()
 	var mu sync.Mutex
@@ -143,12 +144,21 @@ func benchExploreRuns(b *testing.B, direct bool) {
 			}
 			mu.Lock()
 			simulated += res.End
+			commands += res.DirectCommands
+			messages += res.Messages
 			mu.Unlock()
 		}
 	})
 	wall := time.Since(start).Seconds()
 	b.ReportMetric(float64(b.N)/wall, "runs/s")
 	b.ReportMetric(simulated.Seconds()/wall, "sim-s/s")
+	// Commands per run (counted on the direct path only: the wire path
+	// does not count them) and messages per run (requests, replies and
+	// the resource's traffic) are what a run costs, whatever the load.
+	if direct {
+		b.ReportMetric(float64(commands)/float64(b.N), "commands/run")
+	}
+	b.ReportMetric(float64(messages)/float64(b.N), "messages/run")
 }
 
 // BenchmarkTimeToFind reports, for each classic failure, the median over 20
@@ -168,8 +178,13 @@ func BenchmarkTimeToFind(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
+			if info, _ := algorithms.Lookup(c.alg); info.Bubble {
+				// A testing/synctest bubble needs a *testing.T to host
+				// it (bubblehost.Bind); a benchmark has none.
+				b.Skipf("%s runs real client code in a synctest bubble, which a benchmark cannot host; TestExploreCatchesUnsafeAlgorithms explores it", c.alg)
+			}
 			for n := 0; n < b.N; n++ {
-				var find, total, cpuFind, cpuTotal []float64
+				var find, total, cpuFind, cpuTotal, runsToFind []float64
 				missed := 0
 				for seed := uint64(1); seed <= 20; seed++ {
 					// Explore, then Shrink, as Explore does when it
@@ -187,6 +202,10 @@ func BenchmarkTimeToFind(b *testing.B) {
 					c1 := processCPU()
 					f := res.Findings[0]
 					Shrink(f.Scenario, f.Property, ShrinkOptions{})
+					// The index of the first violating run: how rare the
+					// failure is among the drawn runs, apart from what a
+					// run costs.
+					runsToFind = append(runsToFind, float64(f.Run))
 					find = append(find, res.FoundAfter.Seconds())
 					total = append(total, time.Since(t0).Seconds())
 					cpuFind = append(cpuFind, (c1 - c0).Seconds())
@@ -196,6 +215,7 @@ func BenchmarkTimeToFind(b *testing.B) {
 				b.ReportMetric(median(total), "s-to-find-and-shrink")
 				b.ReportMetric(median(cpuFind), "cpu-s-to-find")
 				b.ReportMetric(median(cpuTotal), "cpu-s-to-find-and-shrink")
+				b.ReportMetric(median(runsToFind), "runs-to-find")
 				b.ReportMetric(float64(missed), "seeds-missed")
 			}
 		})

@@ -37,6 +37,7 @@ func FuzzScenario(f *testing.F) {
 	f.Add([]byte("id: x\nalgorithm: setnx-expire\nttl: 1s\nnodes: [A]\nclients: {count: 1, work: 5s..1s}\n"))
 	f.Add([]byte("faults: [{kind: partition, groups: [[c1], []]}]"))
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"))
+	f.Add([]byte(base + "wait: {backoff: exponential, delay: 10ms, max: 80ms}\n"))
 	f.Add([]byte("counterexample: {format: 1, seed: 3, trace_sha256: x}\n" + base))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Files naming a real-client algorithm (gozk-*) run in a bubble

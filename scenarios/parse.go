@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -177,6 +178,28 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Wait.Attempts < 0 {
 		bad("wait.attempts", "expected a number of attempts >= 0 (0: until acquired), found %d", s.Wait.Attempts)
+	}
+	switch s.Wait.Backoff {
+	case "", algorithms.BackoffFixed:
+		if s.Wait.Max != 0 {
+			bad("wait.max", "caps an exponential backoff, but wait.backoff is %s; expected wait.backoff: exponential, or no max", cmp.Or(s.Wait.Backoff, "fixed (the default)"))
+		}
+	case algorithms.BackoffExponential:
+		if s.Wait.Max < 0 || s.Wait.Max.D() > time.Hour {
+			bad("wait.max", "expected a duration between 0s and 1h, found %v", s.Wait.Max)
+		} else if s.Wait.Max < s.Wait.Delay {
+			note := ""
+			if s.Wait.Max.D() == DefaultBackoffMax {
+				note = fmt.Sprintf(" (wait.max defaults to %v)", DefaultBackoffMax)
+			}
+			bad("wait.max", "expected a cap at least wait.delay (%v), found %v%s", s.Wait.Delay, s.Wait.Max, note)
+		}
+	default:
+		msg := fmt.Sprintf("expected %s, found %q", strings.Join(algorithms.Backoffs, " or "), Printable(s.Wait.Backoff, 40))
+		if d := DidYouMean(s.Wait.Backoff, algorithms.Backoffs); d != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", d)
+		}
+		bad("wait.backoff", "%s", msg)
 	}
 	if s.Duration <= 0 || s.Duration.D() > lim.Duration {
 		bad("duration", "expected a simulated run length between 1ms and %v (the limit; raise it with --max-duration), found %v", human(lim.Duration), s.Duration)

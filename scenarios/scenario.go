@@ -230,12 +230,22 @@ type Network struct {
 	Jitter  Duration `yaml:"jitter,omitempty" json:"jitter,omitempty" range:"0..1h"`
 }
 
-// Wait is the lock's wait policy.
+// Wait is the lock's wait policy: how a client whose try found the lock
+// held tries again (algorithms.WaitPolicy).
 type Wait struct {
 	Attempts int      `yaml:"attempts,omitempty" json:"attempts,omitempty"`
 	Delay    Duration `yaml:"delay,omitempty" json:"delay,omitempty" range:"0..1h"`
 	Jitter   Duration `yaml:"jitter,omitempty" json:"jitter,omitempty" range:"0..1h"`
+	// Backoff is "fixed" (the default: every delay + jitter) or
+	// "exponential" (delay, 2×delay, 4×delay, … up to Max, + jitter).
+	Backoff string `yaml:"backoff,omitempty" json:"backoff,omitempty"`
+	// Max caps the exponential backoff's delay (default 1s).
+	Max Duration `yaml:"max,omitempty" json:"max,omitempty" range:"0..1h"`
 }
+
+// DefaultBackoffMax is wait.max when wait.backoff is exponential and max
+// is left out.
+const DefaultBackoffMax = time.Second
 
 // Scenario is one runnable scenario.
 type Scenario struct {
@@ -358,6 +368,9 @@ func (s *Scenario) applyDefaults() {
 	if s.Wait.Jitter == 0 {
 		s.Wait.Jitter = Duration(50 * time.Millisecond)
 	}
+	if s.Wait.Backoff == algorithms.BackoffExponential && s.Wait.Max == 0 {
+		s.Wait.Max = Duration(DefaultBackoffMax)
+	}
 	if s.Resource.Initial == 0 {
 		s.Resource.Initial = 100
 	}
@@ -410,7 +423,7 @@ func (s *Scenario) params() algorithms.Params {
 	return algorithms.Params{
 		Key:   s.Key,
 		TTL:   s.TTL.D(),
-		Wait:  algorithms.WaitPolicy{Attempts: s.Wait.Attempts, Delay: s.Wait.Delay.D(), Jitter: s.Wait.Jitter.D()},
+		Wait:  algorithms.WaitPolicy{Attempts: s.Wait.Attempts, Delay: s.Wait.Delay.D(), Jitter: s.Wait.Jitter.D(), Backoff: s.Wait.Backoff, Max: s.Wait.Max.D()},
 		Extra: s.Params,
 	}
 }

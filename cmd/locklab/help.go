@@ -18,6 +18,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
   ttl: 10s                        # required, the lock's time to live
   key: lock                       # default lock
   wait: {delay: 100ms, jitter: 50ms, attempts: 0}   # retry policy while busy
+  # wait: {backoff: exponential, delay: 100ms, max: 1s}  # delay doubles after
+                                  #   each busy try, up to max (default 1s),
+                                  #   plus jitter; backoff: fixed is the default
   params:                         # algorithm settings, all strings:
     drift_factor: "0.01"          #   Redlock's clock drift allowance
     watchdog: "true"              #   renew every ttl/3 while held (Redisson)
