@@ -127,6 +127,9 @@ func benchExploreRuns(b *testing.B, direct bool) {
 	classes := faults.Classes()
 	var simulated time.Duration
 	var commands, messages int
+	// The collector's setting explore runs under (BeginSweep): this
+	// measures what explore does.
+	defer BeginSweep()()
 	start := time.Now()
 	b.ResetTimer()
 	var mu sync.Mutex

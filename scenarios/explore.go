@@ -223,6 +223,7 @@ func violates(v checker.Verdict, prop string) bool {
 // Explore runs random schedules and workloads until a property is violated
 // (or every run is done), then shrinks the first violating run.
 func Explore(opt ExploreOptions) (*ExploreResult, error) {
+	defer BeginSweep()()
 	start := time.Now()
 	base, usable, err := exploreSetup(opt)
 	if err != nil {
@@ -417,6 +418,7 @@ type ShrinkOptions struct {
 // exactly the violated property, so 'locklab run FILE' exits 0 when it
 // reproduces the counterexample.
 func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, int) {
+	defer BeginSweep()()
 	maxRuns := opt.MaxRuns
 	if maxRuns == 0 {
 		maxRuns = 2000

@@ -433,6 +433,7 @@ type matrixOutcome struct {
 // Bad options (an unknown algorithm or class, a negative count) are
 // errors; a run that fails is counted in its cell's Errors.
 func Matrix(opt MatrixOptions) (*MatrixResult, error) {
+	defer BeginSweep()()
 	if opt.Seeds < 0 {
 		return nil, fmt.Errorf("seeds: expected a number of runs per cell >= 1, got %d", opt.Seeds)
 	}

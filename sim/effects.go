@@ -96,6 +96,7 @@ func (n *RedisNode) readKey(k string) (keyState, bool) {
 		}
 		return s, true
 	}
+	n.catchUp()
 	if ttl := mr.TTL(k); ttl > 0 {
 		local := n.Clock.Local(n.w.now)
 		s.expireAt = (local + ttl).Truncate(time.Millisecond)

@@ -26,7 +26,7 @@ func (n *RedisNode) expireSweep() {
 	local := n.Clock.Local(n.w.now)
 	var gone []string
 	for k, s := range n.shadow {
-		if s.expireAt > 0 && s.expireAt <= local && !n.mr.Exists(k) {
+		if s.expireAt > 0 && s.expireAt <= local && !n.exists(k) {
 			gone = append(gone, k)
 		}
 	}
@@ -74,6 +74,7 @@ func (n *RedisNode) activeExpiry() {
 // its own clock. Keys already past their expiry go at once (as a DEL in the
 // stream, by the next sweep).
 func (n *RedisNode) startExpiring() {
+	n.catchUp()
 	local := n.Clock.Local(n.w.now)
 	for _, k := range n.allKeys() {
 		s, ok := n.shadow[k]

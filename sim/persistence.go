@@ -73,9 +73,8 @@ func (n *RedisNode) Restart(persistence string) {
 	}
 	old := n.mr
 	clear(n.loadedScripts)
-	n.mr = newMiniredis(n.w, Epoch.Add(n.Clock.Local(n.w.now)))
+	n.resetMiniredis()
 	n.effectPeer, n.applyPeer = nil, nil
-	n.lastLocal = n.Clock.Local(n.w.now)
 	clear(n.shadow)
 	n.offset = 0
 	// Replay as a replica applies the stream: keys without TTL, expiries in

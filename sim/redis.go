@@ -75,14 +75,19 @@ type RedisNode struct {
 	last lastRun
 	// hooked is the miniredis instance commandCompat is installed on.
 	hooked *miniredis.Miniredis
+	// The TTL clock (redis_clock.go): the local time miniredis's TTLs are
+	// relative to; whether the node advances them before every command;
+	// whether Exec judged the command Dispatch is about to run.
+	ttlBase    time.Duration
+	clockEager bool
+	judged     bool
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
 func (w *World) NewRedisNode(name string, clock *Clock) *RedisNode {
 	h := w.NewHost(name, clock)
 	n := &RedisNode{Name: name, Host: h, Clock: h.Clock, w: w, up: true, shadow: map[string]keyState{}}
-	n.mr = newMiniredis(w, n.Clock.Time(w.now))
-	n.lastLocal = n.Clock.Local(w.now)
+	n.resetMiniredis()
 	mr := n.mr
 	w.OnClose(func() { mr.Close() })
 	return n
@@ -91,8 +96,9 @@ func (w *World) NewRedisNode(name string, clock *Clock) *RedisNode {
 func newMiniredis(w *World, now time.Time) *miniredis.Miniredis {
 	mr := miniredis.NewMiniRedis()
 	mr.Seed(int(w.rng.Int64N(1 << 31)))
+	// TTLs follow the node's clock through FastForward, when a command
+	// could tell (redis_clock.go), not through ClockTTL's tick.
 	mr.SetTime(now)
-	mr.ClockTTL(true)
 	// Dial is the only exported way to give miniredis a server without a
 	// listener; we never use the pipe it returns, commands go through Dispatch.
 	if c, err := mr.Dial(); err == nil {
@@ -101,40 +107,29 @@ func newMiniredis(w *World, now time.Time) *miniredis.Miniredis {
 	return mr
 }
 
-// Miniredis exposes the node's dataset, for checks and for replication.
-func (n *RedisNode) Miniredis() *miniredis.Miniredis { return n.mr }
+// Miniredis exposes the node's dataset, for checks and for replication,
+// with its TTLs as of the node's last command.
+func (n *RedisNode) Miniredis() *miniredis.Miniredis {
+	n.catchUp()
+	return n.mr
+}
 
 // Up reports whether the node is running.
 func (n *RedisNode) Up() bool { return n.up }
-
-// syncClock sets miniredis's time to the node's local time before a command.
-// A forward jump makes keys expire early, as in the Redlock clock-jump story.
-// Real Redis stores absolute expiry times, so a backward jump makes every TTL
-// longer by the jump; miniredis keeps relative TTLs, so we add it back.
-func (n *RedisNode) syncClock() {
-	local := n.Clock.Local(n.w.now)
-	if back := n.lastLocal - local; back > 0 {
-		for _, k := range n.mr.Keys() {
-			if ttl := n.mr.TTL(k); ttl > 0 {
-				n.mr.SetTTL(k, ttl+back)
-			}
-		}
-	}
-	n.lastLocal = local
-	n.mr.SetTime(Epoch.Add(local))
-}
 
 // Exec runs one command on the node now, as if from the given connection
 // peer, and returns the RESP reply. A write is followed by its effects on
 // the AOF and the replication stream (effects.go); a replica refuses client
 // writes as Redis's replica-read-only does.
 func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
-	n.syncClock()
+	n.noteClock()
 	n.Commands++
 	if len(args) == 0 {
+		n.catchUp()
 		return n.Dispatch(peer, args)
 	}
 	args = canonical(args)
+	n.clockBeforeExec(args)
 	if n.loadedScripts != nil {
 		switch strings.ToUpper(args[0]) {
 		case "SCRIPT", "EXEC":
@@ -150,11 +145,13 @@ func (n *RedisNode) Exec(peer *server.Peer, args []string) []byte {
 	if write {
 		refusal = n.writeRefusal()
 		if refusal != "" && !deferredWrite(args) {
+			n.judged = false
 			n.Refused++
 			return errorReply(refusal)
 		}
 	}
 	reply := n.run(peer, args)
+	n.judged = false
 	if write {
 		if refusal != "" && n.changed(args) {
 			// Redis checks a script's first write, not the EVAL: a script
@@ -181,6 +178,9 @@ func (n *RedisNode) run(peer *server.Peer, args []string) []byte {
 			return reply
 		}
 		n.last.native = nil // miniredis's Lua ran it: its writes are unknown
+		// Lua may read or set any TTL, in any database: from now on the
+		// node brings its TTLs to the present before every command.
+		n.clockEager = true
 	}
 	reply := n.dispatchCompat(peer, args)
 	n.last.reply = reply
@@ -314,6 +314,7 @@ func (n *RedisNode) noteLoaded(sha string) {
 // Dispatch runs a command through miniredis without the clock sync and
 // bookkeeping of Exec; the script fast path uses it for its inner calls.
 func (n *RedisNode) Dispatch(peer *server.Peer, args []string) []byte {
+	n.clockBeforeDispatch(args)
 	n.out.Reset()
 	n.mr.Server().Dispatch(peer, args)
 	peer.Flush()

@@ -88,6 +88,7 @@ func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenar
 // exploreDrawn is scenarios.Explore for a class the fault generator does
 // not draw (failover, stall): runs one by one, the first violation shrunk.
 func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario, f builder, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*scenarios.ExploreResult, error) {
+	defer scenarios.BeginSweep()()
 	runOpt := scenarios.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
 	out := &scenarios.ExploreResult{}
 	for i := 1; i <= opt.Runs; i++ {
