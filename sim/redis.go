@@ -81,6 +81,9 @@ type RedisNode struct {
 	ttlBase    time.Duration
 	clockEager bool
 	judged     bool
+	// ticket says whether mr may be reused once the node is gone
+	// (redis_pool.go).
+	ticket *miniredisTicket
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
@@ -88,28 +91,13 @@ func (w *World) NewRedisNode(name string, clock *Clock) *RedisNode {
 	h := w.NewHost(name, clock)
 	n := &RedisNode{Name: name, Host: h, Clock: h.Clock, w: w, up: true, shadow: map[string]keyState{}}
 	n.resetMiniredis()
-	mr := n.mr
-	w.OnClose(func() { mr.Close() })
 	return n
-}
-
-func newMiniredis(w *World, now time.Time) *miniredis.Miniredis {
-	mr := miniredis.NewMiniRedis()
-	mr.Seed(int(w.rng.Int64N(1 << 31)))
-	// TTLs follow the node's clock through FastForward, when a command
-	// could tell (redis_clock.go), not through ClockTTL's tick.
-	mr.SetTime(now)
-	// Dial is the only exported way to give miniredis a server without a
-	// listener; we never use the pipe it returns, commands go through Dispatch.
-	if c, err := mr.Dial(); err == nil {
-		c.Close()
-	}
-	return mr
 }
 
 // Miniredis exposes the node's dataset, for checks and for replication,
 // with its TTLs as of the node's last command.
 func (n *RedisNode) Miniredis() *miniredis.Miniredis {
+	n.ticket.handed.Store(true) // the caller may keep it: never reused
 	n.catchUp()
 	return n.mr
 }
