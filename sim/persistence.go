@@ -87,8 +87,6 @@ func (n *RedisNode) Restart(persistence string) {
 	n.master = master
 	n.aof = append([]aofEntry(nil), keep...)
 	old.Close()
-	mr := n.mr
-	n.w.OnClose(func() { mr.Close() })
 	for _, c := range n.conns {
 		c.peer = nil // connections do not survive a restart
 	}

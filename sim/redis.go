@@ -81,6 +81,9 @@ type RedisNode struct {
 	ttlBase    time.Duration
 	clockEager bool
 	judged     bool
+	// ticket says whether mr may be reused once the node is gone
+	// (redis_pool.go).
+	ticket *miniredisTicket
 }
 
 // NewRedisNode starts a Redis node on a new host called name.
@@ -88,28 +91,13 @@ func (w *World) NewRedisNode(name string, clock *Clock) *RedisNode {
 	h := w.NewHost(name, clock)
 	n := &RedisNode{Name: name, Host: h, Clock: h.Clock, w: w, up: true, shadow: map[string]keyState{}}
 	n.resetMiniredis()
-	mr := n.mr
-	w.OnClose(func() { mr.Close() })
 	return n
-}
-
-func newMiniredis(w *World, now time.Time) *miniredis.Miniredis {
-	mr := miniredis.NewMiniRedis()
-	mr.Seed(int(w.rng.Int64N(1 << 31)))
-	// TTLs follow the node's clock through FastForward, when a command
-	// could tell (redis_clock.go), not through ClockTTL's tick.
-	mr.SetTime(now)
-	// Dial is the only exported way to give miniredis a server without a
-	// listener; we never use the pipe it returns, commands go through Dispatch.
-	if c, err := mr.Dial(); err == nil {
-		c.Close()
-	}
-	return mr
 }
 
 // Miniredis exposes the node's dataset, for checks and for replication,
 // with its TTLs as of the node's last command.
 func (n *RedisNode) Miniredis() *miniredis.Miniredis {
+	n.ticket.handed.Store(true) // the caller may keep it: never reused
 	n.catchUp()
 	return n.mr
 }
@@ -447,6 +435,9 @@ type redisConn struct {
 	waiter  *Process
 	waitID  uint64
 	bb      *connBubble // in a bubble (bubble.go)
+	// free is a call whose reply has landed, ready for the next command
+	// (redis_call.go).
+	free *redisCall
 }
 
 // commandReadTimeout is the read deadline go-redis gives a command's reply.
@@ -520,41 +511,9 @@ func (c *redisConn) send(w *World, args []string) {
 	if c.bb != nil {
 		req.order = c.bb.id
 	}
-	w.Net.Send(req, func() {
-		if c.peer == nil {
-			c.peer = c.node.NewPeer()
-		}
-		respond := func(reply []byte) {
-			var rs string
-			if w.Tracing() || c.bb != nil {
-				rs = replySummary(reply)
-			}
-			if w.Tracing() {
-				w.Record(c.node.Name, event.Event{Kind: event.CommandExecuted, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args, Reply: rs, Clock: c.node.Clock.Local(w.now)})
-			}
-			rep := w.Net.newMessage()
-			*rep = Message{Conn: c.id, From: c.node.Name, To: c.host.Name, Client: c.host.Name, Dir: Reply, Op: op, Summary: summary + " → " + rs, order: req.order}
-			w.Net.Send(rep, func() {
-				if c.bb != nil {
-					c.bubbleDeliver(reply, rs)
-					return
-				}
-				if c.closed {
-					w.Record(c.host.Name, event.Event{Kind: event.ReplyDiscarded, Node: c.node.Name, Client: c.host.Name, Reply: rs})
-					return
-				}
-				c.rbuf = append(c.rbuf, reply...)
-				if c.waiter != nil {
-					w.wakeup(c.waiter, c.waitID)
-				}
-			})
-		}
-		if op == "WAIT" {
-			c.node.wait(args, respond) // replies when enough replicas acknowledge
-			return
-		}
-		respond(c.node.Exec(c.peer, args))
-	})
+	call := c.newCall()
+	call.args, call.op, call.summary, call.order = args, op, summary, req.order
+	w.Net.Send(req, call.onRequest)
 }
 
 // switchMaster is go-redis's failover client learning that the master

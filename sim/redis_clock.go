@@ -82,7 +82,7 @@ func (n *RedisNode) catchUp() {
 // (a new node, or a restart).
 func (n *RedisNode) resetMiniredis() {
 	local := n.Clock.Local(n.w.now)
-	n.mr = newMiniredis(n.w, Epoch.Add(local))
+	n.attachMiniredis(Epoch.Add(local))
 	n.lastLocal, n.ttlBase = local, local
 	n.clockEager = false
 }
