@@ -277,3 +277,66 @@ func BenchmarkEventLog(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindingRate is what exploration buys: violating runs per CPU
+// second, for each classic failure, under the matrix's wait policy and
+// the ones it was measured against (issue 24: the default 100ms + 50ms,
+// and exponential backoff capped at 500ms and 1s). Each sub-benchmark
+// sweeps fixed runs with one worker, without shrinking, and counts every
+// violating run: a rate over many runs, much less noisy than the median
+// index of a first finding. Heavy (the crash-restart rows run 40,000
+// runs); pick rows with -bench, run with -benchtime 1x -cpu 1.
+func BenchmarkFindingRate(b *testing.B) {
+	ms := Duration(time.Millisecond)
+	policies := []struct {
+		name string
+		wait *Wait // nil: the matrix's own
+	}{
+		{"matrix", nil},
+		{"wait-100ms", &Wait{Delay: 100 * ms, Jitter: 50 * ms}},
+		{"exponential-500ms", &Wait{Delay: 100 * ms, Jitter: 50 * ms, Backoff: algorithms.BackoffExponential, Max: 500 * ms}},
+		{"exponential-1s", &Wait{Delay: 100 * ms, Jitter: 50 * ms, Backoff: algorithms.BackoffExponential, Max: 1000 * ms}},
+	}
+	cases := []struct {
+		name, alg string
+		class     faults.Class
+		runs      int
+		seeds     []uint64
+	}{
+		{"redlock-clock-jump", "redlock", faults.ClassClock, 2000, []uint64{1, 2}},
+		{"redlock-crash-restart", "redlock", faults.ClassRestart, 20000, []uint64{1, 2}},
+		{"del-wrong-client", "set-nx-px-del", faults.ClassPause, 1000, []uint64{1}},
+		{"gc-pause-beyond-ttl", "set-nx-px-lua", faults.ClassPause, 1000, []uint64{1}},
+		{"setnx-expire-crash", "setnx-expire", faults.ClassCrash, 1000, []uint64{1}},
+	}
+	for _, c := range cases {
+		for _, p := range policies {
+			b.Run(c.name+"/"+p.name, func(b *testing.B) {
+				base, err := MatrixScenario(c.alg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.wait != nil {
+					base.Wait = *p.wait
+				}
+				for n := 0; n < b.N; n++ {
+					found, runs := 0, 0
+					c0 := processCPU()
+					for _, seed := range c.seeds {
+						res, err := Explore(ExploreOptions{Algorithm: c.alg, Base: base, Classes: []faults.Class{c.class}, Seed: seed, Runs: c.runs, Workers: 1, All: true, NoShrink: true, MaxFindings: c.runs})
+						if err != nil {
+							b.Fatal(err)
+						}
+						found += len(res.Findings) + res.MoreFindings
+						runs += res.Runs
+					}
+					cpu := (processCPU() - c0).Seconds()
+					b.ReportMetric(float64(found), "findings")
+					b.ReportMetric(float64(runs), "runs")
+					b.ReportMetric(cpu*1000/float64(runs), "cpu-ms/run")
+					b.ReportMetric(float64(found)/cpu, "findings/cpu-s")
+				}
+			})
+		}
+	}
+}
