@@ -12,9 +12,10 @@ import (
 )
 
 // bubbleReplayRuns is how many times TestBubbleScenariosReplay runs each
-// scenario at each seed: LOCKLAB_BUBBLE_RUNS=N if set, 100 in the deep
-// suite (LOCKLAB_DEEP=1), 1 otherwise (TestGoldenTraces runs each once
-// more: CI time is dear, see issue 19).
+// scenario at each seed and GOMAXPROCS: LOCKLAB_BUBBLE_RUNS=N if set, 50
+// in the deep suite (LOCKLAB_DEEP=1), 1 otherwise — and then at
+// GOMAXPROCS 1 only, beside TestGoldenTraces at the machine's (CI time is
+// dear, see issue 19; the test takes about 10 s under -race).
 func bubbleReplayRuns(t *testing.T) int {
 	if s := os.Getenv("LOCKLAB_BUBBLE_RUNS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -24,7 +25,7 @@ func bubbleReplayRuns(t *testing.T) int {
 		return n
 	}
 	if proptest.Deep() {
-		return 100
+		return 50
 	}
 	return 1
 }
@@ -65,7 +66,11 @@ func TestBubbleScenariosReplay(t *testing.T) {
 	runs := bubbleReplayRuns(t)
 	scs := bubbleScenarios(t)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, procs := range []int{1, 2} {
+	procsList := []int{1, 2}
+	if runs == 1 {
+		procsList = []int{1}
+	}
+	for _, procs := range procsList {
 		runtime.GOMAXPROCS(procs)
 		for _, sc := range scs {
 			for _, seed := range []uint64{1, 7} {

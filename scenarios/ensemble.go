@@ -223,6 +223,7 @@ type worldEnsemble interface {
 	Restart(name string)
 	Stats() ensemble.Stats
 	Close(c *zk.Conn)
+	Settle(host string)
 }
 
 // newOnWorld builds the ensemble on the world (ensemble_world.go); atEnd
@@ -358,6 +359,7 @@ func (b *zkEnsemble) Connect(h *sim.Host) any {
 		},
 		Rand:           seededReader{rand.New(rand.NewPCG(b.w.Seed, hash.Sum64()))},
 		SessionTimeout: b.timeout,
+		Settle:         func() { b.ens.Settle(h.Name) },
 		Notify:         func(fn func()) { b.w.Notify("gozk "+h.Name, fn) },
 		After: func(d time.Duration, fn func()) func() {
 			ev := b.w.AtKey(b.w.Now()+d, "gozk lost "+h.Name, fn)

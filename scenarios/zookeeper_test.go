@@ -17,6 +17,7 @@ var zkScenarios = []string{
 	"zk-lost-create-reply", "zk-lost-create-reply-fixed",
 	"zk-herd-effect", "zk-queue-no-herd", "zk-clock-jump",
 	"zk-semaphore-session-expiry",
+	"zk-rwlock-lost-create-reply", "zk-rwlock-lost-create-reply-fixed",
 }
 
 func zkMetric(t *testing.T, ms []Metric, name string) int64 {

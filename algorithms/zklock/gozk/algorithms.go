@@ -58,6 +58,10 @@ type Session struct {
 	Rand io.Reader
 	// SessionTimeout is the session timeout the client asked for.
 	SessionTimeout time.Duration
+	// Settle, if set, returns once every other goroutine of the run has
+	// gone as far as it can at this instant (the simulated ensemble's
+	// Settle): the recipes' background retries call it (Queue.Settle).
+	Settle func()
 	// Notify runs fn in the kernel from a library goroutine (an event
 	// callback), so what the recipe decides there is ordered with the
 	// rest of the run.
@@ -324,7 +328,7 @@ func build(name string, p algorithms.Params, c algorithms.Conns, recipe func(l *
 func queueRecipe(naive bool) func(l *ensembleLock, s *Session, dir string) {
 	return func(l *ensembleLock, s *Session, dir string) {
 		q := NewQueue(s.Conn, dir)
-		q.Naive, q.Rand = naive, s.Rand
+		q.Naive, q.Rand, q.Settle = naive, s.Rand, s.Settle
 		q.Replaced = func() bool {
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -410,7 +414,7 @@ func init() {
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			return build("gozk-reentrant", p, c, func(l *ensembleLock, s *Session, dir string) {
 				r := NewReentrant(s.Conn, dir)
-				r.Queue.Rand = s.Rand
+				r.Queue.Rand, r.Queue.Settle = s.Rand, s.Settle
 				// Each cycle takes the lock twice, as code that calls a
 				// locked helper while holding it does: the second acquire
 				// must not touch ZooKeeper, and only the last release

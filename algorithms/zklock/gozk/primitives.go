@@ -31,7 +31,7 @@ func init() {
 			}
 			return build("gozk-semaphore", p, c, func(l *ensembleLock, s *Session, dir string) {
 				sem := NewSemaphore(s.Conn, dir, leases)
-				sem.Mutex.Rand = s.Rand
+				sem.Mutex.Rand, sem.Mutex.Settle = s.Rand, s.Settle
 				l.lock = sem.Acquire
 				l.unlock = sem.Release
 				if s.AtEnd != nil {
@@ -73,7 +73,7 @@ func rwRecipe(name string, naive bool) func(p algorithms.Params, c algorithms.Co
 		}
 		return build(name, p, c, func(l *ensembleLock, s *Session, dir string) {
 			rw := NewRWLock(s.Conn, dir, mode == "read")
-			rw.Naive, rw.Rand = naive, s.Rand
+			rw.Naive, rw.Rand, rw.Settle = naive, s.Rand, s.Settle
 			l.lock = rw.Lock
 			l.unlock = rw.Unlock
 			if s.AtEnd != nil {

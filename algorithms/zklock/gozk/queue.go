@@ -68,6 +68,15 @@ type Queue struct {
 	// Curator's mutex names it, when empty. The reader-writer lock
 	// reuses the protected create with "read-" and "write-".
 	Name string
+	// Settle, if set, returns once every other goroutine has gone as far
+	// as it can at this instant; simulations set it (the ensemble's
+	// Settle). The guaranteed delete runs in a goroutine of its own and
+	// pauses Backoff between tries, as a Lock of the same handle does
+	// between its own: when both pauses end at one instant, which of the
+	// two requests go-zookeeper sends first was the Go scheduler's choice
+	// (TestQueueAgainAfterLostDeleteReplays). The delete settles after its
+	// pause, so the client's own request goes first.
+	Settle func()
 	// GUID, if set, is reused instead of a fresh one, and Lock first looks
 	// for a node carrying it: what Curator's retry loop does when it goes
 	// on with a protected create after replacing an expired ZooKeeper
@@ -217,6 +226,9 @@ func (q *Queue) guaranteedDelete(path string) {
 			case <-stop:
 				t.Stop()
 				return
+			}
+			if q.Settle != nil {
+				q.Settle()
 			}
 		}
 	}()

@@ -57,6 +57,8 @@ type RWLock struct {
 	// Rand draws the GUIDs (crypto/rand if nil). Simulations pass a seeded
 	// source so node names, and so runs, replay byte for byte.
 	Rand io.Reader
+	// Settle is the queue's (Queue.Settle), for the background delete.
+	Settle func()
 
 	path string
 	// nodes is the queue recipe whose protected create (and guaranteed
@@ -89,7 +91,7 @@ func (l *RWLock) create() (string, error) {
 		return createSequential(l.Conn, l.Dir+"/"+l.prefix(), l.ACL)
 	}
 	q := l.nodes
-	q.Conn, q.ACL, q.Rand = l.Conn, l.ACL, l.Rand
+	q.Conn, q.ACL, q.Rand, q.Settle = l.Conn, l.ACL, l.Rand, l.Settle
 	defer func() { q.GUID = "" }() // a fresh GUID for the next Lock
 	return q.create()
 }
@@ -101,6 +103,7 @@ func (l *RWLock) drop(path string) {
 		l.Conn.Delete(path, -1)
 		return
 	}
+	l.nodes.Conn, l.nodes.Settle = l.Conn, l.Settle
 	l.nodes.delete(path)
 }
 

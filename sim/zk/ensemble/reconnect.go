@@ -60,3 +60,13 @@ func (e *Ensemble) settle(host string) {
 	case <-e.stop:
 	}
 }
+
+// Settle returns once every other goroutine of the bubble has gone as far
+// as it can at the current instant, for client code that must not race
+// another of its host's goroutines woken at the same instant: a recipe's
+// background retry (gozk's guaranteed delete) settles after its pause, so
+// that a request of the client's own, due at that instant too, is queued
+// first. Call it from a goroutine of the bubble holding neither the
+// kernel nor the ensemble; after Stop (or the run's end) it returns at
+// once.
+func (e *Ensemble) Settle(host string) { e.settle(host) }
