@@ -294,6 +294,7 @@ func BenchmarkFindingRate(b *testing.B) {
 	}{
 		{"matrix", nil},
 		{"wait-100ms", &Wait{Delay: 100 * ms, Jitter: 50 * ms}},
+		{"wait-500ms", &Wait{Delay: 500 * ms, Jitter: 250 * ms}}, // TTL/4 + TTL/8
 		{"exponential-500ms", &Wait{Delay: 100 * ms, Jitter: 50 * ms, Backoff: algorithms.BackoffExponential, Max: 500 * ms}},
 		{"exponential-1s", &Wait{Delay: 100 * ms, Jitter: 50 * ms, Backoff: algorithms.BackoffExponential, Max: 1000 * ms}},
 	}
