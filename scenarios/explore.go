@@ -220,6 +220,26 @@ func violates(v checker.Verdict, prop string) bool {
 	return false
 }
 
+// sweptRuns is the number of runs a sweep reports. Workers hand out run
+// indices in order, and a run in flight when a lower one violates still
+// finishes, so how many runs were done (done) depends on the machine's
+// pace. What the sweep covered does not: every run of this shard up to
+// the first violation (without all), or up to the bound. That is the
+// count reported, the same with any worker count or load; only a sweep
+// bounded by time or interrupted reports the runs it happened to do.
+func sweptRuns(done, bound, firstBad int, all, bounded bool, shard, shards int) int {
+	last := bound
+	if firstBad != 0 && !all {
+		last = firstBad
+	} else if !bounded || bound <= 0 {
+		return done
+	}
+	if last < shard {
+		return 0
+	}
+	return (last-shard)/shards + 1
+}
+
 // Explore runs random schedules and workloads until a property is violated
 // (or every run is done), then shrinks the first violating run.
 func Explore(opt ExploreOptions) (*ExploreResult, error) {
@@ -342,7 +362,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		more += len(hits) - maxFindings
 		hits = hits[:maxFindings]
 	}
-	out := &ExploreResult{Runs: int(done.Load()), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
+	out := &ExploreResult{Runs: sweptRuns(int(done.Load()), runs, int(firstBad.Load()), opt.All, deadline.IsZero() && ctx.Err() == nil, shard, shards), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
 	out.Interrupted = ctx.Err() != nil
 	if len(hits) > 0 && !opt.NoShrink {
 		f := &out.Findings[0]

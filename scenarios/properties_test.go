@@ -179,3 +179,42 @@ func TestExploreIndependentOfWorkers(t *testing.T) {
 		}
 	}
 }
+
+// The runs a sweep reports are what it covered — every run up to its first
+// violation — not how many its workers happened to finish: a worker busy
+// with a higher run when a lower one violates still finishes it, and how
+// many did depended on the machine's pace (it read 9 or 10 for one seed
+// under -race). With one worker and with eight, on a sweep whose first
+// violation is not its first run, and on shards.
+func TestExploreRunsIndependentOfWorkers(t *testing.T) {
+	explore := func(workers, shard, shards int) *ExploreResult {
+		t.Helper()
+		res, err := Explore(ExploreOptions{Algorithm: "set-nx-px-lua", Classes: []faults.Class{faults.ClassDrop}, Seed: 4, Runs: 300, Workers: workers, NoShrink: true, Shard: shard, Shards: shards})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one := explore(1, 0, 0)
+	if len(one.Findings) != 1 || one.Findings[0].Run < 3 {
+		t.Fatalf("one worker: findings %d, want one past run 2 for this test to mean something", len(one.Findings))
+	}
+	if one.Runs != one.Findings[0].Run {
+		t.Fatalf("one worker: %d runs reported, first violation at run %d", one.Runs, one.Findings[0].Run)
+	}
+	for i := 0; i < 5; i++ {
+		if eight := explore(8, 0, 0); eight.Runs != one.Runs || eight.Findings[0].Run != one.Findings[0].Run {
+			t.Fatalf("eight workers: %d runs, first violation at %d; one worker: %d runs, at %d", eight.Runs, eight.Findings[0].Run, one.Runs, one.Findings[0].Run)
+		}
+	}
+	// Shard 2 of 3 covers runs 2, 5, 8, ...: up to its own first violation.
+	sh := explore(8, 2, 3)
+	if len(sh.Findings) == 1 {
+		if want := (sh.Findings[0].Run-2)/3 + 1; sh.Runs != want {
+			t.Fatalf("shard 2/3: %d runs reported, first violation at run %d (its %d-th run)", sh.Runs, sh.Findings[0].Run, want)
+		}
+	}
+	if clean := explore(8, 0, 0); clean.Runs != one.Runs {
+		t.Fatalf("again: %d runs", clean.Runs)
+	}
+}
