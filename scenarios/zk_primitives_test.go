@@ -162,3 +162,22 @@ func TestZKRWLockLostCreateReply(t *testing.T) {
 		t.Fatalf("holds %v; want c1, c2, then the reader c3", h)
 	}
 }
+
+// zk-semaphore-lost-lease-reply: the reply to c2's lease create is lost.
+// The protected lease is found by its GUID and adopted: c2 holds that very
+// node (sequence 1, the one its lost reply was about, not a second one),
+// after c1 and before c3, and the one permit is never held by an orphan.
+func TestZKSemaphoreLostLeaseReply(t *testing.T) {
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-semaphore-lost-lease-reply"), 1, Options{})
+	if u := r.Report.Witness.Liveness; u != nil {
+		t.Fatalf("liveness witness %+v; want none (c2 adopts its lease)", u)
+	}
+	h := holds(t, r)
+	if c2 := h["c2"]; len(h) != 3 || !strings.Contains(c2.Token, "_c_") || !strings.HasSuffix(c2.Token, "-lease-0000000001") {
+		t.Fatalf("holds %v; want c2 to hold its first, protected lease node, lease-0000000001", h)
+	}
+	if h["c2"].Start < h["c1"].End || h["c3"].Start < h["c2"].End {
+		t.Fatalf("holds %v; want c1, c2, then c3", h)
+	}
+}
