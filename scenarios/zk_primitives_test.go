@@ -181,3 +181,31 @@ func TestZKSemaphoreLostLeaseReply(t *testing.T) {
 		t.Fatalf("holds %v; want c1, c2, then c3", h)
 	}
 }
+
+// zk-semaphore-lost-release and zk-rwlock-lost-release: the holder c1's
+// release DELETE is lost on the way. The guaranteed delete retries it
+// after the reconnect, so the lease or the write- node goes and those
+// queued behind it hold: c2 (and, for the reader-writer lock, c3 reading
+// beside c2) after c1. Deleted once, the node stayed with c1's live
+// session and they waited to the end of the run.
+func TestZKLostReleaseIsRetried(t *testing.T) {
+	bubblehost.Bind(t)
+	sem := mustRun(t, mustGet(t, "zk-semaphore-lost-release"), 1, Options{})
+	if u := sem.Report.Witness.Liveness; u != nil {
+		t.Fatalf("semaphore: liveness witness %+v; want none (c1's lease deleted in the background)", u)
+	}
+	if h := holds(t, sem); len(h) != 2 || h["c2"].Start < h["c1"].End {
+		t.Fatalf("semaphore: holds %v; want c1, then c2", h)
+	}
+	rw := mustRun(t, mustGet(t, "zk-rwlock-lost-release"), 1, Options{})
+	if u := rw.Report.Witness.Liveness; u != nil {
+		t.Fatalf("rwlock: liveness witness %+v; want none (c1's write- node deleted in the background)", u)
+	}
+	h := holds(t, rw)
+	if len(h) != 3 || h["c2"].Start < h["c1"].End || h["c3"].Start < h["c1"].End {
+		t.Fatalf("rwlock: holds %v; want the writer c1, then the readers c2 and c3", h)
+	}
+	if h["c3"].Start >= h["c2"].End {
+		t.Fatalf("rwlock: holds %v; want the readers c2 and c3 to read together", h)
+	}
+}
