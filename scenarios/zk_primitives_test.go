@@ -162,3 +162,50 @@ func TestZKRWLockLostCreateReply(t *testing.T) {
 		t.Fatalf("holds %v; want c1, c2, then the reader c3", h)
 	}
 }
+
+// zk-semaphore-lost-lease-reply: the reply to c2's lease create is lost.
+// The protected lease is found by its GUID and adopted: c2 holds that very
+// node (sequence 1, the one its lost reply was about, not a second one),
+// after c1 and before c3, and the one permit is never held by an orphan.
+func TestZKSemaphoreLostLeaseReply(t *testing.T) {
+	bubblehost.Bind(t)
+	r := mustRun(t, mustGet(t, "zk-semaphore-lost-lease-reply"), 1, Options{})
+	if u := r.Report.Witness.Liveness; u != nil {
+		t.Fatalf("liveness witness %+v; want none (c2 adopts its lease)", u)
+	}
+	h := holds(t, r)
+	if c2 := h["c2"]; len(h) != 3 || !strings.Contains(c2.Token, "_c_") || !strings.HasSuffix(c2.Token, "-lease-0000000001") {
+		t.Fatalf("holds %v; want c2 to hold its first, protected lease node, lease-0000000001", h)
+	}
+	if h["c2"].Start < h["c1"].End || h["c3"].Start < h["c2"].End {
+		t.Fatalf("holds %v; want c1, c2, then c3", h)
+	}
+}
+
+// zk-semaphore-lost-release and zk-rwlock-lost-release: the holder c1's
+// release DELETE is lost on the way. The guaranteed delete retries it
+// after the reconnect, so the lease or the write- node goes and those
+// queued behind it hold: c2 (and, for the reader-writer lock, c3 reading
+// beside c2) after c1. Deleted once, the node stayed with c1's live
+// session and they waited to the end of the run.
+func TestZKLostReleaseIsRetried(t *testing.T) {
+	bubblehost.Bind(t)
+	sem := mustRun(t, mustGet(t, "zk-semaphore-lost-release"), 1, Options{})
+	if u := sem.Report.Witness.Liveness; u != nil {
+		t.Fatalf("semaphore: liveness witness %+v; want none (c1's lease deleted in the background)", u)
+	}
+	if h := holds(t, sem); len(h) != 2 || h["c2"].Start < h["c1"].End {
+		t.Fatalf("semaphore: holds %v; want c1, then c2", h)
+	}
+	rw := mustRun(t, mustGet(t, "zk-rwlock-lost-release"), 1, Options{})
+	if u := rw.Report.Witness.Liveness; u != nil {
+		t.Fatalf("rwlock: liveness witness %+v; want none (c1's write- node deleted in the background)", u)
+	}
+	h := holds(t, rw)
+	if len(h) != 3 || h["c2"].Start < h["c1"].End || h["c3"].Start < h["c1"].End {
+		t.Fatalf("rwlock: holds %v; want the writer c1, then the readers c2 and c3", h)
+	}
+	if h["c3"].Start >= h["c2"].End {
+		t.Fatalf("rwlock: holds %v; want the readers c2 and c3 to read together", h)
+	}
+}

@@ -18,6 +18,7 @@ var zkScenarios = []string{
 	"zk-herd-effect", "zk-queue-no-herd", "zk-clock-jump",
 	"zk-semaphore-session-expiry",
 	"zk-rwlock-lost-create-reply", "zk-rwlock-lost-create-reply-fixed",
+	"zk-semaphore-lost-lease-reply", "zk-semaphore-lost-release", "zk-rwlock-lost-release",
 }
 
 func zkMetric(t *testing.T, ms []Metric, name string) int64 {

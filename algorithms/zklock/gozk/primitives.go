@@ -32,10 +32,11 @@ func init() {
 			return build("gozk-semaphore", p, c, func(l *ensembleLock, s *Session, dir string) {
 				sem := NewSemaphore(s.Conn, dir, leases)
 				sem.Mutex.Rand, sem.Mutex.Settle = s.Rand, s.Settle
+				sem.Rand, sem.Settle = s.Rand, s.Settle
 				l.lock = sem.Acquire
 				l.unlock = sem.Release
 				if s.AtEnd != nil {
-					s.AtEnd(sem.Mutex.Stop)
+					s.AtEnd(sem.Stop)
 				}
 			})
 		},

@@ -76,7 +76,7 @@ var windowRecipes = []windowRecipe{
 			return "", err
 		}
 		arm()
-		path, err := s.lease()
+		path, err := s.take()
 		if uerr := s.Mutex.Unlock(); err == nil {
 			err = uerr
 		}

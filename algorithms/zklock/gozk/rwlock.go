@@ -189,16 +189,43 @@ func writer(name string) bool {
 // Path is our node while we hold the lock.
 func (l *RWLock) Path() string { return l.path }
 
-// Unlock deletes our node.
+// Unlock deletes our node. The fixed recipe's delete is guaranteed, as
+// Curator's release (LockInternals.deleteOurPath, guaranteed()): when it
+// gets no answer it goes on in the background, or the node, held by a
+// live session, would block every reader and writer queued behind it.
 func (l *RWLock) Unlock() error {
 	if l.path == "" {
 		return zk.ErrNotLocked
 	}
 	path := l.path
 	l.path = ""
+	if !l.Naive && l.nodes != nil {
+		l.nodes.Conn, l.nodes.Settle = l.Conn, l.Settle
+		return guaranteedRelease(l.nodes, path)
+	}
 	err := l.Conn.Delete(path, -1)
 	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) {
 		return nil
 	}
 	return err
+}
+
+// createSequential creates an ephemeral sequential node at prefix, making
+// its parents first if they are missing.
+func createSequential(conn *zk.Conn, prefix string, acl []zk.ACL) (string, error) {
+	for attempt := 0; ; attempt++ {
+		path, err := conn.Create(prefix, nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		if !errors.Is(err, zk.ErrNoNode) || attempt > 0 {
+			return path, err
+		}
+		dir := prefix[:strings.LastIndexByte(prefix, '/')]
+		for i := 1; i <= len(dir); i++ {
+			if i < len(dir) && dir[i] != '/' {
+				continue
+			}
+			if _, err := conn.Create(dir[:i], nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return "", err
+			}
+		}
+	}
 }

@@ -6,13 +6,13 @@ package gozk
 // at a time count the leases:
 //
 //	acquire:  lock <dir>/locks
-//	          create <dir>/leases/lease- ephemeral-sequential
+//	          create <dir>/leases/_c_<guid>-lease- ephemeral-sequential
 //	          loop: children(<dir>/leases, watch)
 //	                ours missing   → the session is gone: fail
 //	                count <= N     → leased
 //	                else wait for the watch (a lease was returned), loop
 //	          unlock <dir>/locks
-//	release:  delete our lease node
+//	release:  delete our lease node (guaranteed)
 //
 // The acquirer that waits for a lease keeps the mutex, so the others
 // queue behind it in the mutex, in order. A lease lasts as long as its
@@ -22,9 +22,20 @@ package gozk
 // until it hears from the ensemble again, goes on working: N+1 holders.
 // Curator's answer is the same as for its mutex: stop acting on
 // SUSPENDED, and fence the resource.
+//
+// Two flaky-connection paths are handled as Curator handles them, through
+// the queue recipe's own code (Queue.create, Queue.delete): the lease is
+// created withProtection() (InterProcessSemaphoreV2.internalAcquire1Lease),
+// so a create whose reply is lost is looked for by its GUID before it is
+// tried again — otherwise the first node, an orphan of a live session,
+// would hold a permit for as long as the session lives; and a lease is
+// returned with a guaranteed() delete (Lease.close, returnLease), retried
+// in the background when it goes unanswered — otherwise the released
+// lease would hold its permit the same way.
 
 import (
 	"errors"
+	"io"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -39,13 +50,38 @@ type Semaphore struct {
 	ACL    []zk.ACL
 	// Mutex guards the counting (Curator's "locks" child).
 	Mutex *Queue
+	// Rand draws the lease nodes' GUIDs (crypto/rand if nil); simulations
+	// pass a seeded source so runs replay byte for byte.
+	Rand io.Reader
+	// Settle is the queue's (Queue.Settle), for the background delete.
+	Settle func()
 
 	path string
+	// lease is the queue recipe whose protected create and guaranteed
+	// delete make and return our lease node (Name "lease-").
+	lease *Queue
 }
 
 // NewSemaphore makes the recipe on conn with leases leases under dir.
 func NewSemaphore(conn *zk.Conn, dir string, leases int) *Semaphore {
-	return &Semaphore{Conn: conn, Dir: dir, Leases: leases, ACL: zk.WorldACL(zk.PermAll), Mutex: NewQueue(conn, dir+"/locks")}
+	s := &Semaphore{Conn: conn, Dir: dir, Leases: leases, ACL: zk.WorldACL(zk.PermAll), Mutex: NewQueue(conn, dir+"/locks")}
+	s.lease = NewQueue(conn, s.leases())
+	s.lease.Name = "lease-"
+	return s
+}
+
+// leaseQueue is the lease recipe on the semaphore's current settings.
+func (s *Semaphore) leaseQueue() *Queue {
+	q := s.lease
+	q.Conn, q.ACL, q.Rand, q.Settle = s.Conn, s.ACL, s.Rand, s.Settle
+	return q
+}
+
+// Stop ends the background deletes, the mutex's and the leases' (call it
+// before closing the connection), and waits for them.
+func (s *Semaphore) Stop() {
+	s.Mutex.Stop()
+	s.lease.Stop()
 }
 
 func (s *Semaphore) leases() string { return s.Dir + "/leases" }
@@ -58,10 +94,10 @@ func (s *Semaphore) Acquire() (string, error) {
 	if _, err := s.Mutex.Lock(); err != nil {
 		return "", err
 	}
-	path, err := s.lease()
+	path, err := s.take()
 	// The mutex only orders the counting: give it back, leased or not.
 	if uerr := s.Mutex.Unlock(); err == nil && uerr != nil {
-		s.Conn.Delete(path, -1)
+		s.leaseQueue().delete(path)
 		return "", uerr
 	}
 	if err != nil {
@@ -71,10 +107,12 @@ func (s *Semaphore) Acquire() (string, error) {
 	return path, nil
 }
 
-// lease creates our lease node and waits, holding the mutex, until at
-// most Leases nodes exist.
-func (s *Semaphore) lease() (string, error) {
-	path, err := createSequential(s.Conn, s.leases()+"/lease-", s.ACL)
+// take creates our lease node, protected, and waits, holding the mutex,
+// until at most Leases nodes exist.
+func (s *Semaphore) take() (string, error) {
+	q := s.leaseQueue()
+	path, err := q.create()
+	q.GUID = "" // a fresh GUID for the next lease
 	if err != nil {
 		return "", err
 	}
@@ -82,7 +120,7 @@ func (s *Semaphore) lease() (string, error) {
 	for {
 		kids, _, ch, err := s.Conn.ChildrenW(s.leases())
 		if err != nil {
-			s.Conn.Delete(path, -1)
+			q.delete(path)
 			return "", err
 		}
 		if indexOf(kids, ours) < 0 {
@@ -100,36 +138,28 @@ func (s *Semaphore) lease() (string, error) {
 // Path is our lease node while we hold a lease.
 func (s *Semaphore) Path() string { return s.path }
 
-// Release deletes our lease node.
+// Release deletes our lease node; a delete that gets no answer goes on in
+// the background (Curator's guaranteed()).
 func (s *Semaphore) Release() error {
 	if s.path == "" {
 		return zk.ErrNotLocked
 	}
 	path := s.path
 	s.path = ""
-	err := s.Conn.Delete(path, -1)
+	return guaranteedRelease(s.leaseQueue(), path)
+}
+
+// guaranteedRelease deletes a held node through q: answered, or gone, it
+// is done; unanswered (a connection loss), q retries it in the background
+// until it is answered or the node or the session is gone.
+func guaranteedRelease(q *Queue, path string) error {
+	err := q.Conn.Delete(path, -1)
 	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) {
 		return nil
 	}
-	return err
-}
-
-// createSequential creates an ephemeral sequential node at prefix, making
-// its parents first if they are missing.
-func createSequential(conn *zk.Conn, prefix string, acl []zk.ACL) (string, error) {
-	for attempt := 0; ; attempt++ {
-		path, err := conn.Create(prefix, nil, zk.FlagEphemeral|zk.FlagSequence, acl)
-		if !errors.Is(err, zk.ErrNoNode) || attempt > 0 {
-			return path, err
-		}
-		dir := prefix[:strings.LastIndexByte(prefix, '/')]
-		for i := 1; i <= len(dir); i++ {
-			if i < len(dir) && dir[i] != '/' {
-				continue
-			}
-			if _, err := conn.Create(dir[:i], nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return "", err
-			}
-		}
+	if !connectionLoss(err) {
+		return err
 	}
+	q.guaranteedDelete(path)
+	return nil
 }
