@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,7 +220,7 @@ func TestCounterexampleTamperIsAnError(t *testing.T) {
 	}{
 		{"expect cut off", cut(text, "expect:"), 2, "the counterexample expects {mutual_exclusion: violated}, but the file's expect is nothing (cut short or edited?)"},
 		{"cut in the middle", text[:len(text)/2], 2, ""},
-		{"seed edited", strings.Replace(text, "\nseed: ", "\nseed: 1", 1), 2, "seed: the counterexample was found with seed"},
+		{"seed edited", editSeed(t, text), 2, "seed: the counterexample was found with seed"},
 		{"fault edited", strings.Replace(text, "jump: ", "jump: 1", 1), 2, "counterexample.scenario_sha256: the scenario's digest is"},
 		{"property edited", strings.Replace(text, "property: mutual_exclusion", "property: liveness", 1), 2, "counterexample.property: the counterexample reproduces a violation of liveness, but its expect for liveness is nothing (edited?)"},
 		{"property misspelt", strings.Replace(text, "property: mutual_exclusion", "property: mutual_exclusio", 1), 2, "counterexample.property: expected one of mutual_exclusion, resource, liveness, found \"mutual_exclusio\" (did you mean mutual_exclusion?)"},
@@ -580,4 +581,22 @@ func TestWriteAtomicRemovesStaleTemps(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "cx.yaml")); string(b) != "whole" {
 		t.Errorf("cx.yaml = %q", b)
 	}
+}
+
+// editSeed changes the counterexample's seed to another valid one. (It
+// used to put a 1 in front, which past 1844... made a number no uint64
+// holds, and the replay then refused the number rather than the edit.)
+func editSeed(t *testing.T, text string) string {
+	t.Helper()
+	at := strings.Index(text, "\nseed: ")
+	if at < 0 {
+		t.Fatalf("no seed line in the counterexample:\n%s", text)
+	}
+	start := at + len("\nseed: ")
+	end := start + strings.IndexByte(text[start:], '\n')
+	seed, err := strconv.ParseUint(text[start:end], 10, 64)
+	if err != nil {
+		t.Fatalf("seed %q: %v", text[start:end], err)
+	}
+	return text[:start] + strconv.FormatUint(seed^1, 10) + text[end:]
 }
