@@ -83,7 +83,7 @@ func build(args []string, stdout io.Writer) error {
 			fs.Usage()
 			return err
 		}
-		return badInput{err}
+		return badInput{fmt.Errorf("%v (the flags are --locklab, --shell, --tag and --out)", err)}
 	}
 	if fs.NArg() > 0 {
 		return badInput{fmt.Errorf("unexpected argument %q: every input is a flag (--locklab, --shell, --tag, --out)", fs.Arg(0))}
