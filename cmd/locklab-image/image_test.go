@@ -215,3 +215,42 @@ func TestImageBadInput(t *testing.T) {
 		t.Errorf("bad input left %s behind (%v)", out, err)
 	}
 }
+
+// The manifest, the workflow and the guide name the image exactly as the
+// build writes it (issue 40): the script, the tarball, the tag this
+// command gives by default, and the command that loads it; none names the
+// ":latest" image nothing builds.
+func TestDeployFilesNameTheBuiltImage(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want []string
+	}{
+		{"../../deploy/explore-indexed-job.yaml", []string{
+			"bash scripts/build-image.sh", "image: " + defaultTag, "kind load image-archive locklab.tar",
+			"docker load -i locklab.tar", "crane push locklab.tar ", "imagePullPolicy: IfNotPresent",
+		}},
+		{"../../deploy/github-actions-explore.yml", []string{
+			"bash scripts/build-image.sh locklab.tar", "path: locklab.tar", "docker load -i locklab.tar",
+			"docker run --rm -v \"$PWD:/work\" -w /work " + defaultTag + " \\\n            explore redlock",
+			"docker run --rm -v \"$PWD:/work\" -w /work " + defaultTag + " \\\n            merge shards/shard-*.json",
+		}},
+		{"../../docs/sweeps.md", []string{
+			"bash scripts/build-image.sh", defaultTag, "kind load image-archive locklab.tar",
+			"docker load -i locklab.tar", "crane push locklab.tar ",
+		}},
+	} {
+		data, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s does not name %q", c.file, w)
+			}
+		}
+		if strings.Contains(text, "locklab:latest") {
+			t.Errorf("%s names locklab:latest, which nothing builds", c.file)
+		}
+	}
+}
