@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/locklab/locklab/scenarios/locktest"
+	"github.com/locklab/locklab/locktest"
 	"github.com/redis/go-redis/v9"
 )
 

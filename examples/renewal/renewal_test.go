@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/examples/renewal"
-	"github.com/locklab/locklab/scenarios/locktest"
+	"github.com/locklab/locklab/locktest"
 	"github.com/redis/go-redis/v9"
 )
 

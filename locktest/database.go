@@ -92,10 +92,10 @@ func init() {
 	for _, a := range []struct{ name, backend string }{{customPostgres, pglock.Backend}, {customMySQL, mysqllock.Backend}} {
 		algorithms.Register(algorithms.Info{
 			Name:    a.name,
-			Summary: "your own lock on the " + a.backend + " backend, supplied by a factory in Go (scenarios/locktest)",
+			Summary: "your own lock on the " + a.backend + " backend, supplied by a factory in Go (locktest)",
 			Backend: a.backend, Bubble: true, Hidden: true,
 			New: func(algorithms.Params, algorithms.Conns) (algorithms.Lock, error) {
-				return nil, errors.New("a custom database lock is built by a factory in Go; use package scenarios/locktest")
+				return nil, errors.New("a custom database lock is built by a factory in Go; use package locktest")
 			},
 		})
 	}

@@ -185,7 +185,7 @@ func TestBlockedLockIsReported(t *testing.T) {
 	for _, want := range []string{
 		"--- FAIL: TestHelperProcess/crash", "--- FAIL: TestHelperProcess/drop",
 		"did not return within 10m0s of simulated time",
-		"chan receive (durable): github.com/locklab/locklab/scenarios/locktest.TestHelperProcess.func1.1 at ",
+		"chan receive (durable): github.com/locklab/locklab/locktest.TestHelperProcess.func1.1 at ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -206,7 +206,7 @@ func TestOutsideWaitIsReported(t *testing.T) {
 	for _, want := range []string{
 		"--- FAIL: TestHelperProcess/crash",
 		"no progress for 2s of real time: the lock waits on something outside the simulation",
-		"chan receive: github.com/locklab/locklab/scenarios/locktest.TestHelperProcess.func2.1 at ",
+		"chan receive: github.com/locklab/locklab/locktest.TestHelperProcess.func2.1 at ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -247,7 +247,7 @@ func TestEndlessGoroutineIsReported(t *testing.T) {
 	for _, want := range []string{
 		"--- FAIL: TestHelperProcess/crash",
 		"goroutines of the lock outlived the runs",
-		"chan receive (durable): github.com/locklab/locklab/scenarios/locktest.TestHelperProcess.func",
+		"chan receive (durable): github.com/locklab/locklab/locktest.TestHelperProcess.func",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -17,7 +17,7 @@ import (
 // determinism promises whatever the worker count: the same outcome after
 // the same number of runs.
 //
-//	LOCKLAB_TIME_WORKERS=200 go test -count=1 -run TestRedsyncSweepTimedAcrossWorkers -v ./scenarios/locktest
+//	LOCKLAB_TIME_WORKERS=200 go test -count=1 -run TestRedsyncSweepTimedAcrossWorkers -v ./locktest
 func TestRedsyncSweepTimedAcrossWorkers(t *testing.T) {
 	runs, _ := strconv.Atoi(os.Getenv("LOCKLAB_TIME_WORKERS"))
 	if runs <= 0 && *flagShard == "" {
