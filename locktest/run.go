@@ -20,7 +20,6 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/reports"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 )
@@ -506,7 +505,7 @@ func describe(t *testing.T, class Class, f finding) string {
 		fmt.Fprintf(&b, "  replay:  %s\n", replay)
 		if *flagReport != "" {
 			path := reportPath(*flagReport, class)
-			if err := reports.WriteRunFile(path, f.res, nil, replay); err != nil {
+			if err := writeReport(path, f.res, replay); err != nil {
 				fmt.Fprintf(&b, "  report:  %v\n", err)
 			} else {
 				fmt.Fprintf(&b, "  report:  %s\n", path)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/locklab/locklab/locktest"
+	_ "github.com/locklab/locklab/locktest/htmlreport" // -locktest.report writes HTML
 	"github.com/redis/go-redis/v9"
 )
 

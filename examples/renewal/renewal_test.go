@@ -6,6 +6,7 @@ import (
 
 	"github.com/locklab/locklab/examples/renewal"
 	"github.com/locklab/locklab/locktest"
+	_ "github.com/locklab/locklab/locktest/htmlreport" // -locktest.report writes HTML
 	"github.com/redis/go-redis/v9"
 )
 
