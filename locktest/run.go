@@ -14,12 +14,10 @@ import (
 	"sync"
 	"testing"
 	"testing/cryptotest"
-	"testing/synctest"
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 )
@@ -241,15 +239,6 @@ func runSubtest(t *testing.T, name string, fn func(*testing.T)) (err error) {
 	return nil
 }
 
-// failfile is where a class's counterexample is kept: under
-// testdata/locktest/, a folder per test (and parent subtest), a file per
-// class. t is the class's subtest.
-func failfile(t *testing.T, class Class) string {
-	parts := strings.Split(t.Name(), "/")
-	dir := filepath.Join(append([]string{"testdata", "locktest"}, parts[:len(parts)-1]...)...)
-	return filepath.Join(dir, string(class)+".yaml")
-}
-
 // replayCommand is the go test line that replays file.
 func replayCommand(t *testing.T, file string) string {
 	parts := strings.Split(t.Name(), "/")
@@ -275,149 +264,6 @@ func seedProcessRandom(t *testing.T, seed uint64) {
 		os.Setenv("GODEBUG", strings.Trim(os.Getenv("GODEBUG")+",randseednop=0", ","))
 	})
 	mathrand.Seed(int64(seed)) //nolint:staticcheck // deterministic library retries need it
-}
-
-func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, class Class) {
-	t.Helper()
-	expect, ok := opt.Expect[class]
-	if !ok {
-		expect = Safe
-	}
-	if class == Failover && opt.Replicas == 0 && opt.failover == nil {
-		t.Skipf("locktest: %s: failover needs Options.Replicas", where(class, opt.caller))
-	}
-	file := failfile(t, class)
-	shard, shards, worker, err := shardFlag()
-	if err != nil {
-		t.Fatal(err)
-	}
-	drawn := class == Failover || class == Stall // drawn by locktest, not the generator
-	// With workers, the sweep runs in worker processes before this
-	// process's bubble opens (a process is no thing to wait for inside
-	// one); a saved failfile that is replayed first keeps it here.
-	parallel, wRuns, wFirst := false, 0, 0
-	if n := opt.workers(); n > 1 && !drawn && replayFile(opt) == "" {
-		if _, err := os.Stat(file); err != nil || *flagSeed != 0 {
-			parallel = true
-			if wRuns, wFirst, err = exploreInWorkers(t, n); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go watchdog(t.Name(), stop)
-	defer func() {
-		// A lock blocked for good on a channel of its own leaves goroutines
-		// behind in the bubble; synctest then panics. The failure has
-		// already been reported with what blocked; say it once more and
-		// carry on with the next class instead of killing the test binary.
-		if r := recover(); r != nil {
-			t.Errorf("locktest: %s: goroutines of the lock outlived the runs (%v): stop them when the context passed to Lock is cancelled, or when Unlock is called. Still there:\n%s", where(class, opt.caller), r, sim.BlockedGoroutines(true))
-		}
-	}()
-	synctest.Test(t, func(t *testing.T) {
-		run := func(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
-			return scenarios.Run(sc, sc.Seed, scenarios.Options{
-				Factory:   f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
-				Bubble:    true,
-				KeepTrace: keep,
-				Prepare:   func(seed uint64) { seedProcessRandom(t, seed) },
-			})
-		}
-		if file := replayFile(opt); file != "" {
-			replay(t, run, file, class, expect, opt.caller)
-			return
-		}
-		prepare := func(seed uint64) { seedProcessRandom(t, seed) }
-		exOpt := scenarios.ExploreOptions{
-			Algorithm:     algorithms.Custom,
-			Factory:       f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
-			Base:          base,
-			Classes:       []faults.Class{class},
-			Runs:          opt.Runs,
-			Seed:          opt.Seed,
-			Bubble:        true,
-			KeepWorkload:  opt.keepWorkload(),
-			MaxShrinkRuns: opt.ShrinkRuns,
-			Prepare:       prepare,
-			Persistence:   opt.Persistence,
-		}
-		if worker {
-			if drawn {
-				t.Skipf("locktest: %s is not split across workers", class)
-			}
-			exOpt.Shard, exOpt.Shards, exOpt.NoShrink = shard, shards, true
-			ex, err := scenarios.Explore(exOpt)
-			if err == nil {
-				err = writeShard(ex)
-			}
-			if err != nil {
-				t.Fatalf("locktest: %s, shard %d/%d: %v", class, shard, shards, err)
-			}
-			return
-		}
-		// The last counterexample of this class goes first, as in rapid,
-		// unless a seed was asked for on the command line: then that
-		// seed's runs are what the user wants to see.
-		if _, err := os.Stat(file); err == nil && *flagSeed != 0 {
-			t.Logf("locktest: %s: exploring -locktest.seed=%d; the saved counterexample %s was not replayed (run without -locktest.seed to replay it)", where(class, opt.caller), *flagSeed, file)
-		} else if sc, err := scenarios.Load(file); err == nil {
-			res, err := run(sc, true)
-			if err != nil {
-				t.Fatalf("locktest: %s: %s: %v", where(class, opt.caller), file, err)
-			}
-			if prop := violated(res.Report.Verdict); prop != Safe {
-				judge(t, class, expect, opt.caller, finding{prop: prop, sc: sc, res: res, file: file, what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (delete it, or pass -locktest.seed, to explore)", file, opt.Seed)})
-				return
-			}
-			t.Logf("locktest: %s: the saved counterexample %s no longer breaks the lock; exploring", where(class, opt.caller), file)
-		}
-		var (
-			ex  *scenarios.ExploreResult
-			err error
-		)
-		switch {
-		case class == Failover:
-			draw := failoverRun
-			if opt.failover != nil {
-				draw = opt.failover // a database's standby (database.go)
-			}
-			ex, err = exploreDrawn(draw, f, opt, base, prepare)
-		case class == Stall:
-			ex, err = exploreDrawn(stallRun, f, opt, base, prepare)
-		case parallel:
-			ex, err = shrinkRun(exOpt, wRuns, wFirst)
-		default:
-			ex, err = scenarios.Explore(exOpt)
-		}
-		if err != nil {
-			t.Fatalf("locktest: %s: %v", where(class, opt.caller), err)
-		}
-		if len(ex.Findings) == 0 {
-			judge(t, class, expect, opt.caller, finding{runs: ex.Runs, seed: opt.Seed})
-			return
-		}
-		fd := ex.Findings[0]
-		sc := fd.Minimal
-		if sc == nil {
-			sc = fd.Scenario
-		}
-		sc.ID = fmt.Sprintf("locktest-%s-%s", strings.ReplaceAll(t.Name(), "/", "-"), class)
-		res, err := run(sc, true)
-		if err != nil {
-			t.Fatalf("locktest: %s: %v", where(class, opt.caller), err)
-		}
-		saved := ""
-		if data, err := sc.Marshal(); err == nil {
-			if os.MkdirAll(filepath.Dir(file), 0o755) == nil && os.WriteFile(file, data, 0o644) == nil {
-				saved = file
-			}
-		}
-		judge(t, class, expect, opt.caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: saved,
-			what: fmt.Sprintf("run %d of %d (seed %d), shrunk to %d fault(s) and %d client(s)", fd.Run, opt.Runs, opt.Seed, len(sc.Faults), sc.Clients.Count),
-			runs: ex.Runs, seed: opt.Seed})
-	})
 }
 
 // replayFile is the counterexample a class replays instead of exploring:
@@ -534,35 +380,6 @@ func writeWitness(b *strings.Builder, res *scenarios.Result) {
 func reportPath(path string, class Class) string {
 	ext := filepath.Ext(path)
 	return strings.TrimSuffix(path, ext) + "-" + string(class) + ext
-}
-
-var errNoReplay = errors.New("locktest: -locktest.replay")
-
-// replay runs a saved counterexample and prints its witness.
-func replay(t *testing.T, run func(*scenarios.Scenario, bool) (*scenarios.Result, error), file string, class Class, expect Outcome, caller string) {
-	t.Helper()
-	sc, err := scenarios.Load(file)
-	if err != nil {
-		t.Fatalf("%v: %v", errNoReplay, err)
-	}
-	if want := "-" + string(class); !strings.HasSuffix(sc.ID, want) && !strings.HasSuffix(strings.TrimSuffix(file, ".yaml"), string(class)) {
-		t.Skipf("locktest: %s: %s is not a %s counterexample", where(class, caller), file, class)
-	}
-	res, err := run(sc, true)
-	if err != nil {
-		t.Fatalf("locktest: %s: %s: %v", where(class, caller), file, err)
-	}
-	judge(t, class, expect, caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
-	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
-	var tb strings.Builder
-	for _, e := range res.Trace {
-		tb.WriteString(e.String())
-		tb.WriteByte('\n')
-	}
-	if os.WriteFile(trace, []byte(tb.String()), 0o644) != nil {
-		trace = "(not written)"
-	}
-	t.Logf("locktest: %s: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", where(class, caller), file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
 }
 
 // stallLimit is how long, in real time, the kernel may make no progress

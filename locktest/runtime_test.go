@@ -170,6 +170,13 @@ func TestHelperProcess(t *testing.T) {
 				UnlockFunc: func(ctx context.Context) error { return nil },
 			}
 		}, Options{TTL: time.Second, Classes: []Class{Crash}, Runs: 1})
+	case "mismatched-replay":
+		t.Run("semaphore", func(t *testing.T) {
+			RunSemaphore(t, setNXLock(false), 2, Options{TTL: 2 * time.Second, Classes: []Class{Stall}})
+		})
+		t.Run("mysql", func(t *testing.T) {
+			RunSQL(t, DriverMySQL, getLockPinned, Options{TTL: 2 * time.Second, Classes: []Class{Drop}})
+		})
 	case "unexpected":
 		Run(t, redlock, Options{TTL: 8 * time.Second, Nodes: 1, Classes: []Class{Pause, Drop}, Runs: 30, Expect: Expect{Drop: Any}})
 	}

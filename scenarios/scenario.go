@@ -252,6 +252,11 @@ type Scenario struct {
 	// Counterexample, when set, is the proof of origin of a file written
 	// by locklab explore (see counterexample.go); written first.
 	Counterexample *Provenance `yaml:"counterexample,omitempty" json:"-"`
+	// MadeFor, in a failfile written by package locktest, names the test,
+	// fault class and lock the counterexample was found for; a replay
+	// into another is refused (locktest/madefor.go). The runner does not
+	// read it.
+	MadeFor *MadeFor `yaml:"made_for,omitempty" json:"-"`
 
 	ID        string            `yaml:"id" json:"id"`
 	Title     string            `yaml:"title" json:"title"`
