@@ -183,6 +183,15 @@ type Options struct {
 	// the three.
 	Persistence string
 
+	// FaultStore lets the fault classes act on the protected resource's
+	// store too: the workers' reads and writes of it can then be lost,
+	// delayed or cut off, as a real store's network may. By default the
+	// faults act on the lock's traffic only: a worker whose write to the
+	// store is lost waits for it and carries its hold past the TTL, which
+	// no lock can prevent and which looks like a bug in the lock
+	// (scenarios.Resource.Reliable).
+	FaultStore bool
+
 	// Clients is the number of clients (default: drawn from 2 to 5 per run).
 	Clients int
 	// Cycles is the number of lock/work/unlock cycles per client (default:

@@ -88,6 +88,11 @@ func checkMadeFor(t *testing.T, file string, sc, base *scenarios.Scenario, class
 			}
 		}
 	}
+	if sc.MadeFor != nil && sc.Resource.Reliable != base.Resource.Reliable {
+		// A failfile written before made_for predates the option and
+		// replays as it was found, with faults on the store.
+		diffs = append(diffs, fmt.Sprintf("it was recorded %s, this test runs %s", storeFaults(sc), storeFaults(base)))
+	}
 	if got, want := lockKind(sc), lockKind(base); got != want {
 		diffs = append(diffs, fmt.Sprintf("it was recorded for a %s, this test's lock is a %s", got, want))
 	}
@@ -95,4 +100,11 @@ func checkMadeFor(t *testing.T, file string, sc, base *scenarios.Scenario, class
 		return nil
 	}
 	return fmt.Errorf("locktest: %s: refusing to replay %s: %s; its verdict would say nothing about this test (replay it with the go test -run line of the test it names, or delete it)", where(class, caller), file, strings.Join(diffs, "; "))
+}
+
+func storeFaults(sc *scenarios.Scenario) string {
+	if sc.Resource.Reliable {
+		return "with the store spared from faults"
+	}
+	return "with faults on the store (Options.FaultStore)"
 }

@@ -153,6 +153,7 @@ func (o *Options) base() (*scenarios.Scenario, error) {
 	if o.Fencing {
 		sc.Resource.Fencing = ">"
 	}
+	sc.Resource.Reliable = !o.FaultStore
 	if o.Clients > 0 {
 		sc.Clients.Count = o.Clients
 	}

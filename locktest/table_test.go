@@ -205,7 +205,7 @@ func TestLibraryTable(t *testing.T) {
 		}
 	}
 	table := renderTable(rows, got)
-	readme := filepath.Join("..", "..", "README.md")
+	readme := filepath.Join("..", "README.md")
 	data, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
