@@ -82,16 +82,16 @@ func TestCheckMadeForNamesWhatDiffers(t *testing.T) {
 // A failfile written before made_for is checked by its id, which names
 // the test and class it was found in.
 func TestCheckMadeForLegacyFailfile(t *testing.T) {
-	sc, err := scenarios.Load("testdata/locktest/TestLibraryTable/redislock/drop.yaml")
+	sc, err := scenarios.Load("testdata/locktest/TestLibraryTable/redislock/pause.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Run("TestLibraryTable", func(t *testing.T) {
 		t.Run("redislock", func(t *testing.T) {
-			t.Run("drop", func(t *testing.T) {
+			t.Run("pause", func(t *testing.T) {
 				// t.Name() is TestCheckMadeForLegacyFailfile/..., not
 				// TestLibraryTable/...: refused.
-				if err := checkMadeFor(t, "drop.yaml", sc, sc, Drop, ""); err == nil || !strings.Contains(err.Error(), "its id locktest-TestLibraryTable-redislock-drop-drop is not this test's and class's") {
+				if err := checkMadeFor(t, "pause.yaml", sc, sc, Pause, ""); err == nil || !strings.Contains(err.Error(), "its id locktest-TestLibraryTable-redislock-pause-pause is not this test's and class's") {
 					t.Errorf("legacy failfile of another test: %v", err)
 				}
 			})
