@@ -229,6 +229,9 @@ type Options struct {
 	// Database sets up the simulated database of RunPostgres and RunSQL
 	// (database.go); Run ignores it.
 	Database Database
+	// ZooKeeper sets up the simulated ensemble of RunZooKeeper
+	// (zookeeper.go).
+	ZooKeeper ZooKeeper
 	// Workers, above 1, splits each class's exploration across that many
 	// worker processes (flag -locktest.workers): copies of the test
 	// binary, each running one shard of the runs (scenarios.ExploreOptions

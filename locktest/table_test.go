@@ -151,6 +151,12 @@ func tableRows() []tableRow {
 			run: func(t *testing.T, opt Options) { RunSQL(t, DriverMySQL, getLockPinned, opt) }},
 		{name: "mysql-get-lock-pool", what: "go-sql-driver/mysql, GET_LOCK/RELEASE_LOCK each through the *sql.DB", opt: Options{TTL: 2 * time.Second},
 			run: func(t *testing.T, opt Options) { RunSQL(t, DriverMySQL, getLockPool, opt) }},
+		{name: "zk-newlock", what: "go-zookeeper v1.0.4 zk.NewLock, 3-server ensemble, 4s session", opt: Options{TTL: 4 * time.Second},
+			run: func(t *testing.T, opt Options) { RunZooKeeper(t, zkNewLock, opt) }},
+		{name: "gozk-queue", what: "the project's queue recipe (algorithms/zklock/gozk NewQueue: protected create, guaranteed delete), 4s session", opt: Options{TTL: 4 * time.Second},
+			run: func(t *testing.T, opt Options) { RunZooKeeper(t, gozkQueue, opt) }},
+		{name: "zk-persistent-node", what: "a broken hand-written recipe: Create without FlagEphemeral, Delete to unlock, 4s session", opt: Options{TTL: 4 * time.Second},
+			run: func(t *testing.T, opt Options) { RunZooKeeper(t, persistentNodeLock, opt) }},
 	}
 }
 
