@@ -152,7 +152,7 @@ func (c *classRun) replaySaved(saved []string) bool {
 			t.Fatalf("locktest: %s: %s: %v", c.at(), file, err)
 		}
 		if prop := violated(res.Report.Verdict); prop != Safe {
-			judge(t, c.class, c.expect, c.opt.caller, finding{prop: prop, sc: sc, res: res, file: file,
+			judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: prop, sc: sc, res: res, file: file,
 				what: fmt.Sprintf("the saved counterexample %s (%d of %d saved for this class), replayed before exploring seed %d (delete it, or pass -locktest.seed, to explore)", file, i+1, len(saved), c.opt.Seed)})
 			return true
 		}
@@ -188,7 +188,7 @@ func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool,
 		t.Fatalf("locktest: %s: %v", c.at(), err)
 	}
 	if len(ex.Findings) == 0 {
-		judge(t, c.class, c.expect, opt.caller, finding{runs: ex.Runs, seed: opt.Seed})
+		judge(t, c.class, c.expect, opt.caller, c.base, finding{runs: ex.Runs, seed: opt.Seed})
 		return
 	}
 	fd := ex.Findings[0]
@@ -207,7 +207,7 @@ func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool,
 	if note != "" {
 		what += "; " + note
 	}
-	judge(t, c.class, c.expect, opt.caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: what, runs: ex.Runs, seed: opt.Seed})
+	judge(t, c.class, c.expect, opt.caller, c.base, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: what, runs: ex.Runs, seed: opt.Seed})
 }
 
 // replay runs a counterexample file instead of exploring
@@ -227,7 +227,7 @@ func (c *classRun) replay(file string) {
 	if err != nil {
 		t.Fatalf("locktest: %s: %s: %v", c.at(), file, err)
 	}
-	judge(t, c.class, c.expect, c.opt.caller, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
+	judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
 	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
 	var tb strings.Builder
 	for _, e := range res.Trace {

@@ -123,33 +123,48 @@ const (
 	Resource
 	// Liveness: the lock stays unavailable with nobody holding it.
 	Liveness
+	// AtMost, or-ed with properties, asserts no more than them: the class
+	// may stay safe or violate those only. Expect{Drop: AtMost | Liveness}
+	// reads "safe, or liveness only"; without AtMost, an expectation of
+	// properties asserts that one of them is violated.
+	AtMost Outcome = 1 << 6
 	// Any: report what happens, assert nothing.
 	Any Outcome = 1 << 7
 )
 
-func (o Outcome) String() string { return o.join(" or ") }
+func (o Outcome) String() string { return o.named(" or ", "mutual exclusion") }
 
 // found renders an outcome that happened: "mutual exclusion and resource
 // violated".
-func (o Outcome) found() string { return o.join(" and ") }
+func (o Outcome) found() string { return o.named(" and ", "mutual exclusion") }
 
-func (o Outcome) join(sep string) string {
-	if o == Safe {
-		return "safe"
-	}
+// named renders the outcome with me as the name of MutualExclusion (a
+// semaphore's permit limit, a reader-writer lock's exclusion).
+func (o Outcome) named(sep, me string) string {
 	if o&Any != 0 {
 		return "any"
+	}
+	prefix := ""
+	if o&AtMost != 0 {
+		o &^= AtMost
+		if o == Safe {
+			return "safe"
+		}
+		prefix, sep = "at most ", " and "
+	}
+	if o == Safe {
+		return "safe"
 	}
 	var parts []string
 	for _, p := range []struct {
 		o    Outcome
 		name string
-	}{{MutualExclusion, "mutual exclusion"}, {Resource, "resource"}, {Liveness, "liveness"}} {
+	}{{MutualExclusion, me}, {Resource, "resource"}, {Liveness, "liveness"}} {
 		if o&p.o != 0 {
 			parts = append(parts, p.name)
 		}
 	}
-	return strings.Join(parts, sep) + " violated"
+	return prefix + strings.Join(parts, sep) + " violated"
 }
 
 // Expect maps a fault class to the outcome CI asserts for it. A class not

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 )
@@ -274,113 +273,6 @@ func replayFile(opt Options) string {
 		return *flagReplay
 	}
 	return opt.Replay
-}
-
-// finding is what a class's runs came to.
-type finding struct {
-	prop Outcome // Safe when nothing broke
-	sc   *scenarios.Scenario
-	res  *scenarios.Result
-	file string
-	what string
-	runs int
-	seed uint64
-}
-
-func violated(v checker.Verdict) Outcome {
-	var o Outcome
-	if v.MutualExclusion == checker.Violated {
-		o |= MutualExclusion
-	}
-	if v.Resource == checker.Violated {
-		o |= Resource
-	}
-	if v.Liveness == checker.Violated {
-		o |= Liveness
-	}
-	return o
-}
-
-// where names a class and the user's call of Run ("stall (Run at
-// lock_test.go:42)") at the head of every line a class logs: the class's
-// subtest has no frame of the user's, so testing's own file:line points
-// into this package whatever t.Helper says.
-func where(class Class, caller string) string {
-	if caller == "" {
-		return string(class)
-	}
-	return string(class) + " (Run at " + caller + ")"
-}
-
-// judge compares a class's finding with its expectation and logs or fails.
-// A class runs in a subtest of its own, so testing's file:line points into
-// this package whatever t.Helper says; each line names the user's call of
-// Run (caller) instead.
-func judge(t *testing.T, class Class, expect Outcome, caller string, f finding) {
-	t.Helper()
-	if observe != nil {
-		observe(t, class, f)
-	}
-	at := where(class, caller)
-	if f.prop == Safe {
-		switch {
-		case expect == Safe || expect&Any != 0:
-			t.Logf("locktest: %s: no violation in %d runs (seed %d)", at, f.runs, f.seed)
-		default:
-			t.Errorf("locktest: %s: expected %s, but %d runs (seed %d) found no violation", at, expect, f.runs, f.seed)
-		}
-		return
-	}
-	msg := describe(t, class, f)
-	if expect&Any != 0 || expect&f.prop != 0 {
-		t.Logf("locktest: %s: %s, as expected\n%s", at, f.prop.found(), msg)
-		return
-	}
-	t.Errorf("locktest: %s: %s, expected %s\n%s", at, f.prop.found(), expect, msg)
-}
-
-// describe renders a counterexample: faults, witness, replay, report.
-func describe(t *testing.T, class Class, f finding) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  found in %s:\n", f.what)
-	for _, fl := range f.sc.Faults {
-		fmt.Fprintf(&b, "    %s\n", fl.String())
-	}
-	writeWitness(&b, f.res)
-	if f.file != "" {
-		replay := replayCommand(t, f.file)
-		fmt.Fprintf(&b, "  replay:  %s\n", replay)
-		if *flagReport != "" {
-			path := reportPath(*flagReport, class)
-			if err := writeReport(path, f.res, replay); err != nil {
-				fmt.Fprintf(&b, "  report:  %v\n", err)
-			} else {
-				fmt.Fprintf(&b, "  report:  %s\n", path)
-			}
-		} else {
-			fmt.Fprintf(&b, "  report:  add -locktest.report=out.html to the replay command\n")
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-func writeWitness(b *strings.Builder, res *scenarios.Result) {
-	w := res.Report.Witness
-	if w.MutualExclusion != nil {
-		fmt.Fprintf(b, "  witness: %s\n", w.MutualExclusion)
-	}
-	if w.Resource != nil {
-		fmt.Fprintf(b, "  witness: %s\n", w.Resource)
-	}
-	if w.Liveness != nil {
-		fmt.Fprintf(b, "  witness: %s\n", w.Liveness)
-	}
-}
-
-// reportPath puts the class before the extension: out.html → out-pause.html.
-func reportPath(path string, class Class) string {
-	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + "-" + string(class) + ext
 }
 
 // stallLimit is how long, in real time, the kernel may make no progress

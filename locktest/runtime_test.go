@@ -177,6 +177,8 @@ func TestHelperProcess(t *testing.T) {
 		t.Run("mysql", func(t *testing.T) {
 			RunSQL(t, DriverMySQL, getLockPinned, Options{TTL: 2 * time.Second, Classes: []Class{Drop}})
 		})
+	case "semaphore-heading":
+		RunSemaphore(t, slotSemaphore(2), 2, Options{TTL: 2 * time.Second, Classes: []Class{Pause}})
 	case "unexpected":
 		Run(t, redlock, Options{TTL: 8 * time.Second, Nodes: 1, Classes: []Class{Pause, Drop}, Runs: 30, Expect: Expect{Drop: Any}})
 	}
@@ -282,7 +284,19 @@ func TestReplayAndReport(t *testing.T) {
 			t.Errorf("replay output lacks %q:\n%s", want, out2)
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "out-pause.html")); err != nil || !strings.Contains(string(data), "<html") {
-		t.Errorf("no HTML report: %v", err)
+	data, err := os.ReadFile(filepath.Join(dir, "out-pause.html"))
+	if err != nil || !strings.Contains(string(data), "<html") {
+		t.Fatalf("no HTML report: %v", err)
+	}
+	// The report of a failing class says it does not match the test's
+	// expectation, and draws the lock's key ("orders"), which is not
+	// named lock (issue 31, item 5).
+	for _, bad := range []string{"The run matches the scenario's expectation", "no lock key"} {
+		if strings.Contains(string(data), bad) {
+			t.Errorf("the report of a failing class says %q", bad)
+		}
+	}
+	if !strings.Contains(string(data), "The run does NOT match the scenario's expectation") {
+		t.Errorf("the report of a failing class does not say it fails its expectation")
 	}
 }
