@@ -207,7 +207,7 @@ func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool,
 	if note != "" {
 		what += "; " + note
 	}
-	judge(t, c.class, c.expect, opt.caller, c.base, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: what, runs: ex.Runs, seed: opt.Seed})
+	judge(t, c.class, c.expect, opt.caller, c.base, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: what, runs: ex.Runs, seed: opt.Seed, run: fd.Run})
 }
 
 // replay runs a counterexample file instead of exploring

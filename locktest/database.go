@@ -202,6 +202,9 @@ func RunMySQLDSN(t *testing.T, f DSNFactory, opt Options) {
 // runDatabase is Run for a database lock on the backend of algorithm.
 func runDatabase(t *testing.T, algorithm string, b dbBuilder, opt Options) {
 	t.Helper()
+	if err := opt.refuseForeign("database"); err != nil {
+		t.Fatal(err)
+	}
 	// Stall draws Redis faults (EVALSHA and DEL): a database's classes
 	// are the generator's, whose crash and restart classes take the
 	// database's servers down, and failover to a Postgres standby.

@@ -242,10 +242,10 @@ type Options struct {
 	// (default 80).
 	ShrinkRuns int
 	// Database sets up the simulated database of RunPostgres and RunSQL
-	// (database.go); Run ignores it.
+	// (database.go); the other routes refuse it.
 	Database Database
 	// ZooKeeper sets up the simulated ensemble of RunZooKeeper
-	// (zookeeper.go).
+	// (zookeeper.go); the other routes refuse it.
 	ZooKeeper ZooKeeper
 	// Workers, above 1, splits each class's exploration across that many
 	// worker processes (flag -locktest.workers): copies of the test
@@ -337,4 +337,17 @@ func Token(ctx context.Context) string {
 		return fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
 	}
 	return fmt.Sprintf("%016x", rand.Uint64())
+}
+
+// refuseForeign refuses the options of another route than the one called
+// (route: "redis", "database" or "zookeeper"): an option that would be
+// ignored is an error, not a silence.
+func (o *Options) refuseForeign(route string) error {
+	if route != "database" && (len(o.Database.Params) > 0 || o.Database.PoolSize != 0) {
+		return fmt.Errorf("locktest: Options.Database is for RunPostgres, RunSQL and RunMySQLDSN; this test's lock is not on a database")
+	}
+	if route != "zookeeper" && len(o.ZooKeeper.Params) > 0 {
+		return fmt.Errorf("locktest: Options.ZooKeeper is for RunZooKeeper; this test's lock is not on ZooKeeper")
+	}
+	return nil
 }

@@ -97,6 +97,9 @@ func (s *rwSide) Unlock(ctx context.Context) error {
 // runShared is Run with the base setup adjusted by shape (permits, modes).
 func runShared(t *testing.T, f Factory, opt Options, shape func(*scenarios.Scenario)) {
 	t.Helper()
+	if err := opt.refuseForeign("redis"); err != nil {
+		t.Fatal(err)
+	}
 	if err := opt.defaults(); err != nil {
 		t.Fatal(err)
 	}

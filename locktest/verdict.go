@@ -27,6 +27,9 @@ type finding struct {
 	what string
 	runs int
 	seed uint64
+	// run is the index of the exploration's first violating run (0: the
+	// finding is not an exploration's).
+	run int
 	// expect is what the class was expected to do (set by judge): the
 	// report of the counterexample is judged against it.
 	expect Outcome
@@ -213,7 +216,7 @@ func faultBefore(applied []faults.Applied, at time.Duration) string {
 	if last == nil {
 		return ", before any fault"
 	}
-	return fmt.Sprintf(", after the fault %s (at %s)", last.Fault.String(), checker.Sec(last.At))
+	return fmt.Sprintf(", after the fault %s (applied at %s)", last.Fault.String(), checker.Sec(last.At))
 }
 
 // reportResult is res as the HTML report shows it: judged against the

@@ -97,7 +97,7 @@ func TestCallsNameTheUsersErrors(t *testing.T) {
 	writeCalls(&b, res)
 	for _, want := range []string{
 		`calls:   c2's Lock returned "lock busy" at 1.000s (2 times), before any fault`,
-		`calls:   c1's Unlock returned "pg_advisory_unlock: lock was not held by this session" at 3.000s, after the fault pause c1 for 1s`,
+		`calls:   c1's Unlock returned "pg_advisory_unlock: lock was not held by this session" at 3.000s, after the fault pause c1 for 1s (applied at 2.500s)`,
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("calls lack %q:\n%s", want, b.String())
@@ -160,5 +160,26 @@ func TestReportResult(t *testing.T) {
 	}
 	if !reportResult(res, MutualExclusion).Matches() {
 		t.Errorf("a violation the test expects does not match")
+	}
+}
+
+// An option of another route is refused, not ignored.
+func TestForeignOptionsAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		opt   Options
+		route string
+		want  string
+	}{
+		{Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}, "redis", "Options.ZooKeeper is for RunZooKeeper"},
+		{Options{Database: Database{Params: map[string]string{"pooler": "session"}}}, "redis", "Options.Database is for RunPostgres"},
+		{Options{Database: Database{PoolSize: 3}}, "zookeeper", "Options.Database is for RunPostgres"},
+		{Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}, "database", "Options.ZooKeeper is for RunZooKeeper"},
+	} {
+		if err := c.opt.refuseForeign(c.route); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s route: %v, want %q", c.route, err, c.want)
+		}
+	}
+	if err := (&Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}).refuseForeign("zookeeper"); err != nil {
+		t.Errorf("zookeeper route refuses its own params: %v", err)
 	}
 }

@@ -80,6 +80,9 @@ func RunZooKeeper(t *testing.T, f ZooKeeperFactory, opt Options) {
 	if f == nil {
 		t.Fatal("locktest: RunZooKeeper: the factory is nil")
 	}
+	if err := opt.refuseForeign("zookeeper"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range opt.Classes {
 		if c == Stall || c == Failover {
 			t.Fatalf("locktest: Options.Classes: %s is a class of Redis locks; a ZooKeeper lock's classes are %v", c, faults.Classes())
@@ -90,9 +93,6 @@ func RunZooKeeper(t *testing.T, f ZooKeeperFactory, opt Options) {
 	}
 	if opt.Nodes > 1 || opt.Replicas > 0 || opt.Persistence != "" || opt.Fencing {
 		t.Fatal(`locktest: Options.Nodes, Replicas, Persistence and Fencing describe Redis locks; for ZooKeeper use Options.ZooKeeper.Params{"zk_servers": "5"}`)
-	}
-	if len(opt.Database.Params) > 0 {
-		t.Fatal("locktest: Options.Database is for RunPostgres and RunSQL; for ZooKeeper use Options.ZooKeeper.Params")
 	}
 	opt.Renews = true // the session's pings keep the lock; no deadline of its own
 	if err := opt.defaults(); err != nil {
