@@ -41,18 +41,19 @@ func (o *Overlap) String() string {
 		from, to)
 }
 
-// SecSpan renders the ends of a span [from, to) as Sec does, or, for a
-// span shorter than 10 ms, in microseconds (nanoseconds below 10 µs):
-// rounded to milliseconds an overlap of 0.7 ms read [2.036s, 2.036s),
-// which looks like no overlap at all (issue 31, item 5).
+// SecSpan renders the ends of a span [from, to) as Sec does, unless the
+// span is shorter than 10 ms and its ends are not whole milliseconds:
+// then in microseconds (nanoseconds when they are not whole microseconds
+// either). Rounded to milliseconds an overlap of 0.7 ms read [2.036s,
+// 2.036s), which looks like no overlap at all (issue 31, item 5).
 func SecSpan(from, to time.Duration) (string, string) {
 	digits := 3
-	switch d := to - from; {
-	case d <= 0 || d >= 10*time.Millisecond:
-	case d < 10*time.Microsecond:
-		digits = 9
-	default:
+	whole := func(unit time.Duration) bool { return from%unit == 0 && to%unit == 0 }
+	if d := to - from; d > 0 && d < 10*time.Millisecond && !whole(time.Millisecond) {
 		digits = 6
+		if !whole(time.Microsecond) {
+			digits = 9
+		}
 	}
 	return fmt.Sprintf("%.*fs", digits, from.Seconds()), fmt.Sprintf("%.*fs", digits, to.Seconds())
 }

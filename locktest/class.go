@@ -153,7 +153,7 @@ func (c *classRun) replaySaved(saved []string) bool {
 		}
 		if prop := violated(res.Report.Verdict); prop != Safe {
 			judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: prop, sc: sc, res: res, file: file,
-				what: fmt.Sprintf("the saved counterexample %s (%d of %d saved for this class), replayed before exploring seed %d (delete it, or pass -locktest.seed, to explore)", file, i+1, len(saved), c.opt.Seed)})
+				what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (%d of %d saved for this class; delete it, or pass -locktest.seed, to explore)", file, c.opt.Seed, i+1, len(saved))})
 			return true
 		}
 		t.Logf("locktest: %s: replayed the saved counterexample %s: it no longer breaks the lock", c.at(), file)

@@ -39,7 +39,7 @@ func TestFailfilesAreKeptBeside(t *testing.T) {
 		t.Errorf("the seed 7 finding does not say it was saved beside the old one: %q", w)
 	}
 	Run(t, setNXLock(true), opt)
-	if w := got[Stall].what; !strings.Contains(w, "the saved counterexample "+filepath.Join(dir, "stall.yaml")+" (1 of 2 saved for this class), replayed before exploring") {
+	if w := got[Stall].what; !strings.Contains(w, "the saved counterexample "+filepath.Join(dir, "stall.yaml")+", replayed instead of exploring seed 1 (1 of 2 saved for this class;") {
 		t.Errorf("the third run does not say it replayed stall.yaml first: %q", w)
 	}
 }
