@@ -29,6 +29,9 @@ type classRun struct {
 // exploration.
 func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, class Class) {
 	t.Helper()
+	if opt.Runs == 0 {
+		opt.Runs = defaultRuns(class)
+	}
 	c := &classRun{f: f, opt: opt, base: base, class: class, expect: Safe}
 	if e, ok := opt.Expect[class]; ok {
 		c.expect = e

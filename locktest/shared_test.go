@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -112,5 +113,20 @@ func TestRunReadWrite(t *testing.T) {
 	}
 	if f := got[Crash]; f.prop != Safe {
 		t.Errorf("crash: %s, want safe", f.prop)
+	}
+}
+
+// With the default runs a 2-permit semaphore's over-admission after a
+// node restart is found at seed 1: it first shows at run 142, past the
+// former default of 40 runs per class (issue 31, item 5; defaultRuns).
+func TestDefaultRunsFindSemaphoreRestart(t *testing.T) {
+	if os.Getenv("LOCKLAB_DEEP") != "1" && (defaultRuns(Restart) != 250 || defaultRuns(Pause) != 40) {
+		t.Fatalf("default runs: restart %d, pause %d; want 250 and 40", defaultRuns(Restart), defaultRuns(Pause))
+	}
+	got := observeFindings(t)
+	RunSemaphore(t, slotSemaphore(2), 2, Options{TTL: 2 * time.Second, Classes: []Class{Restart}, Expect: Expect{Restart: MutualExclusion}})
+	f := got[Restart]
+	if f.prop&MutualExclusion == 0 || f.run != 142 {
+		t.Fatalf("restart: %s at run %d of %d, want the permit limit violated at run 142", f.prop.found(), f.run, f.runs)
 	}
 }

@@ -15,8 +15,8 @@ func TestDropAndDelaySpareTheStore(t *testing.T) {
 	got := observeFindings(t)
 	Run(t, setNXLock(false), Options{TTL: 2 * time.Second, Classes: []Class{Drop, Delay}})
 	for _, c := range []Class{Drop, Delay} {
-		if f := got[c]; f.prop != Safe || f.runs != defaultRuns() {
-			t.Errorf("%s: compare-and-delete lock %s in %d runs, want safe in %d", c, f.prop.found(), f.runs, defaultRuns())
+		if f := got[c]; f.prop != Safe || f.runs != defaultRuns(c) {
+			t.Errorf("%s: compare-and-delete lock %s in %d runs, want safe in %d", c, f.prop.found(), f.runs, defaultRuns(c))
 		}
 	}
 	Run(t, setNXLock(true), Options{TTL: 2 * time.Second, Classes: []Class{Delay, Stall}, Expect: Expect{Delay: Any, Stall: Any}})
