@@ -237,7 +237,8 @@ type Options struct {
 	// written by locklab) that every class replays instead of exploring, as
 	// the -locktest.replay flag does: the class passes or fails on that one
 	// run. Replay a failfile from code by pointing Replay at it, restricted
-	// to its class with Classes.
+	// to its class with Classes: a file made for another test, class, lock
+	// or store setting is refused, and the class fails (madefor.go).
 	Replay string
 	// ShrinkRuns bounds the runs spent shrinking a counterexample
 	// (default 80).
