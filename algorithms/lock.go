@@ -373,18 +373,18 @@ func needNodes(c Conns, n int, name string) error {
 }
 
 // Custom is the name under which a lock built outside the registry (a
-// user's own lock, see scenarios/locktest) appears in scenarios.
+// user's own lock, see locktest) appears in scenarios.
 const Custom = "custom"
 
 func init() {
 	Register(Info{
 		Name:     Custom,
-		Summary:  "your own lock, supplied by a factory in Go (scenarios/locktest)",
+		Summary:  "your own lock, supplied by a factory in Go (locktest)",
 		Backend:  "redis",
 		MinNodes: 1,
 		Hidden:   true,
 		New: func(p Params, c Conns) (Lock, error) {
-			return nil, errors.New("the custom algorithm is built by a factory in Go; use package scenarios/locktest")
+			return nil, errors.New("the custom algorithm is built by a factory in Go; use package locktest")
 		},
 	})
 }

@@ -28,16 +28,34 @@ func (o *Overlap) String() string {
 	if len(o.Holders) > 0 {
 		return o.crowdString()
 	}
+	from, to := SecSpan(o.From, o.To)
 	if o.First.Client == o.Second.Client {
 		return fmt.Sprintf("%s held [%s, %s) (%s) and, again, [%s, %s) (%s): two holds by one client during [%s, %s)",
 			o.First.Client, Sec(o.First.Start), Sec(o.First.End), o.First.EndReason,
 			Sec(o.Second.Start), Sec(o.Second.End), o.Second.EndReason,
-			Sec(o.From), Sec(o.To))
+			from, to)
 	}
 	return fmt.Sprintf("%s held [%s, %s) (%s) and %s held [%s, %s) (%s): both held during [%s, %s)",
 		o.First.Client, Sec(o.First.Start), Sec(o.First.End), o.First.EndReason,
 		o.Second.Client, Sec(o.Second.Start), Sec(o.Second.End), o.Second.EndReason,
-		Sec(o.From), Sec(o.To))
+		from, to)
+}
+
+// SecSpan renders the ends of a span [from, to) as Sec does, unless the
+// span is shorter than 10 ms and its ends are not whole milliseconds:
+// then in microseconds (nanoseconds when they are not whole microseconds
+// either). Rounded to milliseconds an overlap of 0.7 ms read [2.036s,
+// 2.036s), which looks like no overlap at all (issue 31, item 5).
+func SecSpan(from, to time.Duration) (string, string) {
+	digits := 3
+	whole := func(unit time.Duration) bool { return from%unit == 0 && to%unit == 0 }
+	if d := to - from; d > 0 && d < 10*time.Millisecond && !whole(time.Millisecond) {
+		digits = 6
+		if !whole(time.Microsecond) {
+			digits = 9
+		}
+	}
+	return fmt.Sprintf("%.*fs", digits, from.Seconds()), fmt.Sprintf("%.*fs", digits, to.Seconds())
 }
 
 // checkExclusion decides "no more holders than the primitive allows" with

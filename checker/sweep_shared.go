@@ -105,6 +105,7 @@ func (o *Overlap) crowdString() string {
 	for _, h := range o.Holders {
 		hs = append(hs, fmt.Sprintf("%s [%s, %s) (%s)", h.Client, Sec(h.Start), Sec(h.End), h.EndReason))
 	}
+	from, to := SecSpan(o.From, o.To)
 	return fmt.Sprintf("%d holders of a %d-permit semaphore during [%s, %s): %s",
-		len(o.Holders), o.Permits, Sec(o.From), Sec(o.To), strings.Join(hs, ", "))
+		len(o.Holders), o.Permits, from, to, strings.Join(hs, ", "))
 }

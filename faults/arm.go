@@ -60,6 +60,11 @@ type Targets struct {
 	// ignores steps of the wall clock, ZooKeeper times sessions with
 	// System.nanoTime. Such a fault fires and changes nothing.
 	JumpIgnored, DriftIgnored map[string]string
+	// Spared are hosts whose messages drop, delay and partition faults
+	// leave alone: the harness's own bookkeeping (the protected resource
+	// of a locktest run, scenarios.Resource.Reliable), which is not the
+	// lock's traffic.
+	Spared map[string]bool
 }
 
 // Talker says whether two hosts ever exchanged a message (sim.Network).
@@ -318,7 +323,7 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 			idx := len(*log) // rec is appended below, before any message
 			spent = func() { (*log)[idx].Spent = w.Now() }
 		}
-		w.Net.AddFilter(messageRule(w, f, now, matched, spent))
+		w.Net.AddFilter(messageRule(w, f, now, matched, spent, t.Spared))
 	case NodeCrash:
 		if n, ok := t.Nodes[f.Target]; ok {
 			n.Crash()
@@ -338,10 +343,10 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 		if f.Duration > 0 {
 			rec.Until = now + f.Duration.D()
 		}
-		cut(w, f, true)
+		cut(w, f, true, t.Spared)
 		if f.Duration > 0 {
 			w.After(f.Duration.D(), func() {
-				cut(w, f, false)
+				cut(w, f, false, t.Spared)
 				w.Record("faults", event.Event{Kind: event.FaultHealed, Fault: f.String(), Node: f.Target})
 			})
 		}
@@ -353,10 +358,13 @@ func apply(w *sim.World, t Targets, f Fault, log *[]Applied, matched *int) {
 	}
 }
 
-func cut(w *sim.World, f Fault, on bool) {
+func cut(w *sim.World, f Fault, on bool, spared map[string]bool) {
 	a, b := f.Groups[0], f.Groups[1]
 	for _, x := range a {
 		for _, y := range b {
+			if spared[x] || spared[y] {
+				continue
+			}
 			if on {
 				w.Net.Cut(x, y)
 				if !f.OneWay {
@@ -372,9 +380,12 @@ func cut(w *sim.World, f Fault, on bool) {
 
 // messageRule builds the network filter of a drop or delay fault.
 // spent is called when a rule with a count uses its last message.
-func messageRule(w *sim.World, f Fault, armed time.Duration, matched *int, spent func()) sim.Filter {
+func messageRule(w *sim.World, f Fault, armed time.Duration, matched *int, spent func(), spared map[string]bool) sim.Filter {
 	used := 0
 	return func(m *sim.Message) (bool, time.Duration, string) {
+		if spared[m.From] || spared[m.To] {
+			return false, 0, ""
+		}
 		if f.Duration > 0 && f.Kind == Drop && w.Now() >= armed+f.Duration.D() {
 			return false, 0, ""
 		}

@@ -328,3 +328,17 @@ func Human(d time.Duration) string {
 	}
 	return t
 }
+
+// Names reports whether f names host: as its target, the node of a
+// message rule, or a member of a partition's groups.
+func (f Fault) Names(host string) bool {
+	if f.Target == host || f.Node == host {
+		return true
+	}
+	for _, g := range f.Groups {
+		if slices.Contains(g, host) {
+			return true
+		}
+	}
+	return false
+}

@@ -407,6 +407,9 @@ func (s *Scenario) Validate() error {
 		for _, p := range f.Problems(names) {
 			bad(field+"."+p.Field, "%s", p.Msg)
 		}
+		if s.Resource.Reliable && f.Names(ResourceHost) {
+			bad(field, "this %s fault names the resource's host %s, but resource.reliable is true (its traffic is spared from faults); remove one of the two", f.Kind, ResourceHost)
+		}
 		if f.Kind == faults.ClockJump {
 			swing[f.Target] += math.Abs(float64(f.Jump))
 			if swing[f.Target] > float64(100*MaxDuration) && swing[f.Target]-math.Abs(float64(f.Jump)) <= float64(100*MaxDuration) {

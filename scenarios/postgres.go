@@ -47,7 +47,7 @@ import (
 //	                           the pooler (a migration job, a psql session)
 //	shared_pool: false         every client (not direct_clients) dials from
 //	                           one host, app: the workers of one service
-//	                           sharing its connection pool (scenarios/locktest)
+//	                           sharing its connection pool (locktest)
 //	pool_max_conns: 4          pgxpool (pg-advisory-pgxpool): MaxConns,
 //	pool_max_conn_idle_time: 30m   MaxConnIdleTime and HealthCheckPeriod,
 //	pool_health_check_period: 1m   pgxpool's defaults; with the algorithm's

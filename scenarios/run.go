@@ -257,6 +257,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	}
 	res := &Result{Scenario: sc, Seed: seed}
 	targets := faults.Targets{Clients: map[string]*sim.Host{}, Nodes: map[string]*sim.RedisNode{}, Hosts: map[string]*sim.Host{}, Servers: map[string]faults.Server{}}
+	if sc.Resource.Reliable {
+		targets.Spared = map[string]bool{ResourceHost: true}
+	}
 
 	var lockNodes []*sim.RedisNode
 	var tokenNode *sim.RedisNode

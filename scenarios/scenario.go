@@ -207,6 +207,13 @@ type Resource struct {
 	Initial int64 `yaml:"initial,omitempty" json:"initial" range:"-1000000000000000..1000000000000000"`
 	// Fencing is "none", ">" or ">=".
 	Fencing string `yaml:"fencing,omitempty" json:"fencing,omitempty"`
+	// Reliable spares the resource's own traffic (the store's reads and
+	// writes) from drop, delay and partition faults: the faults act on
+	// the lock's traffic only. Package locktest sets it unless
+	// Options.FaultStore asks otherwise: a worker whose write to the
+	// store is lost waits for it past the TTL, which no lock can prevent
+	// (issue 31, item 4).
+	Reliable bool `yaml:"reliable,omitempty" json:"reliable,omitempty"`
 }
 
 // Expect is the verdict a scenario asserts; an empty field is not asserted.
@@ -252,6 +259,11 @@ type Scenario struct {
 	// Counterexample, when set, is the proof of origin of a file written
 	// by locklab explore (see counterexample.go); written first.
 	Counterexample *Provenance `yaml:"counterexample,omitempty" json:"-"`
+	// MadeFor, in a failfile written by package locktest, names the test,
+	// fault class and lock the counterexample was found for; a replay
+	// into another is refused (locktest/madefor.go). The runner does not
+	// read it.
+	MadeFor *MadeFor `yaml:"made_for,omitempty" json:"-"`
 
 	ID        string            `yaml:"id" json:"id"`
 	Title     string            `yaml:"title" json:"title"`

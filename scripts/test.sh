@@ -66,11 +66,11 @@ step "go vet" go vet ./...
 # hang, not a pace.
 step "go test -race" go test -race -count=1 -timeout 30m -skip '^TestMutantsAreKilled$' ./...
 step "mutation gate" go test -race -count=1 -timeout 30m -run '^TestMutantsAreKilled$' ./cmd/locklab
-# The README's library × fault table (scenarios/locktest TestLibraryTable)
+# The README's library × fault table (locktest TestLibraryTable)
 # runs every library row under every fault class and fails on any verdict
 # the table does not show. It skips itself under -race (ten times slower
 # there), so without this step CI never checked the table users read.
-step "library table" go test -count=1 -timeout 30m -run '^TestLibraryTable$' ./scenarios/locktest
+step "library table" go test -count=1 -timeout 30m -run '^TestLibraryTable$' ./locktest
 # A short fuzzing pass over the scenario parser and runner (issue 15); the
 # corpus in scenarios/testdata/fuzz also runs in the normal suite above. It
 # is bounded by a count of inputs, not by time: with -fuzztime 20s an input

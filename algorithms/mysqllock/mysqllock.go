@@ -50,7 +50,7 @@ const Backend = "mysql"
 type Client struct {
 	DB *sql.DB
 	// Config is the driver configuration DB was opened with (its
-	// DialFunc dials the simulated network): scenarios/locktest makes a
+	// DialFunc dials the simulated network): locktest makes a
 	// DSN of it for a lock that opens its own pool.
 	Config *mysql.Config
 

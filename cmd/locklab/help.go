@@ -67,6 +67,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
                                   # clients time their leases with
     each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true, clock: wall}}
   resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
+                                  # reliable: true spares the store's own reads
+                                  # and writes from drop, delay and partition
+                                  # faults (what locktest sets by default)
   network: {latency: 500us, jitter: 500us}
   duration: 30s                   # simulated run length
   liveness_bound: 21s             # default 2*ttl+1s

@@ -10,7 +10,8 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
-	"github.com/locklab/locklab/scenarios/locktest"
+	"github.com/locklab/locklab/locktest"
+	_ "github.com/locklab/locklab/locktest/htmlreport" // -locktest.report writes HTML
 	"github.com/redis/go-redis/v9"
 )
 

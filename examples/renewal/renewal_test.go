@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/examples/renewal"
-	"github.com/locklab/locklab/scenarios/locktest"
+	"github.com/locklab/locklab/locktest"
+	_ "github.com/locklab/locklab/locktest/htmlreport" // -locktest.report writes HTML
 	"github.com/redis/go-redis/v9"
 )
 

@@ -1,0 +1,244 @@
+package locktest
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim"
+)
+
+// classRun is one fault class's subtest: the lock, the options, the
+// setup its runs start from and what the class is expected to do.
+type classRun struct {
+	t      *testing.T // the class's subtest, inside its bubble
+	f      builder
+	opt    Options
+	base   *scenarios.Scenario
+	class  Class
+	expect Outcome
+}
+
+// runClass runs one class: a replay (-locktest.replay, Options.Replay),
+// a worker's shard, or the saved counterexamples first and then the
+// exploration.
+func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, class Class) {
+	t.Helper()
+	if opt.Runs == 0 {
+		opt.Runs = defaultRuns(class)
+	}
+	c := &classRun{f: f, opt: opt, base: base, class: class, expect: Safe}
+	if e, ok := opt.Expect[class]; ok {
+		c.expect = e
+	}
+	if class == Failover && opt.Replicas == 0 && opt.failover == nil {
+		t.Skipf("locktest: %s: failover needs Options.Replicas", where(class, opt.caller))
+	}
+	shard, shards, worker, err := shardFlag()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := savedFailfiles(t, class)
+	drawn := class == Failover || class == Stall // drawn by locktest, not the generator
+	// With workers, the sweep runs in worker processes before this
+	// process's bubble opens (a process is no thing to wait for inside
+	// one); saved failfiles that are replayed first keep it here.
+	parallel, wRuns, wFirst := false, 0, 0
+	if n := opt.workers(); n > 1 && !drawn && replayFile(opt) == "" && (len(saved) == 0 || *flagSeed != 0) {
+		parallel = true
+		if wRuns, wFirst, err = exploreInWorkers(t, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go watchdog(t.Name(), stop)
+	defer func() {
+		// A lock blocked for good on a channel of its own leaves goroutines
+		// behind in the bubble; synctest then panics. The failure has
+		// already been reported with what blocked; say it once more and
+		// carry on with the next class instead of killing the test binary.
+		if r := recover(); r != nil {
+			t.Errorf("locktest: %s: goroutines of the lock outlived the runs (%v): stop them when the context passed to Lock is cancelled, or when Unlock is called. Still there:\n%s", where(class, opt.caller), r, sim.BlockedGoroutines(true))
+		}
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		c.t = t
+		if file := replayFile(opt); file != "" {
+			c.replay(file)
+			return
+		}
+		exOpt := c.exploreOptions()
+		if worker {
+			if drawn {
+				t.Skipf("locktest: %s is not split across workers", class)
+			}
+			exOpt.Shard, exOpt.Shards, exOpt.NoShrink = shard, shards, true
+			ex, err := scenarios.Explore(exOpt)
+			if err == nil {
+				err = writeShard(ex)
+			}
+			if err != nil {
+				t.Fatalf("locktest: %s, shard %d/%d: %v", class, shard, shards, err)
+			}
+			return
+		}
+		if c.replaySaved(saved) {
+			return
+		}
+		c.explore(exOpt, drawn, parallel, wRuns, wFirst)
+	})
+}
+
+func (c *classRun) prepare(seed uint64) { seedProcessRandom(c.t, seed) }
+
+func (c *classRun) factory() algorithms.Factory {
+	return c.f.algorithm(c.opt.TTL, c.opt.Renews, c.opt.Fencing)
+}
+
+// run runs one scenario of the class in the bubble.
+func (c *classRun) run(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
+	return scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: c.factory(), Bubble: true, KeepTrace: keep, Prepare: c.prepare})
+}
+
+func (c *classRun) exploreOptions() scenarios.ExploreOptions {
+	return scenarios.ExploreOptions{
+		Algorithm:     algorithms.Custom,
+		Factory:       c.factory(),
+		Base:          c.base,
+		Classes:       []faults.Class{c.class},
+		Runs:          c.opt.Runs,
+		Seed:          c.opt.Seed,
+		Bubble:        true,
+		KeepWorkload:  c.opt.keepWorkload(),
+		MaxShrinkRuns: c.opt.ShrinkRuns,
+		Prepare:       c.prepare,
+		Persistence:   c.opt.Persistence,
+	}
+}
+
+// at heads every line the class logs.
+func (c *classRun) at() string { return where(c.class, c.opt.caller) }
+
+// replaySaved replays the class's saved counterexamples, oldest first, as
+// rapid does, and reports true when one still breaks the lock (the class
+// is then judged on it). An explicit -locktest.seed skips them: that
+// seed's runs are what the user asked to see.
+func (c *classRun) replaySaved(saved []string) bool {
+	t := c.t
+	if len(saved) == 0 {
+		return false
+	}
+	if *flagSeed != 0 {
+		which := "the saved counterexample " + saved[0] + " was not replayed (run without -locktest.seed to replay it)"
+		if len(saved) > 1 {
+			which = fmt.Sprintf("the %d saved counterexamples %s were not replayed (run without -locktest.seed to replay them)", len(saved), strings.Join(saved, ", "))
+		}
+		t.Logf("locktest: %s: exploring -locktest.seed=%d; %s", c.at(), *flagSeed, which)
+		return false
+	}
+	for i, file := range saved {
+		sc, err := scenarios.Load(file)
+		if err != nil {
+			t.Fatalf("locktest: %s: the saved counterexample %v", c.at(), err)
+		}
+		if err := checkMadeFor(t, file, sc, c.base, c.class, c.opt.caller); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.run(sc, true)
+		if err != nil {
+			t.Fatalf("locktest: %s: %s: %v", c.at(), file, err)
+		}
+		if prop := violated(res.Report.Verdict); prop != Safe {
+			judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: prop, sc: sc, res: res, file: file,
+				what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (%d of %d saved for this class; delete it, or pass -locktest.seed, to explore)", file, c.opt.Seed, i+1, len(saved))})
+			return true
+		}
+		t.Logf("locktest: %s: replayed the saved counterexample %s: it no longer breaks the lock", c.at(), file)
+	}
+	t.Logf("locktest: %s: none of the %d saved counterexample(s) breaks the lock; exploring seed %d", c.at(), len(saved), c.opt.Seed)
+	return false
+}
+
+// explore runs the class's exploration and judges what it found; a
+// counterexample is saved beside the class's earlier ones.
+func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool, wRuns, wFirst int) {
+	t, opt := c.t, c.opt
+	var (
+		ex  *scenarios.ExploreResult
+		err error
+	)
+	switch {
+	case c.class == Failover:
+		draw := failoverRun
+		if opt.failover != nil {
+			draw = opt.failover // a database's standby (database.go)
+		}
+		ex, err = exploreDrawn(draw, c.f, opt, c.base, c.prepare)
+	case c.class == Stall:
+		ex, err = exploreDrawn(stallRun, c.f, opt, c.base, c.prepare)
+	case parallel:
+		ex, err = shrinkRun(exOpt, wRuns, wFirst)
+	default:
+		ex, err = scenarios.Explore(exOpt)
+	}
+	if err != nil {
+		t.Fatalf("locktest: %s: %v", c.at(), err)
+	}
+	if len(ex.Findings) == 0 {
+		judge(t, c.class, c.expect, opt.caller, c.base, finding{runs: ex.Runs, seed: opt.Seed})
+		return
+	}
+	fd := ex.Findings[0]
+	sc := fd.Minimal
+	if sc == nil {
+		sc = fd.Scenario
+	}
+	sc.ID = fmt.Sprintf("locktest-%s-%s", strings.ReplaceAll(t.Name(), "/", "-"), c.class)
+	sc.MadeFor = madeFor(t, c.class, sc)
+	res, err := c.run(sc, true)
+	if err != nil {
+		t.Fatalf("locktest: %s: %v", c.at(), err)
+	}
+	what := fmt.Sprintf("run %d of %d (seed %d), shrunk to %d fault(s) and %d client(s)", fd.Run, opt.Runs, opt.Seed, len(sc.Faults), sc.Clients.Count)
+	file, note := saveFailfile(t, c.class, sc)
+	if note != "" {
+		what += "; " + note
+	}
+	judge(t, c.class, c.expect, opt.caller, c.base, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: what, runs: ex.Runs, seed: opt.Seed, run: fd.Run})
+}
+
+// replay runs a counterexample file instead of exploring
+// (-locktest.replay, Options.Replay) and prints its witness, after
+// checking that the file was made for this test, class and lock.
+func (c *classRun) replay(file string) {
+	t := c.t
+	t.Helper()
+	sc, err := scenarios.Load(file)
+	if err != nil {
+		t.Fatalf("%v: %v", errNoReplay, err)
+	}
+	if err := checkMadeFor(t, file, sc, c.base, c.class, c.opt.caller); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.run(sc, true)
+	if err != nil {
+		t.Fatalf("locktest: %s: %s: %v", c.at(), file, err)
+	}
+	judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: violated(res.Report.Verdict), sc: sc, res: res, file: file, what: "replay of " + file, runs: 1, seed: sc.Seed})
+	trace := strings.TrimSuffix(file, ".yaml") + ".trace.txt"
+	var tb strings.Builder
+	for _, e := range res.Trace {
+		tb.WriteString(e.String())
+		tb.WriteByte('\n')
+	}
+	if os.WriteFile(trace, []byte(tb.String()), 0o644) != nil {
+		trace = "(not written)"
+	}
+	t.Logf("locktest: %s: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", c.at(), file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
+}
