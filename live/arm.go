@@ -52,7 +52,7 @@ func (r *run) apply(f faults.Fault) {
 	case faults.ClockJump:
 		if c, ok := r.clients[f.Target]; ok {
 			c.jump(f.Jump.D())
-		} else if s, ok := r.servers[f.Target]; ok {
+		} else if s, ok := r.backend.process(f.Target).(*redisServer); ok {
 			n, err := s.shiftTTLs(context.Background(), f.Jump.D())
 			note = fmt.Sprintf(" (%d expiries moved", n)
 			if err != nil {
@@ -63,12 +63,12 @@ func (r *run) apply(f faults.Fault) {
 	case faults.Drift:
 		r.clients[f.Target].drift(f.PPM)
 	case faults.NodeCrash:
-		s := r.servers[f.Target]
+		s := r.backend.process(f.Target)
 		s.kill()
 		if f.RestartAfter > 0 {
 			r.later(f.RestartAfter.D(), func() {
 				if err := s.start(); err != nil {
-					r.log(fmt.Sprintf("%8.3fs  restart of %s failed: %v", r.since().Seconds(), s.Name, err))
+					r.log(fmt.Sprintf("%8.3fs  restart of %s failed: %v", r.since().Seconds(), f.Target, err))
 				}
 			})
 		}

@@ -2,9 +2,11 @@ package live
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 )
@@ -25,9 +27,56 @@ func (e *NotExpressible) Error() string {
 // live fabric, the client hosts and the server processes can apply.
 func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
 	var why []string
-	if info.Backend != "redis" {
-		why = append(why, fmt.Sprintf("algorithm %s runs on the %s backend; live mode starts Redis servers only so far (ZooKeeper, Postgres and MariaDB are not wired yet)", sc.Algorithm, info.Backend))
+	switch info.Backend {
+	case "redis":
+		why = redisExpressible(sc)
+	case gozk.Backend:
+		why = paramsExpressible(sc, zkLiveParams)
+		if n := sc.Params["zk_servers"]; n != "1" {
+			why = append(why, fmt.Sprintf("params.zk_servers is %s: live mode starts one ZooKeeper server so far (zk_servers: \"1\"), not an ensemble", orDefault(n, "3 (the default)")))
+		}
+	case "postgres":
+		why = postgresExpressible(sc)
+	default:
+		why = append(why, fmt.Sprintf("algorithm %s runs on the %s backend, which live mode does not start yet", sc.Algorithm, info.Backend))
 	}
+	for i, f := range sc.Faults {
+		if r := faultExpressible(sc, f); r != "" {
+			why = append(why, fmt.Sprintf("faults[%d] (%s): %s", i, f.String(), r))
+		}
+	}
+	if len(why) > 0 {
+		return &NotExpressible{Scenario: sc.ID, Reasons: why}
+	}
+	return nil
+}
+
+// zkLiveParams are the params a live ZooKeeper run honours: the session's
+// and the recipes' own. The simulated ensemble's (election_time,
+// tick_time, sync_limit, apply_lag) have no live counterpart.
+var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", "fencing"}
+
+// paramsExpressible names every param of sc outside known.
+func paramsExpressible(sc *scenarios.Scenario, known []string) []string {
+	var why []string
+	for _, k := range sortedKeys(sc.Params) {
+		if !slices.Contains(known, k) {
+			why = append(why, fmt.Sprintf("params.%s has no live counterpart yet", k))
+		}
+	}
+	return why
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// redisExpressible checks a Redis scenario's nodes.
+func redisExpressible(sc *scenarios.Scenario) []string {
+	var why []string
 	for _, n := range sc.Nodes {
 		if n.Replica != "" {
 			why = append(why, fmt.Sprintf("node %s replicates from %s: replication between live servers is not wired yet", n.Name, n.Replica))
@@ -39,15 +88,7 @@ func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
 			why = append(why, fmt.Sprintf("node %s sets min_replicas_to_write, which needs replicas", n.Name))
 		}
 	}
-	for i, f := range sc.Faults {
-		if r := faultExpressible(sc, f); r != "" {
-			why = append(why, fmt.Sprintf("faults[%d] (%s): %s", i, f.String(), r))
-		}
-	}
-	if len(why) > 0 {
-		return &NotExpressible{Scenario: sc.ID, Reasons: why}
-	}
-	return nil
+	return why
 }
 
 // faultExpressible says why f cannot be made live, or "".
@@ -74,8 +115,11 @@ func faultExpressible(sc *scenarios.Scenario, f faults.Fault) string {
 		}
 		return ""
 	case faults.NodeCrash:
+		if f.Target == "zk1" {
+			return ""
+		}
 		if !isNode(f.Target) {
-			return "only Redis nodes can crash live"
+			return "only Redis nodes and zk1 can crash live so far"
 		}
 		if f.Persistence != "" && f.Persistence != "none" {
 			return "restart with persistence " + f.Persistence + " is not wired yet (a live node restarts empty)"
@@ -85,4 +129,9 @@ func faultExpressible(sc *scenarios.Scenario, f faults.Fault) string {
 		return "Sentinel failover needs replicas, which live mode does not start yet"
 	}
 	return "unknown fault kind"
+}
+
+// postgresExpressible is filled in by postgres.go.
+var postgresExpressible = func(sc *scenarios.Scenario) []string {
+	return []string{"the Postgres backend is not wired live yet"}
 }

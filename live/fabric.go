@@ -208,3 +208,11 @@ func (fb *fabric) until(f faults.Fault) time.Time {
 	}
 	return time.Now().Add(f.Duration.D())
 }
+
+// cutNow reports whether a partition separates a and b, either way.
+func (fb *fabric) cutNow(a, b string) bool {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	now := time.Now()
+	return fb.cut(a, b, now) || fb.cut(b, a, now)
+}

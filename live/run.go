@@ -48,26 +48,25 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*scenarios.R
 	if err := expressible(sc, info); err != nil {
 		return nil, err
 	}
-	bin, err := RedisBinary()
-	if err != nil {
-		return nil, err
-	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = 250 * time.Millisecond
+	}
+	b, err := newBackend(sc, info)
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.MkdirTemp(opt.TempDir, "locklab-live-")
 	if err != nil {
 		return nil, err
 	}
+	// The servers may run as another user (Postgres refuses root), who
+	// must reach their directories.
+	os.Chmod(root, 0o755)
 	defer os.RemoveAll(root)
-	r := &run{sc: sc, opt: opt, servers: map[string]*redisServer{}, clients: map[string]*clientHost{}}
+	r := &run{sc: sc, opt: opt, backend: b, clients: map[string]*clientHost{}}
 	defer r.close()
-	for _, n := range sc.Nodes {
-		s, err := startRedis(bin, root, n.Name)
-		if err != nil {
-			return nil, err
-		}
-		r.servers[n.Name] = s
+	if err := b.start(root, opt); err != nil {
+		return nil, err
 	}
 	return r.execute(ctx)
 }
@@ -76,7 +75,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*scenarios.R
 type run struct {
 	sc       *scenarios.Scenario
 	opt      Options
-	servers  map[string]*redisServer
+	backend  backend
 	clients  map[string]*clientHost
 	fabric   *fabric
 	store    *store
@@ -98,9 +97,7 @@ func (r *run) close() {
 	for _, c := range r.clients {
 		c.crash()
 	}
-	for _, s := range r.servers {
-		s.close()
-	}
+	r.backend.close()
 }
 
 // since is the run's clock: real time since the run began.
@@ -116,9 +113,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 	r.rec = &recorder{clock: r.since, open: map[string]*openHold{}, wanting: map[string]time.Duration{}}
 	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.Fencing, fabric: r.fabric, clock: r.since, wait: time.Second}
 	res := &scenarios.Result{Scenario: sc, Seed: r.opt.Seed}
-	for _, n := range sc.Nodes {
-		res.Hosts = append(res.Hosts, scenarios.Host{Name: n.Name, Role: "redis-server (live)"})
-	}
+	res.Hosts = append(res.Hosts, r.backend.hosts()...)
 	res.Hosts = append(res.Hosts, scenarios.Host{Name: scenarios.ResourceHost, Role: "resource"})
 
 	var wg sync.WaitGroup
@@ -191,40 +186,12 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 	return res, nil
 }
 
-// buildLock builds one client's lock with go-redis clients that reach the
-// real servers through the client's links.
+// buildLock builds one client's lock on connections to the real servers
+// through the client's links.
 func (r *run) buildLock(c *clientHost) (algorithms.Lock, error) {
-	libraryRetries := r.sc.Clients.LibraryRetries
-	if over := r.sc.Clients.Each[c.Name].LibraryRetries; over != nil {
-		libraryRetries = *over
-	}
-	var connect func() algorithms.Conns
-	connect = func() algorithms.Conns {
-		conns := algorithms.Conns{Fresh: connect}
-		for _, n := range r.sc.Nodes {
-			l := &link{client: c, server: r.servers[n.Name], fabric: r.fabric, wait: r.opt.Timeout, count: func() { r.messages.Add(1) }}
-			cl := l.newClient(libraryRetries)
-			if n.Role == "tokens" {
-				conns.Tokens = cl
-			} else {
-				conns.Redis = append(conns.Redis, cl)
-			}
-		}
-		return conns
-	}
-	conns := connect()
-	// A simulated client's connections cost nothing to open; a real
-	// go-redis client dials and authenticates on its first command. Those
-	// connections are opened before the run's clock starts, so that a
-	// client that starts first also reaches the server first, as in the
-	// simulation.
-	for _, cl := range append(conns.Redis, conns.Tokens) {
-		if cl == nil {
-			continue
-		}
-		if err := cl.Ping(context.Background()).Err(); err != nil {
-			return nil, fmt.Errorf("connecting %s: %w", c.Name, err)
-		}
+	conns, err := r.backend.connect(r, c)
+	if err != nil {
+		return nil, fmt.Errorf("connecting %s: %w", c.Name, err)
 	}
 	return algorithms.Build(r.sc.Algorithm, r.sc.LockParams(c.Name), conns)
 }
