@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/pglock"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/scenarios"
 )
@@ -46,6 +47,8 @@ func newBackend(sc *scenarios.Scenario, info algorithms.Info) (backend, error) {
 			timeout = d
 		}
 		return &zkBackend{sc: sc, timeout: timeout}, nil
+	case pglock.Backend:
+		return &pgBackend{sc: sc}, nil
 	}
 	return nil, &NotExpressible{Scenario: sc.ID, Reasons: []string{fmt.Sprintf("algorithm %s runs on the %s backend, which live mode does not start", sc.Algorithm, info.Backend)}}
 }

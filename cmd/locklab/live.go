@@ -106,8 +106,8 @@ func runLive(args []string, stdout, stderr io.Writer) error {
 		}
 		res, err := live.Run(in.ctx, sc, opt)
 		if err != nil {
-			if code := in.stop(); code != 0 {
-				return &exitError{code}
+			if code := in.code.Load(); code != 0 {
+				return &exitError{int(code)}
 			}
 			return err
 		}
