@@ -130,3 +130,36 @@ func (b *redisBackend) connect(r *run, c *clientHost) (algorithms.Conns, error) 
 	}
 	return conns, nil
 }
+
+// MissingServer is the answer when a server program a live run needs is
+// not installed: it says which, and the project's script that installs it.
+type MissingServer struct{ Msg string }
+
+func (e *MissingServer) Error() string { return e.Msg }
+
+// Installed checks, without starting anything, that the programs sc's live
+// run needs are on this machine.
+func Installed(sc *scenarios.Scenario) error {
+	info, err := algorithms.Lookup(sc.Algorithm)
+	if err != nil {
+		return err
+	}
+	var need []func() error
+	switch info.Backend {
+	case "redis":
+		need = append(need, func() error { _, err := RedisBinary(); return err })
+	case gozk.Backend:
+		need = append(need, zkInstalled)
+	case pglock.Backend:
+		need = append(need, func() error { _, err := pgBinary("initdb"); return err })
+		if p := sc.Params["pooler"]; p == "session" || p == "transaction" {
+			need = append(need, func() error { _, err := pgbouncerBinary(); return err })
+		}
+	}
+	for _, n := range need {
+		if err := n(); err != nil {
+			return &MissingServer{Msg: err.Error()}
+		}
+	}
+	return nil
+}

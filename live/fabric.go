@@ -22,6 +22,10 @@ type fabric struct {
 	rules []*rule
 	waits []*waiting
 	rng   *rand.Rand
+	// latency and jitter are the scenario's network (Network): every
+	// message is held that long, plus a draw of jitter, on top of
+	// loopback's own. Zero leaves loopback alone.
+	latency, jitter time.Duration
 	// fire runs a fault whose trigger matched, before the message that
 	// matched it is acted on.
 	fire func(f faults.Fault)
@@ -82,6 +86,10 @@ func (fb *fabric) pass(m message) fate {
 	fb.mu.Lock()
 	now := time.Now()
 	var out fate
+	out.delay = fb.latency
+	if fb.jitter > 0 {
+		out.delay += time.Duration(fb.rng.Int64N(int64(fb.jitter)))
+	}
 	if fb.cut(m.from, m.to, now) {
 		out.drop = true
 	}

@@ -36,6 +36,14 @@ func init() {
 	}
 }
 
+// pgRole is the one role every client logs in as: the workers of one
+// service. PgBouncer keeps a pool per (database, user) pair, so clients
+// logging in as c1, c2, ... would each get a pool of their own and never
+// share a server connection; the simulated pooler keeps one pool per
+// database, which is one pool per user when everybody is the same user
+// (docs/live.md, "Disagreements").
+const pgRole = "app"
+
 // pgLiveParams are the Postgres backend's params a live run honours.
 // The TCP keepalive settings and the standby have no live counterpart yet.
 var pgLiveParams = []string{"pooler", "pool_size", "server_reset_query", "server_reset_query_always", "server_lifetime",
@@ -225,10 +233,7 @@ func (b *pgBackend) prepare() error {
 		return err
 	}
 	defer admin.Close(ctx)
-	stmts := []string{"CREATE DATABASE lab"}
-	for _, c := range b.sc.ClientNames() {
-		stmts = append(stmts, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", c, b.password))
-	}
+	stmts := []string{"CREATE DATABASE lab", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", pgRole, b.password)}
 	for _, s := range stmts {
 		if _, err := admin.Exec(ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", strings.SplitN(s, " PASSWORD", 2)[0], err)
@@ -252,12 +257,9 @@ func (b *pgBackend) prepare() error {
 }
 
 func (b *pgBackend) startBouncer(root, mode string) error {
-	bin, err := exec.LookPath("pgbouncer")
+	bin, err := pgbouncerBinary()
 	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/pgbouncer"); serr != nil {
-			return errors.New("pgbouncer not found: install it with bash scripts/install-pgbouncer.sh")
-		}
-		bin = "/usr/sbin/pgbouncer"
+		return err
 	}
 	dir := filepath.Join(root, "pgbouncer")
 	if err := serverDir(dir); err != nil {
@@ -267,11 +269,8 @@ func (b *pgBackend) startBouncer(root, mode string) error {
 	if err != nil {
 		return err
 	}
-	var users strings.Builder
-	for _, c := range b.sc.ClientNames() {
-		fmt.Fprintf(&users, "%q %q\n", c, b.password)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(users.String()), 0o644); err != nil {
+	users := fmt.Sprintf("%q %q\n", pgRole, b.password)
+	if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(users), 0o644); err != nil {
 		return err
 	}
 	reset := "DISCARD ALL"
@@ -383,7 +382,7 @@ func (b *pgBackend) client(r *run, c *clientHost, direct bool) *pglock.Client {
 	l := &streamLink{client: c, server: name, addr: target.addr, fabric: r.fabric, requests: pgRequest, replies: pgReply, count: func() { r.messages.Add(1) }}
 	pc := &pglock.Client{}
 	pc.Config = func() *pgx.ConnConfig {
-		url := fmt.Sprintf("postgres://%s:%s@%s/lab?sslmode=disable", c.Name, b.password, target.addr())
+		url := fmt.Sprintf("postgres://%s:%s@%s/lab?sslmode=disable", pgRole, b.password, target.addr())
 		if simple {
 			url += "&default_query_exec_mode=simple_protocol"
 		}
@@ -476,4 +475,15 @@ func pgMessageName(t byte) string {
 		return "PASSWORD"
 	}
 	return "MSG_" + string(rune(t))
+}
+
+// pgbouncerBinary finds pgbouncer: on PATH, or where Debian puts it.
+func pgbouncerBinary() (string, error) {
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/sbin/pgbouncer"); err == nil {
+		return "/usr/sbin/pgbouncer", nil
+	}
+	return "", errors.New("pgbouncer not found: install it with bash scripts/install-pgbouncer.sh")
 }

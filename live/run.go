@@ -62,7 +62,11 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*scenarios.R
 	// The servers may run as another user (Postgres refuses root), who
 	// must reach their directories.
 	os.Chmod(root, 0o755)
-	defer os.RemoveAll(root)
+	defer func() {
+		if os.Getenv("LOCKLAB_LIVE_KEEP") == "" {
+			os.RemoveAll(root)
+		}
+	}()
 	r := &run{sc: sc, opt: opt, backend: b, clients: map[string]*clientHost{}}
 	defer r.close()
 	if err := b.start(root, opt); err != nil {
@@ -109,7 +113,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 	sc := r.sc
 	r.start = time.Now()
 	rng := rand.New(rand.NewPCG(r.opt.Seed, 0x11fe1))
-	r.fabric = &fabric{start: r.start, rng: rand.New(rand.NewPCG(r.opt.Seed, 0xfab)), fire: r.apply}
+	r.fabric = &fabric{start: r.start, rng: rand.New(rand.NewPCG(r.opt.Seed, 0xfab)), fire: r.apply, latency: sc.Network.Latency.D(), jitter: sc.Network.Jitter.D()}
 	r.rec = &recorder{clock: r.since, open: map[string]*openHold{}, wanting: map[string]time.Duration{}}
 	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.Fencing, fabric: r.fabric, clock: r.since, wait: time.Second}
 	res := &scenarios.Result{Scenario: sc, Seed: r.opt.Seed}

@@ -115,11 +115,20 @@ type zkSession struct {
 	conns []*zk.Conn
 }
 
-func (b *zkBackend) start(root string, _ Options) error {
-	java, err := exec.LookPath("java")
+// zkInstalled checks for ZooKeeper's jar and a JRE.
+func zkInstalled() error {
+	_, err := exec.LookPath("java")
 	if _, serr := os.Stat(zkJar); serr != nil || err != nil {
 		return fmt.Errorf("ZooKeeper not available (%s and java are needed): install it with bash scripts/install-zookeeper.sh", zkJar)
 	}
+	return nil
+}
+
+func (b *zkBackend) start(root string, _ Options) error {
+	if err := zkInstalled(); err != nil {
+		return err
+	}
+	java, _ := exec.LookPath("java")
 	port, err := freePort()
 	if err != nil {
 		return err
