@@ -12,6 +12,7 @@ import (
 )
 
 const liveUsage = `Usage: locklab live SCENARIO [flags]
+       locklab live --all [--runs N] [--parallel P] > table.md
 
 Runs the scenario against real servers, in real time: its Redis nodes as
 redis-server processes on 127.0.0.1 (free ports, a temporary directory, a
@@ -36,6 +37,11 @@ Flags:
   --seed N        seed for the clients' random draws (default: the file's)
   --timeout D     how long a client waits for a Redis reply (default 250ms)
   --json          one JSON object: the simulated verdict and every live run
+  --all           every catalogue scenario: a Markdown table of the simulated
+                  verdict beside how many live runs violated each property
+                  (docs/live-table.md is this table)
+  --parallel P    with --all, scenarios run at once, each with its own
+                  servers (default 1)
 `
 
 // liveRunOutput is one live run in --json.
@@ -64,9 +70,25 @@ func runLive(args []string, stdout, stderr io.Writer) error {
 	seedText := fs.String("seed", "", "")
 	timeout := fs.Duration("timeout", 250*time.Millisecond, "")
 	asJSON := fs.Bool("json", false, "")
+	all := fs.Bool("all", false, "")
+	parallel := fs.Int("parallel", 1, "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if *parallel < 1 || *parallel > 16 {
+		return usagef("--parallel: expected a number from 1 to 16, got %d", *parallel)
+	}
+	if *all {
+		if len(pos) != 0 || *asJSON || *seedText != "" {
+			return usagef("--all runs the whole catalogue: it takes no scenario, --json or --seed")
+		}
+		if *runs < 1 || *runs > 1000 {
+			return usagef("--runs: expected a number from 1 to 1000, got %d", *runs)
+		}
+		in := onInterrupt(stderr, "the live table")
+		defer in.stop()
+		return liveTable(in, *runs, *parallel, live.Options{Timeout: *timeout}, stdout, stderr)
 	}
 	if len(pos) != 1 {
 		return usagef("live needs exactly one scenario (an id from 'locklab list' or a .yaml file), got %d arguments", len(pos))
