@@ -15,8 +15,12 @@ func (r *run) arm() {
 		switch {
 		case f.After != nil:
 			r.fabric.await(f)
-		case f.At != nil:
+		case f.At != nil && f.At.D() > 0:
 			r.later(f.At.D(), func() { r.apply(f) })
+		default:
+			// No time and no message: from the start (faults.Arm). Applied
+			// here, before any client starts, so nothing slips past it.
+			r.apply(f)
 		}
 	}
 }

@@ -105,11 +105,17 @@ func (b *redisBackend) connect(r *run, c *clientHost) (algorithms.Conns, error) 
 	if over := b.sc.Clients.Each[c.Name].LibraryRetries; over != nil {
 		libraryRetries = *over
 	}
+	// The scenario's clients.timeout when it sets one (a delayed grant
+	// waits 30 s for its reply), else the live default (Options.Timeout).
+	wait := r.opt.Timeout
+	if t := b.sc.Clients.Timeout.D(); t > 0 {
+		wait = t
+	}
 	var connect func() algorithms.Conns
 	connect = func() algorithms.Conns {
 		conns := algorithms.Conns{Fresh: connect}
 		for _, n := range b.sc.Nodes {
-			l := &link{client: c, server: b.servers[n.Name], fabric: r.fabric, wait: r.opt.Timeout, count: func() { r.messages.Add(1) }}
+			l := &link{client: c, server: b.servers[n.Name], fabric: r.fabric, wait: wait, count: func() { r.messages.Add(1) }, inflight: &r.inflight}
 			cl := l.newClient(libraryRetries)
 			if n.Role == "tokens" {
 				conns.Tokens = cl

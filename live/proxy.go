@@ -28,6 +28,9 @@ type link struct {
 	fabric *fabric
 	wait   time.Duration // the request timeout
 	count  func()        // counts a message sent, for the run's metrics
+	// inflight counts messages held up in the network, which the run
+	// waits for before it ends.
+	inflight *sync.WaitGroup
 }
 
 // dial is the go-redis Dialer of the link. It never fails: a node that is
@@ -61,6 +64,10 @@ func (l *link) serve(app net.Conn) {
 			}
 		})
 	}
+	// A timeout ends the client's side only: a request held up in the
+	// network still reaches the server after the client gave up, as in a
+	// simulated run (a delayed SET still takes the lock).
+	closeApp := func() { app.Close() }
 	defer closeAll()
 	var err error
 	up, err = net.DialTimeout("tcp", l.server.Addr(), time.Second)
@@ -75,7 +82,7 @@ func (l *link) serve(app net.Conn) {
 		defer closeAll()
 		l.replies(bufio.NewReader(up), app, queue)
 	}()
-	l.requests(bufio.NewReader(app), up, queue, closeAll)
+	l.requests(bufio.NewReader(app), up, queue, closeApp)
 	closeAll()
 	wg.Wait()
 }
@@ -96,7 +103,9 @@ func (l *link) requests(from *bufio.Reader, up net.Conn, queue chan<- pending, c
 			continue // lost on the way: no reply will come
 		}
 		if fate.delay > 0 {
+			l.inflight.Add(1)
 			time.Sleep(fate.delay)
+			l.inflight.Done()
 		}
 		if _, err := up.Write(raw); err != nil {
 			return

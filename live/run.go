@@ -87,6 +87,8 @@ type run struct {
 	start    time.Time
 	messages atomic.Int64
 
+	inflight sync.WaitGroup
+
 	mu      sync.Mutex
 	applied []faults.Applied
 	timers  []*time.Timer
@@ -114,8 +116,8 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 	r.start = time.Now()
 	rng := rand.New(rand.NewPCG(r.opt.Seed, 0x11fe1))
 	r.fabric = &fabric{start: r.start, rng: rand.New(rand.NewPCG(r.opt.Seed, 0xfab)), fire: r.apply, latency: sc.Network.Latency.D(), jitter: sc.Network.Jitter.D()}
-	r.rec = &recorder{clock: r.since, open: map[string]*openHold{}, wanting: map[string]time.Duration{}}
-	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.Fencing, fabric: r.fabric, clock: r.since, wait: time.Second}
+	r.rec = &recorder{clock: r.since, open: map[string]*openHold{}, wanting: map[string]time.Duration{}, mode: sc.ModeOf}
+	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.Fencing, fabric: r.fabric, clock: r.since, wait: time.Second, inflight: &r.inflight}
 	res := &scenarios.Result{Scenario: sc, Seed: r.opt.Seed}
 	res.Hosts = append(res.Hosts, r.backend.hosts()...)
 	res.Hosts = append(res.Hosts, scenarios.Host{Name: scenarios.ResourceHost, Role: "resource"})
@@ -166,8 +168,11 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 		s()
 	}
 
+	// The run ends when every client has ended and nothing is still on
+	// its way to the store (docs/design.md, "Fidelity rules"), or at the
+	// scenario's duration.
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { wg.Wait(); r.inflight.Wait(); close(done) }()
 	deadline := time.NewTimer(sc.Duration.D())
 	defer deadline.Stop()
 	var cancelled error

@@ -29,6 +29,8 @@ type store struct {
 	// wait is how long a client waits for the store's reply (sim.Inventory's
 	// Timeout).
 	wait time.Duration
+	// inflight counts messages to and from the store still on their way.
+	inflight *sync.WaitGroup
 }
 
 var errStoreTimeout = errors.New("store: no reply")
@@ -36,23 +38,43 @@ var errStoreTimeout = errors.New("store: no reply")
 // errStale is a read refused for a stale fencing token.
 var errStale = errors.New("rejected: stale fencing token")
 
-// call carries one request and its reply through the fabric.
+// call carries one request and its reply through the fabric. The client
+// waits at most the store's timeout (on its running time) for the reply;
+// a request held up in the network still lands when it arrives, after the
+// client gave up (Kleppmann's delayed packet), and the run waits for it
+// before it ends (inflight).
 func (s *store) call(c *clientHost, op string, do func() any) (any, error) {
-	in := s.fabric.pass(message{from: c.Name, to: scenarios.ResourceHost, op: op, dir: "request"})
-	if in.drop {
-		env{c: c, worker: true}.Sleep(s.wait)
-		return nil, errStoreTimeout
+	reply := make(chan any, 1)
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		in := s.fabric.pass(message{from: c.Name, to: scenarios.ResourceHost, op: op, dir: "request"})
+		if in.drop {
+			return
+		}
+		time.Sleep(in.delay)
+		r := do()
+		out := s.fabric.pass(message{from: scenarios.ResourceHost, to: c.Name, op: op, dir: "reply"})
+		if out.drop {
+			return
+		}
+		time.Sleep(out.delay)
+		reply <- r
+	}()
+	start, pausedThen := time.Now(), c.pausedTotal()
+	for {
+		left := s.wait - c.runningSince(start, pausedThen)
+		if left <= 0 {
+			c.checkpoint(true)
+			return nil, errStoreTimeout
+		}
+		select {
+		case r := <-reply:
+			c.checkpoint(true)
+			return r, nil
+		case <-time.After(left):
+		}
 	}
-	time.Sleep(in.delay)
-	r := do()
-	out := s.fabric.pass(message{from: scenarios.ResourceHost, to: c.Name, op: op, dir: "reply"})
-	if out.drop {
-		env{c: c, worker: true}.Sleep(s.wait)
-		return nil, errStoreTimeout
-	}
-	time.Sleep(out.delay)
-	c.checkpoint(true)
-	return r, nil
 }
 
 func (s *store) fenced() bool { return s.rule == ">" || s.rule == ">=" }

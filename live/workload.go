@@ -65,6 +65,9 @@ type recorder struct {
 	wants     []checker.Want
 	open      map[string]*openHold
 	wanting   map[string]time.Duration
+	// mode is a client's hold mode ("read", "write" or ""), so that the
+	// checker knows a reader's hold from a writer's.
+	mode func(client string) string
 }
 
 type openHold struct {
@@ -81,7 +84,7 @@ func (r *recorder) want(client string) {
 
 func (r *recorder) endWant(client, outcome string, at time.Duration) {
 	if from, ok := r.wanting[client]; ok {
-		r.wants = append(r.wants, checker.Want{Client: client, From: from, To: at, Outcome: outcome})
+		r.wants = append(r.wants, checker.Want{Client: client, From: from, To: at, Outcome: outcome, Mode: r.mode(client)})
 		delete(r.wanting, client)
 	}
 }
@@ -91,7 +94,7 @@ func (r *recorder) acquired(client string, call time.Duration, l *algorithms.Lea
 	defer r.mu.Unlock()
 	now := r.clock()
 	r.endWant(client, "acquired", now)
-	r.open[client] = &openHold{iv: checker.Interval{Client: client, AcquireCall: call, Start: now, Token: l.Token, Fence: l.Fence}}
+	r.open[client] = &openHold{iv: checker.Interval{Client: client, AcquireCall: call, Start: now, Token: l.Token, Fence: l.Fence, Mode: r.mode(client)}}
 }
 
 func (r *recorder) stop(client, reason string) {
