@@ -55,7 +55,9 @@ func (r *run) apply(f faults.Fault) {
 		r.fabric.heal()
 	case faults.ClockJump:
 		if c, ok := r.clients[f.Target]; ok {
-			c.jump(f.Jump.D())
+			if !c.jump(f.Jump.D()) {
+				note = " (ignored: the client reads a monotonic clock)"
+			}
 		} else if s, ok := r.backend.process(f.Target).(*redisServer); ok {
 			n, err := s.shiftTTLs(context.Background(), f.Jump.D())
 			note = fmt.Sprintf(" (%d expiries moved", n)

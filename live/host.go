@@ -47,6 +47,9 @@ type clientHost struct {
 	offset time.Duration
 	ppm    int64
 	seed   uint64
+	// mono is set for a client that times its lease on a monotonic clock
+	// (Go's time.Since): a clock-jump does not move it.
+	mono bool
 }
 
 func newClientHost(name string, base time.Time, offset time.Duration, ppm int64, seed uint64) *clientHost {
@@ -146,10 +149,16 @@ func (c *clientHost) pausedTotal() time.Duration {
 	return c.pausedFor
 }
 
-func (c *clientHost) jump(d time.Duration) {
+// jump steps the client's wall clock; it reports false for a client on a
+// monotonic clock, which the step does not move.
+func (c *clientHost) jump(d time.Duration) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mono {
+		return false
+	}
 	c.offset += d
-	c.mu.Unlock()
+	return true
 }
 
 func (c *clientHost) drift(ppm int64) {

@@ -379,7 +379,7 @@ func (b *pgBackend) client(r *run, c *clientHost, direct bool) *pglock.Client {
 		target, simple = b.bouncer, true
 	}
 	name := map[bool]string{true: "db1", false: "pgbouncer"}[target == b.db]
-	l := &streamLink{client: c, server: name, addr: target.addr, fabric: r.fabric, requests: pgRequest, replies: pgReply, count: func() { r.messages.Add(1) }}
+	l := &streamLink{client: c, server: name, addr: target.addr, fabric: r.fabric, frames: func() (frameReader, frameReader) { return pgRequest, pgReply }, count: func() { r.messages.Add(1) }}
 	pc := &pglock.Client{}
 	pc.Config = func() *pgx.ConnConfig {
 		url := fmt.Sprintf("postgres://%s:%s@%s/lab?sslmode=disable", pgRole, b.password, target.addr())

@@ -28,9 +28,10 @@ type Options struct {
 	// Seed seeds the clients' random draws (start times, tokens, jitter).
 	// It does not make a live run repeatable: real time decides the rest.
 	Seed uint64
-	// Timeout is how long a client waits for a Redis reply (default
-	// 250ms; the simulation's clients wait 50ms of virtual time, which a
-	// loaded machine's scheduler alone can exceed).
+	// Timeout is how long a client waits for a Redis reply when the
+	// scenario sets no clients.timeout: by default 50ms, the simulation's
+	// (sim.ClientOptions). A loaded machine's scheduler can exceed it on
+	// its own; raise it there (locklab live --timeout).
 	Timeout time.Duration
 	// TempDir is where the run makes its directory (default: the system's).
 	TempDir string
@@ -49,7 +50,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*scenarios.R
 		return nil, err
 	}
 	if opt.Timeout <= 0 {
-		opt.Timeout = 250 * time.Millisecond
+		opt.Timeout = 50 * time.Millisecond
 	}
 	b, err := newBackend(sc, info)
 	if err != nil {
@@ -135,6 +136,14 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 			ppm = *over.PPM
 		}
 		c := newClientHost(name, r.start, offset, ppm, r.opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
+		// A client reads a monotonic clock unless it says wall (as a
+		// simulated one does, scenarios/run.go envWithClock): a step of
+		// the wall clock does not move it.
+		kind := sc.Clients.Clock
+		if over.Clock != nil {
+			kind = *over.Clock
+		}
+		c.mono = kind != scenarios.ClockWall
 		r.clients[name] = c
 		res.Hosts = append(res.Hosts, scenarios.Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
 		lock, err := r.buildLock(c)

@@ -28,13 +28,14 @@ type frameReader func(r *bufio.Reader, first bool) (raw []byte, op string, err e
 // timeout, pgx's): they run on real time, and a paused client's library
 // goroutines are not stopped (docs/live.md).
 type streamLink struct {
-	client   *clientHost
-	server   string // the scenario's name for the server (zk1, db1, pgbouncer)
-	addr     func() string
-	fabric   *fabric
-	requests frameReader
-	replies  frameReader
-	count    func()
+	client *clientHost
+	server string // the scenario's name for the server (zk1, db1, pgbouncer)
+	addr   func() string
+	fabric *fabric
+	// frames makes the two directions' readers of one connection (they
+	// may share state: a ZooKeeper reply names its request only by xid).
+	frames func() (requests, replies frameReader)
+	count  func()
 }
 
 // dial is the client library's dialer for the link.
@@ -58,13 +59,14 @@ func (l *streamLink) serve(app, up net.Conn) {
 	var once sync.Once
 	closeAll := func() { once.Do(func() { app.Close(); up.Close() }) }
 	defer closeAll()
+	requests, replies := l.frames()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer closeAll()
-		l.copy(bufio.NewReader(up), app, l.server, l.client.Name, "reply", l.replies)
+		l.copy(bufio.NewReader(up), app, l.server, l.client.Name, "reply", replies)
 	}()
-	l.copy(bufio.NewReader(app), up, l.client.Name, l.server, "request", l.requests)
+	l.copy(bufio.NewReader(app), up, l.client.Name, l.server, "request", requests)
 	closeAll()
 	<-done
 }

@@ -175,7 +175,7 @@ func (b *zkBackend) close() {
 // connect opens the client's go-zookeeper handle and waits for its
 // session, before the run's clock starts (as redisBackend.connect does).
 func (b *zkBackend) connect(r *run, c *clientHost) (algorithms.Conns, error) {
-	l := &streamLink{client: c, server: "zk1", addr: b.server.addr, fabric: r.fabric, requests: zkRequest(), replies: zkReply, count: func() { r.messages.Add(1) }}
+	l := &streamLink{client: c, server: "zk1", addr: b.server.addr, fabric: r.fabric, frames: zkFrames, count: func() { r.messages.Add(1) }}
 	s := &zkSession{}
 	dialHandle := func() (*zk.Conn, error) {
 		connected := make(chan struct{})
@@ -280,10 +280,16 @@ type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
 
-// zkRequest frames a client's messages: length-prefixed (jute), the first
-// a ConnectRequest, the others a RequestHeader (xid, opcode) first.
-func zkRequest() frameReader {
-	return func(r *bufio.Reader, first bool) ([]byte, string, error) {
+// zkFrames reads one connection's messages: length-prefixed (jute). The
+// client's first message is a ConnectRequest, the others start with a
+// RequestHeader (xid, opcode); a reply starts with a ReplyHeader (xid,
+// zxid, err) and is named after the request with its xid, so that a fault
+// on "the reply to c1's CREATE" finds it. Watch events (xid -1) and pings
+// (xid -2) are named WATCH and PING.
+func zkFrames() (frameReader, frameReader) {
+	var mu sync.Mutex
+	ops := map[int32]string{}
+	requests := func(r *bufio.Reader, first bool) ([]byte, string, error) {
 		raw, _, err := lengthPrefixed(r, false, false)
 		if err != nil {
 			return nil, "", err
@@ -291,12 +297,30 @@ func zkRequest() frameReader {
 		if first || len(raw) < 12 {
 			return raw, "CONNECT", nil
 		}
-		return raw, wire.OpName(int32(binary.BigEndian.Uint32(raw[8:12]))), nil
+		xid := int32(binary.BigEndian.Uint32(raw[4:8]))
+		op := wire.OpName(int32(binary.BigEndian.Uint32(raw[8:12])))
+		mu.Lock()
+		ops[xid] = op
+		mu.Unlock()
+		return raw, op, nil
 	}
-}
-
-// zkReply frames the server's messages (a reply names no opcode).
-func zkReply(r *bufio.Reader, first bool) ([]byte, string, error) {
-	raw, _, err := lengthPrefixed(r, false, false)
-	return raw, "", err
+	replies := func(r *bufio.Reader, first bool) ([]byte, string, error) {
+		raw, _, err := lengthPrefixed(r, false, false)
+		if err != nil || first || len(raw) < 8 {
+			return raw, "CONNECT", err
+		}
+		xid := int32(binary.BigEndian.Uint32(raw[4:8]))
+		switch xid {
+		case -1:
+			return raw, "WATCH", nil
+		case -2:
+			return raw, "PING", nil
+		}
+		mu.Lock()
+		op := ops[xid]
+		delete(ops, xid)
+		mu.Unlock()
+		return raw, op, nil
+	}
+	return requests, replies
 }

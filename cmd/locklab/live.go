@@ -35,7 +35,9 @@ See docs/live.md.
 Flags:
   --runs N        live runs of the scenario, one after another (default 1)
   --seed N        seed for the clients' random draws (default: the file's)
-  --timeout D     how long a client waits for a Redis reply (default 250ms)
+  --timeout D     how long a client waits for a Redis reply when the file
+                  sets no clients.timeout (default 50ms, the simulation's;
+                  raise it on a loaded machine)
   --json          one JSON object: the simulated verdict and every live run
   --all           every catalogue scenario: a Markdown table of the simulated
                   verdict beside how many live runs violated each property
@@ -68,7 +70,7 @@ func runLive(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("live", liveUsage, stdout)
 	runs := fs.Int("runs", 1, "")
 	seedText := fs.String("seed", "", "")
-	timeout := fs.Duration("timeout", 250*time.Millisecond, "")
+	timeout := fs.Duration("timeout", 50*time.Millisecond, "")
 	asJSON := fs.Bool("json", false, "")
 	all := fs.Bool("all", false, "")
 	parallel := fs.Int("parallel", 1, "")
