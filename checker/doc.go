@@ -2,7 +2,7 @@
 //
 // # What a violation is
 //
-// Mutual exclusion is judged on what clients do (design.md, "What a
+// Mutual exclusion is judged on what clients do (docs/design.md, "What a
 // violation is"). A client holds the lock from the return of a successful
 // acquire until the first of:
 //

@@ -11,7 +11,7 @@ import (
 
 // Window is a stretch of true time during which a fault, not the lock,
 // keeps the lock out of reach of some waiters. An excuse is tied to the
-// waiters it excuses, never to everybody (design.md, "What a violation
+// waiters it excuses, never to everybody (docs/design.md, "What a violation
 // is"): with Client set the window is that client's own pause (the client
 // is no live waiter during it, and nobody else is excused by it);
 // otherwise Waiters names the clients the fault separates from the lock (a

@@ -76,7 +76,7 @@ func msText(ns int64) string {
 // porcupine partition before it cuts at the next quiet instant. porcupine
 // keeps a bitset of the partition's operations per cached state, so a
 // partition of n operations costs O(n²) bits: cutting keeps a long serial
-// history linear in time and memory (design.md; issue 10 item 7).
+// history linear in time and memory (issue 10 item 7).
 var segmentOps = 128 // a variable so that tests can cut small histories too
 
 // quietSegments splits a history of hold instants into independent

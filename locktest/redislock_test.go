@@ -129,7 +129,7 @@ func (r *recorder) Logf(string, ...any) {}
 
 // bsm/redislock explored again and again in one process, at GOMAXPROCS 1
 // and 2: the same first counterexample, shrunk to the same
-// schedule with the same trace (design.md, principle 1: its Obtain retries
+// schedule with the same trace (docs/design.md, principle 1: its Obtain retries
 // on timers and reads time.Now inside the bubble). Ten explorations in
 // the deep suite, LOCKLAB_BUBBLE_RUNS=N runs N, as
 // scenarios.TestBubbleScenariosReplay does for the catalogue; the CI

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// No reader parses English back into facts (design.md, "Events are the
+// No reader parses English back into facts (docs/design.md, "Events are the
 // record"): the reports, the checker and the course command read typed
 // events. In their source, trace text appears only where it is shown to
 // people: the trace table renders events (view.go's traceRows calls

@@ -56,7 +56,7 @@ func bubbleScenarios(t *testing.T) []*Scenario {
 // TestBubbleScenariosReplay runs every real-client scenario of the
 // catalogue many times in one process, at GOMAXPROCS 1 and 2, and asks
 // for the golden trace every time: one seed, one trace, whatever the Go
-// scheduler does with the library's goroutines (design.md, principle 1).
+// scheduler does with the library's goroutines (docs/design.md, principle 1).
 // A divergence that shows once in a few hundred runs is a race between two
 // runnable goroutines with no kernel door between them (gozk's
 // pauseAfterLoss is the first one found). Under load and -race it shows

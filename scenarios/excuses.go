@@ -93,7 +93,7 @@ func (r lockReach) starved(h string, gone func(replica string) bool) bool {
 }
 
 // excusedWindows are the stretches during which faults alone keep a
-// waiter from the lock (design.md, "What a violation is"), each naming
+// waiter from the lock (docs/design.md, "What a violation is"), each naming
 // the waiters it excuses:
 //   - a client's own pause excuses that client only;
 //   - a partition excuses the clients it separates from enough lock hosts

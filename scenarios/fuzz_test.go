@@ -62,7 +62,7 @@ func FuzzScenario(f *testing.F) {
 			}
 		}
 		// go-redis's own retries back off on real timers (see
-		// design.md), so a fuzzed file that drops every reply with
+		// docs/design.md), so a fuzzed file that drops every reply with
 		// library_retries on costs seconds of wall time per run: the
 		// fuzzer would take it for a hang. Runs here keep them off.
 		s.Clients.LibraryRetries = false

@@ -41,6 +41,7 @@ func commands() []command {
 		{"explore", "search random faults for a violation and shrink it", exploreHelp(), runExplore},
 		{"merge", "join the outputs of 'explore --shard' into the sweep's summary", mergeUsage, runMerge},
 		{"replay", "rerun a saved scenario or counterexample, byte for byte", replayUsage, runReplay},
+		{"live", "run a scenario against real servers in real time (not deterministic)", liveUsage, runLive},
 		{"course", "write the HTML course: each classic failure beside its fix", courseUsage, runCourse},
 		{"help", "explain a command or the scenario file format", "", nil},
 	}

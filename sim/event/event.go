@@ -2,7 +2,7 @@
 // Event value with a kind and typed fields. The text trace, its digest, the
 // report lanes and the narratives are derived from events; the text line of
 // an event is produced in one place only, Render, so no reader ever has to
-// parse English back into facts (design.md, "Events are the record").
+// parse English back into facts (docs/design.md, "Events are the record").
 //
 // An event's fields are the facts of its kind and nothing else: a command
 // sent names the node and the command, a replicated effect names the master,

@@ -393,55 +393,7 @@ func redactGUID(path string) string {
 	return protectedGUID.ReplaceAllLiteralString(path, "_c_…-")
 }
 
-func opName(op int32) string {
-	switch op {
-	case wire.OpCreate:
-		return "CREATE"
-	case wire.OpDelete:
-		return "DELETE"
-	case wire.OpExists:
-		return "EXISTS"
-	case wire.OpGetData:
-		return "GETDATA"
-	case wire.OpSetData:
-		return "SETDATA"
-	case wire.OpGetACL:
-		return "GETACL"
-	case wire.OpSetACL:
-		return "SETACL"
-	case wire.OpGetChildren:
-		return "GETCHILDREN"
-	case wire.OpSync:
-		return "SYNC"
-	case wire.OpPing:
-		return "PING"
-	case wire.OpGetChildren2:
-		return "GETCHILDREN2"
-	case wire.OpCheck:
-		return "CHECK"
-	case wire.OpMulti:
-		return "MULTI"
-	case wire.OpClose:
-		return "CLOSE"
-	case wire.OpSetAuth:
-		return "AUTH"
-	case wire.OpSetWatches:
-		return "SETWATCHES"
-	case 15:
-		return "CREATE2"
-	case 19:
-		return "CREATECONTAINER"
-	case 21:
-		return "CREATETTL"
-	case 105:
-		return "SETWATCHES2"
-	case 106:
-		return "ADDWATCH"
-	case 18:
-		return "REMOVEWATCHES"
-	}
-	return fmt.Sprintf("OP%d", op)
-}
+func opName(op int32) string { return wire.OpName(op) }
 
 func errName(code int32) string {
 	switch code {

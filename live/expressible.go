@@ -1,0 +1,137 @@
+package live
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/zklock/gozk"
+	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
+)
+
+// NotExpressible is the answer for a scenario a live run cannot make as
+// written: every reason is named, and nothing is silently left out.
+type NotExpressible struct {
+	Scenario string
+	Reasons  []string
+}
+
+func (e *NotExpressible) Error() string {
+	return fmt.Sprintf("scenario %s is not expressible live:\n  - %s", e.Scenario, strings.Join(e.Reasons, "\n  - "))
+}
+
+// expressible checks, before any server starts, that every part of sc can
+// be made with real servers: Redis nodes without replicas, and faults the
+// live fabric, the client hosts and the server processes can apply.
+func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
+	var why []string
+	switch info.Backend {
+	case "redis":
+		why = redisExpressible(sc)
+	case gozk.Backend:
+		why = paramsExpressible(sc, zkLiveParams)
+		if n := sc.Params["zk_servers"]; n != "1" {
+			why = append(why, fmt.Sprintf("params.zk_servers is %s: live mode starts one ZooKeeper server so far (zk_servers: \"1\"), not an ensemble", orDefault(n, "3 (the default)")))
+		}
+	case "postgres":
+		why = postgresExpressible(sc)
+	default:
+		why = append(why, fmt.Sprintf("algorithm %s runs on the %s backend, which live mode does not start yet", sc.Algorithm, info.Backend))
+	}
+	for i, f := range sc.Faults {
+		if r := faultExpressible(sc, f); r != "" {
+			why = append(why, fmt.Sprintf("faults[%d] (%s): %s", i, f.String(), r))
+		}
+	}
+	if len(why) > 0 {
+		return &NotExpressible{Scenario: sc.ID, Reasons: why}
+	}
+	return nil
+}
+
+// zkLiveParams are the params a live ZooKeeper run honours: the session's
+// and the recipes' own. The simulated ensemble's (election_time,
+// tick_time, sync_limit, apply_lag) have no live counterpart.
+var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", "fencing"}
+
+// paramsExpressible names every param of sc outside known.
+func paramsExpressible(sc *scenarios.Scenario, known []string) []string {
+	var why []string
+	for _, k := range sortedKeys(sc.Params) {
+		if !slices.Contains(known, k) {
+			why = append(why, fmt.Sprintf("params.%s has no live counterpart yet", k))
+		}
+	}
+	return why
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// redisExpressible checks a Redis scenario's nodes.
+func redisExpressible(sc *scenarios.Scenario) []string {
+	var why []string
+	for _, n := range sc.Nodes {
+		if n.Replica != "" {
+			why = append(why, fmt.Sprintf("node %s replicates from %s: replication between live servers is not wired yet", n.Name, n.Replica))
+		}
+		if n.Offset != 0 || n.PPM != 0 {
+			why = append(why, fmt.Sprintf("node %s has a clock offset or rate: a live redis-server runs on the host's clock (libfaketime cannot be loaded into redis-server, see docs/live.md)", n.Name))
+		}
+		if n.MinReplicasToWrite > 0 {
+			why = append(why, fmt.Sprintf("node %s sets min_replicas_to_write, which needs replicas", n.Name))
+		}
+	}
+	return why
+}
+
+// faultExpressible says why f cannot be made live, or "".
+func faultExpressible(sc *scenarios.Scenario, f faults.Fault) string {
+	isNode := func(name string) bool {
+		for _, n := range sc.Nodes {
+			if n.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	switch f.Kind {
+	case faults.Pause, faults.Crash, faults.Hang, faults.Drop, faults.Delay, faults.Partition, faults.Heal:
+		return ""
+	case faults.ClockJump:
+		if f.Target == scenarios.ResourceHost {
+			return "the store has no clock that matters"
+		}
+		return ""
+	case faults.Drift:
+		if isNode(f.Target) {
+			return "a live redis-server's clock cannot be made to run at another rate (libfaketime cannot be loaded into redis-server)"
+		}
+		return ""
+	case faults.NodeCrash:
+		if f.Target == "zk1" {
+			return ""
+		}
+		if !isNode(f.Target) {
+			return "only Redis nodes and zk1 can crash live so far"
+		}
+		if f.Persistence != "" && f.Persistence != "none" {
+			return "restart with persistence " + f.Persistence + " is not wired yet (a live node restarts empty)"
+		}
+		return ""
+	case faults.Failover:
+		return "Sentinel failover needs replicas, which live mode does not start yet"
+	}
+	return "unknown fault kind"
+}
+
+// postgresExpressible is filled in by postgres.go.
+var postgresExpressible = func(sc *scenarios.Scenario) []string {
+	return []string{"the Postgres backend is not wired live yet"}
+}
