@@ -31,6 +31,9 @@ type store struct {
 	wait time.Duration
 	// inflight counts messages to and from the store still on their way.
 	inflight *sync.WaitGroup
+	// reliable spares the store's traffic from the network's faults
+	// (resource.reliable), as a simulated run does.
+	reliable bool
 }
 
 var errStoreTimeout = errors.New("store: no reply")
@@ -48,13 +51,17 @@ func (s *store) call(c *clientHost, op string, do func() any) (any, error) {
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Done()
-		in := s.fabric.pass(message{from: c.Name, to: scenarios.ResourceHost, op: op, dir: "request"})
+		pass := s.fabric.pass
+		if s.reliable {
+			pass = func(message) fate { return fate{} }
+		}
+		in := pass(message{from: c.Name, to: scenarios.ResourceHost, op: op, dir: "request"})
 		if in.drop {
 			return
 		}
 		time.Sleep(in.delay)
 		r := do()
-		out := s.fabric.pass(message{from: scenarios.ResourceHost, to: c.Name, op: op, dir: "reply"})
+		out := pass(message{from: scenarios.ResourceHost, to: c.Name, op: op, dir: "reply"})
 		if out.drop {
 			return
 		}
