@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/mysqllock"
 	"github.com/locklab/locklab/algorithms/pglock"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/scenarios"
@@ -49,6 +50,8 @@ func newBackend(sc *scenarios.Scenario, info algorithms.Info) (backend, error) {
 		return &zkBackend{sc: sc, timeout: timeout}, nil
 	case pglock.Backend:
 		return &pgBackend{sc: sc}, nil
+	case mysqllock.Backend:
+		return &myBackend{sc: sc}, nil
 	}
 	return nil, &NotExpressible{Scenario: sc.ID, Reasons: []string{fmt.Sprintf("algorithm %s runs on the %s backend, which live mode does not start", sc.Algorithm, info.Backend)}}
 }
@@ -161,6 +164,8 @@ func Installed(sc *scenarios.Scenario) error {
 		if p := sc.Params["pooler"]; p == "session" || p == "transaction" {
 			need = append(need, func() error { _, err := pgbouncerBinary(); return err })
 		}
+	case mysqllock.Backend:
+		need = append(need, func() error { _, _, err := mariadbBinaries(); return err })
 	}
 	for _, n := range need {
 		if err := n(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/algorithms/mysqllock"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
@@ -37,6 +38,8 @@ func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
 		}
 	case "postgres":
 		why = postgresExpressible(sc)
+	case mysqllock.Backend:
+		why = mysqlExpressible(sc)
 	default:
 		why = append(why, fmt.Sprintf("algorithm %s runs on the %s backend, which live mode does not start yet", sc.Algorithm, info.Backend))
 	}
@@ -56,11 +59,14 @@ func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
 // tick_time, sync_limit, apply_lag) have no live counterpart.
 var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", "fencing"}
 
-// paramsExpressible names every param of sc outside known.
+// paramsExpressible names every param of sc outside known and the
+// algorithm's own params (which its client-side code reads, live or not).
 func paramsExpressible(sc *scenarios.Scenario, known []string) []string {
 	var why []string
+	info, _ := algorithms.Lookup(sc.Algorithm)
 	for _, k := range sortedKeys(sc.Params) {
-		if !slices.Contains(known, k) {
+		own := slices.ContainsFunc(info.Params, func(p algorithms.Param) bool { return p.Name == k })
+		if !own && !slices.Contains(known, k) {
 			why = append(why, fmt.Sprintf("params.%s has no live counterpart yet", k))
 		}
 	}
@@ -115,11 +121,11 @@ func faultExpressible(sc *scenarios.Scenario, f faults.Fault) string {
 		}
 		return ""
 	case faults.NodeCrash:
-		if f.Target == "zk1" {
+		if f.Target == "zk1" || f.Target == "db1" || f.Target == "pgbouncer" {
 			return ""
 		}
 		if !isNode(f.Target) {
-			return "only Redis nodes and zk1 can crash live so far"
+			return "only Redis nodes, zk1, db1 and pgbouncer can crash live so far"
 		}
 		if f.Persistence != "" && f.Persistence != "none" {
 			return "restart with persistence " + f.Persistence + " is not wired yet (a live node restarts empty)"
