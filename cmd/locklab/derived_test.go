@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -228,6 +229,39 @@ func checkGoldenCoverage(t *testing.T, path string) {
 	for _, key := range slices.Sorted(maps.Keys(have)) {
 		if !pinned[key] {
 			t.Errorf("scenarios/testdata/golden-traces.txt is stale: %q is no catalogue scenario and seed it pins; run `%s`", key, regenerate)
+		}
+	}
+}
+
+// The README stays a page a newcomer reads (at most 300 lines: the guides
+// in docs/ hold the rest), and every relative link of it and the guides
+// names a file of the repository, so a moved file breaks a test, not a
+// reader.
+func TestReadmeAndGuidesLinks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n > 300 {
+		t.Errorf("README.md has %d lines, over 300: move the detail into a guide in docs/", n)
+	}
+	guides, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	link := regexp.MustCompile(`\]\(([^)\s#]+)(#[^)\s]*)?\)`)
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, guides...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f), target)); err != nil {
+				rel, _ := filepath.Rel(root, f)
+				t.Errorf("%s links to %s, which does not exist", rel, target)
+			}
 		}
 	}
 }
