@@ -11,7 +11,7 @@ package main
 //     docs/cli.md and docs/scenario-format.md, between their markers
 //     (derived_test.go, which also checks them all fast).
 //
-//go:generate go test -count=1 -run ^TestGoldenTraces$ ../../scenarios -update
-//go:generate go test -count=1 -run ^TestLibraryTable$ ../../scenarios/locktest -locktest.update-table
-//go:generate go test -count=1 -run ^TestGoZookeeperLockFaultTable$ ../../algorithms/zklock/gozk -gozk.update-table
+//go:generate go test -count=1 -timeout 30m -run ^TestGoldenTraces$ ../../scenarios -update
+//go:generate go test -count=1 -timeout 30m -run ^TestLibraryTable$ ../../scenarios/locktest -locktest.update-table
+//go:generate go test -count=1 -timeout 30m -run ^TestGoZookeeperLockFaultTable$ ../../algorithms/zklock/gozk -gozk.update-table
 //go:generate go test -count=1 -run ^TestDerivedFiles$ . -derived.update
