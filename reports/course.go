@@ -236,7 +236,7 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 			return "", err
 		}
 	}
-	secs, _ := syl.plan(all)
+	secs, outside, _ := syl.plan(all)
 	// Shared assets, once per directory: the style sheet, the script and
 	// the ECharts copy.
 	if err := writeSharedAssets(dir); err != nil {
@@ -255,7 +255,7 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 	for _, sec := range secs {
 		flat = append(flat, sec.Lessons...)
 	}
-	idx := &indexView{Title: syl.Title, Intro: syl.Intro, EChartsNote: ec.note, Outside: syl.leftOut(all)}
+	idx := &indexView{Title: syl.Title, Intro: syl.Intro, EChartsNote: ec.note, Outside: outside}
 	var failed []string
 	wroteViewer := false
 	for i, cl := range flat {

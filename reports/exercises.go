@@ -84,7 +84,7 @@ func newEdit(first *scenarios.Scenario, runs []*runView, inputs []RunInput, hint
 
 // ignoredInDiff are the fields that name or explain a scenario rather than
 // set up its run: the edit exercise is about what the fix changes.
-var ignoredInDiff = []string{"id", "title", "narrative", "expect", "twin", "seed", "at_most", "compare", "counterexample"}
+var ignoredInDiff = []string{"id", "title", "narrative", "course", "expect", "twin", "seed", "at_most", "compare", "counterexample"}
 
 // maxChanges bounds the answer's list: a twin that differs in more places
 // is better read side by side under "The scenario as YAML".

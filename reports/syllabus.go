@@ -4,22 +4,22 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"slices"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/locklab/locklab/scenarios"
 )
 
-// The course's teaching material — sections in teaching order, each
-// lesson's objectives, questions to discuss and extra sources, and the
-// glossary — is data (course/course.yaml), so a lecturer can change the
-// course without touching Go.
+// The course is data, so a lecturer can change it without touching Go, and
+// a scenario is one file: the course file (course/course.yaml) holds only
+// the sections, their order and intros, and the glossary; each lesson's
+// objectives, questions, sources and instructor notes are in the course:
+// block of its scenario file (scenarios.LessonNotes).
 
 //go:embed course/course.yaml
 var courseFS embed.FS
 
-// Syllabus is the course's teaching material.
+// Syllabus is the course's outline.
 type Syllabus struct {
 	Title    string            `yaml:"title"`
 	Intro    string            `yaml:"intro"`
@@ -27,37 +27,14 @@ type Syllabus struct {
 	Glossary []GlossaryEntry   `yaml:"glossary"`
 }
 
-// SyllabusSection is one section of the course.
+// SyllabusSection is one section of the course: its lessons in teaching
+// order, each named by the id of one of its scenarios (the lesson's
+// other scenarios, its twins, join it: see Lessons).
 type SyllabusSection struct {
-	ID      string           `yaml:"id"`
-	Title   string           `yaml:"title"`
-	Intro   string           `yaml:"intro"`
-	Lessons []SyllabusLesson `yaml:"lessons"`
-}
-
-// SyllabusLesson is what the course says around one lesson; Scenario is the
-// id of the lesson's first scenario (its twins join it).
-type SyllabusLesson struct {
-	Scenario   string   `yaml:"scenario"`
-	Objectives []string `yaml:"objectives"`
-	Questions  []string `yaml:"questions"`
-	Try        []string `yaml:"try"`
-	Sources    []string `yaml:"sources"`
-	// Predict overrides the question of the predict-then-run exercise;
-	// its answer always comes from the scenario's expectation.
-	Predict string `yaml:"predict"`
-	// Edit is a hint for the edit-the-scenario exercise, whose answer is
-	// the lesson's fixed twin.
-	Edit string `yaml:"edit"`
-	// Instructor holds notes for whoever teaches the lesson: what to
-	// point at, the usual misreading, how long it takes. Shown folded on
-	// the lesson page, never on the handout.
-	Instructor []string `yaml:"instructor"`
-	// Outside, when set, says why the built course leaves this lesson
-	// out (the course must stay small enough to hand out, under 5 MB):
-	// the lesson stays in the syllabus for teachers, who run it with
-	// locklab run, but WriteCourse renders no page for it.
-	Outside string `yaml:"outside"`
+	ID      string   `yaml:"id"`
+	Title   string   `yaml:"title"`
+	Intro   string   `yaml:"intro"`
+	Lessons []string `yaml:"lessons"`
 }
 
 // GlossaryEntry is one term.
@@ -66,7 +43,7 @@ type GlossaryEntry struct {
 	Text string `yaml:"text"`
 }
 
-// DefaultSyllabus returns the built-in course material.
+// DefaultSyllabus returns the built-in course outline.
 func DefaultSyllabus() (*Syllabus, error) {
 	data, err := courseFS.ReadFile("course/course.yaml")
 	if err != nil {
@@ -75,7 +52,7 @@ func DefaultSyllabus() (*Syllabus, error) {
 	return ParseSyllabus("course/course.yaml", data)
 }
 
-// ParseSyllabus reads course material, rejecting unknown fields and
+// ParseSyllabus reads a course outline, rejecting unknown fields and
 // lessons named twice.
 func ParseSyllabus(name string, data []byte) (*Syllabus, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -89,52 +66,34 @@ func ParseSyllabus(name string, data []byte) (*Syllabus, error) {
 		if sec.Title == "" {
 			return nil, fmt.Errorf("%s: sections[%d].title: expected a title", name, i)
 		}
-		for j, l := range sec.Lessons {
-			if l.Scenario == "" {
-				return nil, fmt.Errorf("%s: sections[%d].lessons[%d].scenario: expected a scenario id", name, i, j)
+		for j, id := range sec.Lessons {
+			if id == "" {
+				return nil, fmt.Errorf("%s: sections[%d].lessons[%d]: expected a scenario id", name, i, j)
 			}
-			if seen[l.Scenario] {
-				return nil, fmt.Errorf("%s: sections[%d].lessons[%d].scenario: %q is already a lesson", name, i, j, l.Scenario)
+			if seen[id] {
+				return nil, fmt.Errorf("%s: sections[%d].lessons[%d]: %q is already a lesson", name, i, j, id)
 			}
-			seen[l.Scenario] = true
+			seen[id] = true
 		}
 	}
 	return &s, nil
 }
 
-// LeftOut maps the scenario of each lesson the built course leaves out
-// (SyllabusLesson.Outside) to the reason.
-func (s *Syllabus) LeftOut() map[string]string {
-	out := map[string]string{}
-	for _, sec := range s.Sections {
-		for _, l := range sec.Lessons {
-			if l.Outside != "" {
-				out[l.Scenario] = l.Outside
-			}
+// notesOf returns the course: block of the lesson's scenario that carries
+// one (nil when none does), and a problem when more than one does.
+func notesOf(l Lesson) (*scenarios.LessonNotes, string) {
+	var notes *scenarios.LessonNotes
+	var from string
+	for _, sc := range l.Scenarios() {
+		if sc.Course == nil {
+			continue
 		}
-	}
-	return out
-}
-
-// leftOut resolves the lessons the course leaves out against the
-// catalogue, in syllabus order, for the index to list.
-func (s *Syllabus) leftOut(all []*scenarios.Scenario) []outsideEntry {
-	lessons := Lessons(all)
-	var out []outsideEntry
-	for _, sec := range s.Sections {
-		for _, meta := range sec.Lessons {
-			if meta.Outside == "" {
-				continue
-			}
-			for _, l := range lessons {
-				if slices.Contains(l.IDs(), meta.Scenario) {
-					out = append(out, outsideEntry{IDs: l.IDs(), Title: l.First.Title, Why: meta.Outside})
-					break
-				}
-			}
+		if notes != nil {
+			return notes, fmt.Sprintf("lesson %s: both %s and %s have a course: block; one scenario of a lesson carries it", l.First.ID, from, sc.ID)
 		}
+		notes, from = sc.Course, sc.ID
 	}
-	return out
+	return notes, ""
 }
 
 // outsideEntry is a lesson the index names without a page.
@@ -154,15 +113,21 @@ type courseSection struct {
 
 type courseLesson struct {
 	Lesson
-	Meta SyllabusLesson
+	Meta scenarios.LessonNotes
 	N    int // number in the whole course, from 1
 }
 
-// plan orders the lessons of all by the syllabus. Lessons the syllabus does
-// not name go to a last section, "More scenarios", in the order Lessons
-// gives; lessons it marks Outside are left out; syllabus entries that
-// match no lesson are returned as unknown.
-func (s *Syllabus) plan(all []*scenarios.Scenario) (secs []courseSection, unknown []string) {
+// notListed is why the index names a lesson outside the course whose
+// notes give no reason.
+const notListed = "in no section of the course"
+
+// plan orders the lessons of all by the syllabus. A lesson no section
+// lists is outside the course: the index names it (with the reason its
+// notes give) and it has no page. problems are what a consistent course
+// does not have: a listed id the catalogue lacks, a listed lesson without
+// notes or whose notes say it is outside, notes on two scenarios of one
+// lesson.
+func (s *Syllabus) plan(all []*scenarios.Scenario) (secs []courseSection, outside []outsideEntry, problems []string) {
 	lessons := Lessons(all)
 	byID := map[string]int{}
 	for i, l := range lessons {
@@ -174,36 +139,62 @@ func (s *Syllabus) plan(all []*scenarios.Scenario) (secs []courseSection, unknow
 	n := 0
 	for _, sec := range s.Sections {
 		cs := courseSection{SyllabusSection: sec}
-		for _, meta := range sec.Lessons {
-			i, ok := byID[meta.Scenario]
-			if !ok || used[i] {
-				if !ok {
-					unknown = append(unknown, meta.Scenario)
-				}
+		for _, id := range sec.Lessons {
+			i, ok := byID[id]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("section %s lists %q, which is no scenario of the catalogue", sec.ID, id))
+				continue
+			}
+			if used[i] {
+				problems = append(problems, fmt.Sprintf("section %s lists %q, whose lesson is already listed", sec.ID, id))
 				continue
 			}
 			used[i] = true
-			if meta.Outside != "" {
-				continue
+			notes, problem := notesOf(lessons[i])
+			if problem != "" {
+				problems = append(problems, problem)
+			}
+			if notes == nil {
+				problems = append(problems, fmt.Sprintf("lesson %s is listed in section %s but no scenario of it has a course: block", lessons[i].First.ID, sec.ID))
+				notes = &scenarios.LessonNotes{}
+			}
+			if notes.Outside != "" {
+				problems = append(problems, fmt.Sprintf("lesson %s is listed in section %s but its course.outside says it is not: %q", lessons[i].First.ID, sec.ID, notes.Outside))
 			}
 			n++
-			cs.Lessons = append(cs.Lessons, courseLesson{Lesson: lessons[i], Meta: meta, N: n})
+			cs.Lessons = append(cs.Lessons, courseLesson{Lesson: lessons[i], Meta: *notes, N: n})
 		}
 		if len(cs.Lessons) > 0 {
 			cs.N = len(secs) + 1
 			secs = append(secs, cs)
 		}
 	}
-	more := courseSection{SyllabusSection: SyllabusSection{ID: "more", Title: "More scenarios", Intro: "Scenarios the course does not place in a section yet."}}
 	for i, l := range lessons {
-		if !used[i] {
-			n++
-			more.Lessons = append(more.Lessons, courseLesson{Lesson: l, N: n})
+		if used[i] {
+			continue
+		}
+		notes, problem := notesOf(l)
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+		why := notListed
+		if notes != nil && notes.Outside != "" {
+			why = notes.Outside
+		}
+		outside = append(outside, outsideEntry{IDs: l.IDs(), Title: l.First.Title, Why: why})
+	}
+	return secs, outside, problems
+}
+
+// LeftOut maps each scenario of the catalogue's lessons that the course
+// has no page for to the reason the index gives.
+func (s *Syllabus) LeftOut(all []*scenarios.Scenario) map[string]string {
+	_, outside, _ := s.plan(all)
+	out := map[string]string{}
+	for _, o := range outside {
+		for _, id := range o.IDs {
+			out[id] = o.Why
 		}
 	}
-	if len(more.Lessons) > 0 {
-		more.N = len(secs) + 1
-		secs = append(secs, more)
-	}
-	return secs, unknown
+	return out
 }

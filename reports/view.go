@@ -188,7 +188,12 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	}
 	v.Metrics = runMetrics(res)
 	v.Params = params(sc)
-	if y, err := sc.Marshal(); err == nil {
+	// The scenario as YAML is the run's setup: its lesson notes (the
+	// course: block, with the instructor's notes) are not, and a handout
+	// must not carry them.
+	setup := sc.Clone()
+	setup.Course = nil
+	if y, err := setup.Marshal(); err == nil {
 		v.YAML = string(y)
 	} else {
 		v.YAML = "# cannot render the scenario as YAML: " + err.Error()

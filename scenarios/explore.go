@@ -494,6 +494,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 		cur.Expect.Liveness = checker.Violated
 	}
 	cur.Title = fmt.Sprintf("Counterexample for %s: %s violated (shrunk by locklab explore)", cur.Algorithm, strings.ReplaceAll(prop, "_", " "))
+	cur.Course = nil // a counterexample is no lesson
 	cur.Narrative = Narrative{
 		What: fmt.Sprintf("A minimal schedule found by random exploration and shrinking: %s. Run it to see the witness.", describeSchedule(cur.Faults)),
 		Why:  "Found by locklab explore; read the witness and the timeline (--report) to see which assumption the faults break.",

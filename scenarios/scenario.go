@@ -293,6 +293,9 @@ type Scenario struct {
 	Narrative Narrative        `yaml:"narrative,omitempty" json:"narrative"`
 	// Twin names the fixed (or broken) counterpart scenario.
 	Twin string `yaml:"twin,omitempty" json:"twin,omitempty"`
+	// Course is the scenario's lesson material (lesson.go); the course
+	// file only places lessons in sections.
+	Course *LessonNotes `yaml:"course,omitempty" json:"-"`
 	// Compare lists other algorithms run on the same setup, faults and seed,
 	// whose verdicts and metrics are shown beside this one (the herd effect:
 	// watch notifications of the simple ZooKeeper lock against the queue).
@@ -427,6 +430,7 @@ func (s *Scenario) Clone() *Scenario {
 		}
 	}
 	c.Faults = s.Faults.Clone()
+	c.Course = s.Course.clone()
 	return &c
 }
 

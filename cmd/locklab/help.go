@@ -88,6 +88,12 @@ ranges are "min..max" (50ms..150ms) or a single duration.
                                   #   zk_client_messages)
   narrative: {what: ..., why: ..., fix: ..., sources: [...]}
   twin: other-scenario-id
+  course:                         # the scenario's lesson in 'locklab course':
+    objectives: [...]             #   what a student learns
+    questions: [...]              #   to discuss
+    instructor: [...]             #   notes for the teacher (not on handouts)
+    sources: [...]                #   more reading; also predict, edit, try,
+                                  #   and outside (why no section lists it)
   seed: 1                         # default seed
 
 Fault kinds and their fields:
