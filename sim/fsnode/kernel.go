@@ -58,6 +58,10 @@ type Kernel struct {
 	Store Store
 	// OnDrop, when set, hears that a close or an exit dropped locks.
 	OnDrop func(pid int, ino uint64, kind LockKind, why string)
+	// Syscall, when set, runs at the start of the calls that do not reach
+	// the Store (kill(2), close(2)), so that they take time as the others
+	// do (scenarios/filesystem.go's scheduled store).
+	Syscall func()
 
 	fds     map[int]map[int]*ofd // pid → descriptor → description
 	running map[int]bool
@@ -82,7 +86,16 @@ func (k *Kernel) Start(pid int) {
 
 // Running is kill(pid, 0) on this kernel: whether a process with that PID
 // runs here (kill(2)). A PID says nothing about another host's processes.
-func (k *Kernel) Running(pid int) bool { return k.running[pid] }
+func (k *Kernel) Running(pid int) bool {
+	k.syscall()
+	return k.running[pid]
+}
+
+func (k *Kernel) syscall() {
+	if k.Syscall != nil {
+		k.Syscall()
+	}
+}
 
 // Owner is the lock owner of a process's POSIX locks.
 func (k *Kernel) Owner(pid int) string { return fmt.Sprintf("%s/%d", k.Host, pid) }
@@ -247,6 +260,11 @@ func (k *Kernel) Lost(l Lock) {
 // explicit LOCK_UN operation on any of these duplicate file descriptors,
 // or when all such file descriptors have been closed."
 func (k *Kernel) Close(pid, fd int) error {
+	k.syscall()
+	return k.close(pid, fd)
+}
+
+func (k *Kernel) close(pid, fd int) error {
 	d, err := k.desc(pid, fd)
 	if err != nil {
 		return err
@@ -298,7 +316,7 @@ func (k *Kernel) Exit(pid int) {
 	slices.Sort(fds)
 	for _, fd := range fds {
 		if k.mutant != "exit-keeps" {
-			_ = k.Close(pid, fd)
+			_ = k.close(pid, fd)
 		}
 	}
 	delete(k.running, pid)
