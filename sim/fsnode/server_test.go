@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/faults"
 )
 
 func lockReq(client string, epoch int, xid uint64, ino uint64, reclaim bool) Request {
@@ -79,6 +81,15 @@ func TestRetransmittedCreate(t *testing.T) {
 		}
 		if !drc && !errors.Is(r.Err, ErrExist) {
 			t.Errorf("without the cache: %v, want EEXIST", r.Err)
+		}
+	}
+}
+
+// Every op the server answers is one a fault schedule may name.
+func TestOpsAreInTheFaultVocabulary(t *testing.T) {
+	for _, op := range []string{OpSetClientID, OpRenew, OpCreate, OpLookup, OpLink, OpRemove, OpGetattr, OpRead, OpWrite, OpLock, OpLocku} {
+		if !faults.KnownOp(op) {
+			t.Errorf("%s is not in faults.NFSOps", op)
 		}
 	}
 }
