@@ -12,6 +12,9 @@ var fsScenarios = []string{
 	"fs-stale-pid-takeover", "fs-stale-pid-takeover-fixed",
 	"fs-fcntl-close-other-fd", "fs-fcntl-close-other-fd-fixed",
 	"fs-nfs-lease-partition", "fs-nfs-lease-partition-fenced",
+	"fs-pid-reuse", "fs-pid-reuse-fixed",
+	"fs-nfs-lost-create-reply", "fs-nfs-lost-create-reply-fixed",
+	"fs-nfs-missed-grace", "fs-nfs-missed-grace-fenced",
 }
 
 // Every file-system scenario replays byte for byte at several seeds.
@@ -66,5 +69,49 @@ func TestCloseOfAnotherDescriptorDropsTheFcntlLock(t *testing.T) {
 		if d.At < drops[0].At+1 && d.Client == "pid 101" {
 			t.Errorf("flock dropped by the other descriptor's close: %+v", d)
 		}
+	}
+}
+
+// After the restart c1, cut off through the grace period, reclaims too
+// late: the server refuses (NFS4ERR_NO_GRACE) and c2 holds the lock by
+// then; c1's kernel records the loss, its unlock reports EIO.
+func TestMissedGracePeriodLosesTheLock(t *testing.T) {
+	r := mustRun(t, mustGet(t, "fs-nfs-missed-grace"), 1, Options{KeepTrace: true})
+	if len(eventsOf(r, event.FSServerRestarted)) != 1 {
+		t.Fatal("no restart")
+	}
+	lost := eventsOf(r, event.FSLockLost)
+	if len(lost) != 1 || lost[0].Client != "c1" || !strings.Contains(lost[0].Reason, "NFS4ERR_NO_GRACE") {
+		t.Fatalf("lost %+v", lost)
+	}
+	var c2Granted bool
+	for _, e := range eventsOf(r, event.HoldBegan) {
+		c2Granted = c2Granted || (e.Client == "c2" && e.At < lost[0].At)
+	}
+	if !c2Granted {
+		t.Error("c2 was not granted the lock before c1 learned it lost it")
+	}
+}
+
+// The lost CREATE reply: the retransmission (same XID) answers EEXIST to
+// c1, which created the file; with link and stat the creator sees its own
+// inode.
+func TestLostCreateReplyAnswersEEXISTToTheCreator(t *testing.T) {
+	r := mustRun(t, mustGet(t, "fs-nfs-lost-create-reply"), 1, Options{KeepTrace: true})
+	var replies []string
+	for _, e := range eventsOf(r, event.CommandExecuted) {
+		if e.Client == "c1" && e.Command == "CREATE lock GUARDED xid=2" {
+			replies = append(replies, e.Reply)
+		}
+	}
+	if strings.Join(replies, ",") != "OK,EEXIST" {
+		t.Fatalf("c1's CREATE xid=2 answered %v; want OK then EEXIST", replies)
+	}
+	if n := len(eventsOf(r, event.HoldBegan)); n != 0 {
+		t.Errorf("%d holds; the file is nobody's", n)
+	}
+	fixed := mustRun(t, mustGet(t, "fs-nfs-lost-create-reply-fixed"), 1, Options{KeepTrace: true})
+	if h := eventsOf(fixed, event.HoldBegan); len(h) == 0 || h[0].Client != "c1" {
+		t.Errorf("fixed: holds %+v; want c1 first", h)
 	}
 }
