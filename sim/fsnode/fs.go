@@ -103,9 +103,9 @@ func NewFS() *FS {
 // Create makes name, or opens it. open(2): "O_EXCL: Ensure that this call
 // creates the file: if this flag is specified in conjunction with O_CREAT,
 // and pathname already exists, then open() fails with the error EEXIST."
-// RFC 7530 §18.16.3: an EXCLUSIVE4 create of an existing file is an
-// error unless the verifier matches (the retransmission case, which the
-// server's duplicate-request cache, not the file system, answers).
+// RFC 8881 §18.16.3 (OPEN): a GUARDED4 create of an existing name is
+// NFS4ERR_EXIST; a retransmission is recognised, if at all, by the
+// server's duplicate-request cache, not by the file system.
 func (fs *FS) Create(name string, excl bool) (uint64, error) {
 	if ino, ok := fs.names[name]; ok {
 		if excl && fs.mutant != "excl-ignored" {
