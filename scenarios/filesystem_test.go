@@ -169,3 +169,36 @@ func TestExploreFindsTheLeaseExpiry(t *testing.T) {
 		t.Errorf("run %d: no lease expired with a lock; the violation is not the lease's", f.Run)
 	}
 }
+
+// Bad file-system params are refused with the field, what was expected and
+// a did-you-mean; NFS params on a local file system are refused, not
+// ignored.
+func TestFileSystemScenarioErrors(t *testing.T) {
+	base := `id: x
+title: x
+algorithm: fcntl
+ttl: 10s
+clients: {count: 2}
+`
+	for _, tc := range []struct{ yaml, want string }{
+		{base + "params: {fs: nsf}\n", `x.yaml:6:14: params.fs: expected local or nfs, found "nsf"`},
+		{base + "params: {lease: 10s}\n", `params.lease: lease applies to an NFS mount only`},
+		{base + "params: {fs: nfs, lease: 0s}\n", `params.lease: expected a duration between 1ms and 24h`},
+		{base + "params: {fs: nfs, drc: maybe}\n", `params.drc: expected true or false`},
+		{base + "params: {pid_reuse: c3}\n", `unknown client "c3"`},
+		{base + "params: {fencing: incr}\n", `params.fencing: expected file or none`},
+		{base + "params: {close_other_fd: soon}\n", `params.close_other_fd: expected a duration after the lock is taken, such as 2s, found "soon"`},
+		{base + "params: {leese: 10s}\n", `(did you mean lease?)`},
+		{base + "faults: [{kind: node-crash, target: nfs, at: 1s}]\n", `unknown node "nfs"`},
+		{base + "faults: [{kind: drop, op: lokc, at: 1s}]\n", `(did you mean LOCK?)`},
+		{strings.Replace(base, "fcntl", "lockfile-pid", 1) + "params: {close_other_fd: 1s}\n", `params.close_other_fd`},
+	} {
+		s, err := Parse("x.yaml", []byte(tc.yaml))
+		if err == nil {
+			err = s.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got %v\nwant %q", tc.yaml, err, tc.want)
+		}
+	}
+}
