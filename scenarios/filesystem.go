@@ -131,6 +131,12 @@ func (b *fsBackend) Connect(h *sim.Host) any {
 	}
 	k.Start(pid)
 	proc := &fsnode.Process{K: k, PID: pid}
+	if b.w.Bubble() {
+		// A user's lock (scenarios/locktest) calls the file API from
+		// outside the kernel; each call goes back in, as the client's
+		// process.
+		proc.Enter = func(fn func()) { h.Main().Inside(fn) }
+	}
 	reuse := false
 	for _, c := range b.reuse {
 		reuse = reuse || c == h.Name

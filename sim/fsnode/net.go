@@ -14,27 +14,73 @@ import (
 type Process struct {
 	K   *Kernel
 	PID int
+	// Enter, when set, runs each call inside the simulation: a user's
+	// lock (scenarios/locktest) runs outside the kernel, and a call,
+	// which may wait on the network or the scheduler, must not.
+	Enter func(func())
 }
 
-func (p *Process) Open(name string) (int, error)         { return p.K.Open(p.PID, name, false, false) }
-func (p *Process) OpenCreate(name string) (int, error)   { return p.K.Open(p.PID, name, true, false) }
-func (p *Process) CreateExcl(name string) (int, error)   { return p.K.Open(p.PID, name, true, true) }
-func (p *Process) Dup(fd int) (int, error)               { return p.K.Dup(p.PID, fd) }
-func (p *Process) Close(fd int) error                    { return p.K.Close(p.PID, fd) }
-func (p *Process) Read(fd int) ([]byte, error)           { return p.K.Read(p.PID, fd) }
-func (p *Process) Write(fd int, data []byte) error       { return p.K.Write(p.PID, fd, data) }
-func (p *Process) Flock(fd int, excl bool) error         { return p.K.Flock(p.PID, fd, excl) }
-func (p *Process) Unflock(fd int) error                  { return p.K.Unflock(p.PID, fd) }
-func (p *Process) Fcntl(fd int, excl bool) error         { return p.K.Fcntl(p.PID, fd, excl) }
-func (p *Process) Unfcntl(fd int) error                  { return p.K.Unfcntl(p.PID, fd) }
-func (p *Process) Link(oldname, newname string) error    { return p.K.Link(oldname, newname) }
-func (p *Process) Unlink(name string) error              { return p.K.Unlink(name) }
-func (p *Process) Stat(name string) (Stat, error)        { return p.K.Stat(name) }
-func (p *Process) Running(pid int) bool                  { return p.K.Running(pid) }
-func (p *Process) Exit()                                 { p.K.Exit(p.PID) }
+func do[T any](p *Process, f func() T) T {
+	if p.Enter == nil {
+		return f()
+	}
+	var r T
+	p.Enter(func() { r = f() })
+	return r
+}
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func do2[T any](p *Process, f func() (T, error)) (T, error) {
+	r := do(p, func() result[T] { v, err := f(); return result[T]{v, err} })
+	return r.v, r.err
+}
+
+func (p *Process) Open(name string) (int, error) {
+	return do2(p, func() (int, error) { return p.K.Open(p.PID, name, false, false) })
+}
+func (p *Process) OpenCreate(name string) (int, error) {
+	return do2(p, func() (int, error) { return p.K.Open(p.PID, name, true, false) })
+}
+func (p *Process) CreateExcl(name string) (int, error) {
+	return do2(p, func() (int, error) { return p.K.Open(p.PID, name, true, true) })
+}
+func (p *Process) Dup(fd int) (int, error) {
+	return do2(p, func() (int, error) { return p.K.Dup(p.PID, fd) })
+}
+func (p *Process) Close(fd int) error { return do(p, func() error { return p.K.Close(p.PID, fd) }) }
+func (p *Process) Read(fd int) ([]byte, error) {
+	return do2(p, func() ([]byte, error) { return p.K.Read(p.PID, fd) })
+}
+func (p *Process) Write(fd int, data []byte) error {
+	return do(p, func() error { return p.K.Write(p.PID, fd, data) })
+}
+func (p *Process) Flock(fd int, excl bool) error {
+	return do(p, func() error { return p.K.Flock(p.PID, fd, excl) })
+}
+func (p *Process) Unflock(fd int) error { return do(p, func() error { return p.K.Unflock(p.PID, fd) }) }
+func (p *Process) Fcntl(fd int, excl bool) error {
+	return do(p, func() error { return p.K.Fcntl(p.PID, fd, excl) })
+}
+func (p *Process) Unfcntl(fd int) error { return do(p, func() error { return p.K.Unfcntl(p.PID, fd) }) }
+func (p *Process) Link(oldname, newname string) error {
+	return do(p, func() error { return p.K.Link(oldname, newname) })
+}
+func (p *Process) Unlink(name string) error { return do(p, func() error { return p.K.Unlink(name) }) }
+func (p *Process) Stat(name string) (Stat, error) {
+	return do2(p, func() (Stat, error) { return p.K.Stat(name) })
+}
+func (p *Process) Running(pid int) bool                  { return do(p, func() bool { return p.K.Running(pid) }) }
 func (p *Process) ReadFile(name string) ([]byte, error)  { return readFile(p, name) }
-func (p *Process) Getpid() int                           { return p.PID }
 func (p *Process) WriteFile(name string, d []byte) error { return writeFile(p, name, d) }
+func (p *Process) Getpid() int                           { return p.PID }
+
+// Exit is the process's end, as the harness sees it (a crash): never
+// entered, it runs where the crash is handled.
+func (p *Process) Exit() { p.K.Exit(p.PID) }
 
 // readFile is os.ReadFile: open, read, close. Under fcntl's rules the
 // close drops the process's locks on the file (Kernel.Close).
