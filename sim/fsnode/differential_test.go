@@ -318,12 +318,29 @@ func runHelper(dir string) {
 	}
 }
 
+// linuxAnswers are the real kernel's answers, story by story, taken once
+// for both tests: each story starts a few processes, which under -race is
+// the slow part.
+var linuxAnswers = map[string][]string{}
+
+func linux(t *testing.T, s story) []string {
+	t.Helper()
+	if a, ok := linuxAnswers[s.name]; ok {
+		return a
+	}
+	a := realAnswers(t, s, t.TempDir())
+	if !t.Failed() {
+		linuxAnswers[s.name] = a
+	}
+	return a
+}
+
 // TestDifferentialLocalSemantics compares the model with the real kernel,
 // story by story, answer by answer.
 func TestDifferentialLocalSemantics(t *testing.T) {
 	for _, s := range stories {
 		t.Run(s.name, func(t *testing.T) {
-			got, want := modelAnswers(s, ""), realAnswers(t, s, t.TempDir())
+			got, want := modelAnswers(s, ""), linux(t, s)
 			for i := range want {
 				if got[i] != want[i] {
 					t.Errorf("step %d %+v: model says %s, Linux says %s", i+1, s.steps[i], got[i], want[i])
@@ -339,7 +356,7 @@ func TestDifferentialLocalSemantics(t *testing.T) {
 func TestDifferentialCatchesBrokenRules(t *testing.T) {
 	real := map[string][]string{}
 	for _, s := range stories {
-		real[s.name] = realAnswers(t, s, t.TempDir())
+		real[s.name] = linux(t, s)
 	}
 	for _, mutant := range []string{"excl-ignored", "link-count-fixed", "flock-fcntl-interact", "flock-per-process", "fcntl-close-keeps", "exit-keeps"} {
 		caught := ""
