@@ -41,6 +41,9 @@ var (
 	MySQLOps = []string{"GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_USED_LOCK", "IS_FREE_LOCK",
 		"SELECT", "UPDATE", "SET", "BEGIN", "COMMIT", "ROLLBACK", "KILL", "PREPARE", "CLOSE", "QUIT", "PING", "USE", "RESET",
 		"HANDSHAKE", "LOGIN"}
+	// NFSOps are the operations a client sends an NFSv4 server
+	// (sim/fsnode, after RFC 7530 §16).
+	NFSOps = []string{"SETCLIENTID", "RENEW", "CREATE", "LOOKUP", "LINK", "REMOVE", "GETATTR", "READ", "WRITE", "LOCK", "LOCKU"}
 	// ResourceOps are the protected resource's operations.
 	ResourceOps = []string{"READ", "WRITE"}
 	// InternalOps are messages between servers.
@@ -49,7 +52,7 @@ var (
 
 // KnownOps lists every op, sorted, without duplicates.
 func KnownOps() []string {
-	all := slices.Concat(RedisOps, ZooKeeperOps, PostgresOps, MySQLOps, ResourceOps, InternalOps)
+	all := slices.Concat(RedisOps, ZooKeeperOps, PostgresOps, MySQLOps, NFSOps, ResourceOps, InternalOps)
 	slices.Sort(all)
 	return slices.Compact(all)
 }

@@ -234,7 +234,7 @@ func unknown(kind, name string, names []string) string {
 }
 
 func unknownOp(op string) string {
-	msg := fmt.Sprintf("unknown op %q; expected a Redis command (SET, EVAL, ...), a ZooKeeper request (CREATE, DELETE, ...), a Postgres statement (PG_ADVISORY_UNLOCK, COMMIT, ...), a MySQL statement (GET_LOCK, RELEASE_LOCK, ...) or READ/WRITE at the resource", op)
+	msg := fmt.Sprintf("unknown op %q; expected a Redis command (SET, EVAL, ...), a ZooKeeper request (CREATE, DELETE, ...), a Postgres statement (PG_ADVISORY_UNLOCK, COMMIT, ...), a MySQL statement (GET_LOCK, RELEASE_LOCK, ...), an NFS operation (LOCK, LINK, ...) or READ/WRITE at the resource", op)
 	if s := closest(strings.ToUpper(op), KnownOps()); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	}

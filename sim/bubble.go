@@ -232,6 +232,22 @@ func (w *World) bubbleCrash(h *Host) {
 	}
 }
 
+// Inside runs fn back inside the kernel from the code Outside runs (a
+// user's lock calling a simulated service whose calls park the process,
+// as sim/fsnode's file API does). Called anywhere else it just calls fn.
+func (p *Process) Inside(fn func()) {
+	w := p.w
+	if w.b == nil || !p.outside {
+		fn()
+		return
+	}
+	w.enterProc(p)
+	p.outside = false
+	fn()
+	p.outside = true
+	w.leaveProc(p)
+}
+
 // Outside runs fn — the lock's own code — outside the kernel: in a bubble
 // the process gives the kernel up while fn runs, so the goroutines fn starts
 // can enter it. If the host crashed or the run ended meanwhile, the process

@@ -96,4 +96,10 @@ const (
 	DBServerCrashed   Kind = "db.server.crashed"   // every session of Node ends, its locks with them
 	DBServerRestarted Kind = "db.server.restarted" // Node serves again with an empty lock table
 	DBPromoted        Kind = "db.promoted"         // Node (a standby) now answers for To's address, without its locks
+
+	// File-system locks (sim/fsnode): Key names the file's inode.
+	FSLocksDropped    Kind = "fs.locks.dropped"    // Client's Key lock (Op: flock, posix) went at Reason (a close, an exit)
+	FSLeaseExpired    Kind = "fs.lease.expired"    // Node dropped Client's lease and its Count locks
+	FSServerRestarted Kind = "fs.server.restarted" // Node lost its lock state; its grace period lasts Delay
+	FSLockLost        Kind = "fs.lock.lost"        // Client's kernel learned its Key lock is gone (Reason)
 )

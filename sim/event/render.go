@@ -190,6 +190,15 @@ func (e *Event) AppendText(b []byte) []byte {
 		return append(b, "restart with an empty lock table"...)
 	case DBPromoted:
 		return fmt.Appendf(b, "promoted: now answers for the address %s, without any of the old primary's advisory locks", e.To)
+
+	case FSLocksDropped:
+		return fmt.Appendf(b, "%s lock of %s on %s released by %s", e.Op, e.Client, e.Key, e.Reason)
+	case FSLeaseExpired:
+		return fmt.Appendf(b, "lease of client %s expired: %d lock(s) dropped", e.Client, e.Count)
+	case FSServerRestarted:
+		return fmt.Appendf(b, "server restarted without its lock state: grace period of %v", e.Delay)
+	case FSLockLost:
+		return fmt.Appendf(b, "%s learns its lock on %s is gone: %s", e.Client, e.Key, e.Reason)
 	}
 	return fmt.Appendf(b, "%s %+v", e.Kind, *e)
 }
