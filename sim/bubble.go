@@ -224,7 +224,7 @@ func (w *World) hostState(h *Host) *hostBubble {
 // cancelled and its connections fail.
 func (w *World) bubbleCrash(h *Host) {
 	w.hostState(h).cancel()
-	h.held = nil
+	h.dropHeld()
 	for _, c := range w.b.conns {
 		if c.host == h {
 			c.signal()
@@ -246,6 +246,9 @@ func (p *Process) Outside(fn func()) {
 	w.leaveProc(p)
 	fn()
 	w.enterProc(p)
+	// A paused host's thread comes back from the lock's code when the
+	// host resumes (freeze.go).
+	w.gate(p.Host)
 	p.outside = false
 	if p.killed {
 		p.exiting = true
@@ -429,7 +432,7 @@ func (w *World) endBubble() {
 	w.runEndHooks()
 	for _, h := range w.hostOrder() {
 		w.hostState(h).cancel()
-		h.held = nil
+		h.dropHeld()
 	}
 	for _, c := range b.conns {
 		c.signal()
