@@ -109,12 +109,26 @@ func (h *Host) dropHeld() {
 // it does takes effect when h resumes, in the order of the package
 // comment. Outside a bubble it just calls fn.
 func (w *World) NotifyFrom(h *Host, who string, fn func()) {
+	w.notifyFrom(h, "", who, fn)
+}
+
+// NotifyFromNamed is NotifyFrom for a service that knows its client hosts
+// by name (the ZooKeeper ensemble): the host is looked up in the kernel,
+// where hosts are made.
+func (w *World) NotifyFromNamed(host, who string, fn func()) {
+	w.notifyFrom(nil, host, who, fn)
+}
+
+func (w *World) notifyFrom(h *Host, name, who string, fn func()) {
 	if w.b == nil {
 		fn()
 		return
 	}
 	w.enter("notify " + who)
 	defer w.leave()
+	if h == nil {
+		h = w.hosts[name]
+	}
 	w.gate(h)
 	if !w.b.ended {
 		fn()
@@ -126,11 +140,20 @@ func (w *World) NotifyFrom(h *Host, who string, fn func()) {
 // calls it, outside the kernel and its own locks, before it reports a read
 // deadline that passed: a frozen process cannot see its deadline pass
 // until it runs again.
-func (w *World) AwaitThaw(h *Host, who string) {
+func (w *World) AwaitThaw(h *Host, who string) { w.awaitThaw(h, "", who) }
+
+// AwaitThawNamed is AwaitThaw for a host known by name (looked up in the
+// kernel, as NotifyFromNamed does).
+func (w *World) AwaitThawNamed(host, who string) { w.awaitThaw(nil, host, who) }
+
+func (w *World) awaitThaw(h *Host, name, who string) {
 	if w.b == nil {
 		return
 	}
 	w.enter("thaw " + who)
+	if h == nil {
+		h = w.hosts[name]
+	}
 	w.gate(h)
 	w.leave()
 }
@@ -138,7 +161,3 @@ func (w *World) AwaitThaw(h *Host, who string) {
 // Notify runs fn in the kernel for a goroutine of the process's lock code
 // (a watchdog reporting a lost lease): as NotifyFrom on the process's host.
 func (p *Process) Notify(fn func()) { p.w.NotifyFrom(p.Host, p.Name, fn) }
-
-// HostNamed is the host called name, or nil (a service that knows its
-// clients by name, such as the ZooKeeper ensemble, finds their gate).
-func (w *World) HostNamed(name string) *Host { return w.hosts[name] }

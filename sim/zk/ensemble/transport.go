@@ -263,7 +263,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 			d := time.Until(dl)
 			if d <= 0 && c.e.w != nil && !thawed {
 				thawed = true
-				c.e.w.AwaitThaw(c.e.w.HostNamed(c.host), "zk "+c.stream()+" read")
+				c.e.w.AwaitThawNamed(c.host, "zk "+c.stream()+" read")
 				continue
 			}
 			if d <= 0 {
@@ -301,7 +301,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := 0, error(errReset)
-	e.w.NotifyFrom(e.w.HostNamed(c.host), "zk "+c.stream(), func() {
+	e.w.NotifyFromNamed(c.host, "zk "+c.stream(), func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		n, err = c.write(p)
@@ -601,7 +601,7 @@ func (c *Conn) Close() error {
 	if quiet {
 		return nil
 	}
-	e.w.NotifyFrom(e.w.HostNamed(c.host), "zk "+c.stream()+" close", func() {
+	e.w.NotifyFromNamed(c.host, "zk "+c.stream()+" close", func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		c.close()
@@ -681,7 +681,7 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 					return nil, err
 				}
 				err = &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
-				e.w.NotifyFrom(e.w.HostNamed(host), "zk dial "+host, func() {
+				e.w.NotifyFromNamed(host, "zk dial "+host, func() {
 					e.mu.Lock()
 					defer e.mu.Unlock()
 					c, wait, cut, err = e.dial(host, name, network)
