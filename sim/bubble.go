@@ -40,8 +40,10 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -433,6 +435,11 @@ func (w *World) endBubble() {
 	for _, h := range w.hostOrder() {
 		w.hostState(h).cancel()
 		h.dropHeld()
+	}
+	// A host with no process and no Redis connection (a database
+	// server, a service's own host) may have goroutines at its gate too.
+	for _, name := range slices.Sorted(maps.Keys(w.hosts)) {
+		w.hosts[name].dropHeld()
 	}
 	for _, c := range b.conns {
 		c.signal()
