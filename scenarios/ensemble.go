@@ -360,7 +360,7 @@ func (b *zkEnsemble) Connect(h *sim.Host) any {
 		Rand:           seededReader{rand.New(rand.NewPCG(b.w.Seed, hash.Sum64()))},
 		SessionTimeout: b.timeout,
 		Settle:         func() { b.ens.Settle(h.Name) },
-		Notify:         func(fn func()) { b.w.Notify("gozk "+h.Name, fn) },
+		Notify:         func(fn func()) { b.w.NotifyFrom(h, "gozk "+h.Name, fn) },
 		After: func(d time.Duration, fn func()) func() {
 			ev := b.w.AtKey(b.w.Now()+d, "gozk lost "+h.Name, fn)
 			return ev.Cancel

@@ -210,8 +210,10 @@ func (e procEnv) Go(fn func(algorithms.Env)) {
 // Outside runs the lock's own code outside the kernel (see sim.Process.Outside).
 func (e procEnv) Outside(fn func()) { e.p.Outside(fn) }
 
-// Notify runs fn in the kernel from any goroutine (see sim.World.Notify).
-func (e procEnv) Notify(fn func()) { e.p.World().Notify(e.p.Name, fn) }
+// Notify runs fn in the kernel from any goroutine of the lock's code; while
+// the process's host is paused it waits for the resume (see
+// sim.Process.Notify).
+func (e procEnv) Notify(fn func()) { e.p.Notify(fn) }
 
 func (e procEnv) Parallel(fns ...func(algorithms.Env)) {
 	wrapped := make([]func(*sim.Process), len(fns))

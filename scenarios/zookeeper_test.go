@@ -13,6 +13,7 @@ import (
 // zkScenarios are the ZooKeeper rows of the catalogue and their twins.
 var zkScenarios = []string{
 	"zk-session-expiry-pause", "zk-session-expiry-pause-fenced",
+	"zk-pause-stop-on-disconnect", "zk-pause-stop-on-disconnect-fenced", "zk-lock-pause-stop-on-disconnect",
 	"zk-suspended-vs-lost", "zk-suspended-vs-lost-fixed",
 	"zk-lost-create-reply", "zk-lost-create-reply-fixed",
 	"zk-herd-effect", "zk-queue-no-herd", "zk-clock-jump",

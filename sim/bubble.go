@@ -40,8 +40,10 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,7 +226,7 @@ func (w *World) hostState(h *Host) *hostBubble {
 // cancelled and its connections fail.
 func (w *World) bubbleCrash(h *Host) {
 	w.hostState(h).cancel()
-	h.held = nil
+	h.dropHeld()
 	for _, c := range w.b.conns {
 		if c.host == h {
 			c.signal()
@@ -262,6 +264,9 @@ func (p *Process) Outside(fn func()) {
 	w.leaveProc(p)
 	fn()
 	w.enterProc(p)
+	// A paused host's thread comes back from the lock's code when the
+	// host resumes (freeze.go).
+	w.gate(p.Host)
 	p.outside = false
 	if p.killed {
 		p.exiting = true
@@ -445,7 +450,12 @@ func (w *World) endBubble() {
 	w.runEndHooks()
 	for _, h := range w.hostOrder() {
 		w.hostState(h).cancel()
-		h.held = nil
+		h.dropHeld()
+	}
+	// A host with no process and no Redis connection (a database
+	// server, a service's own host) may have goroutines at its gate too.
+	for _, name := range slices.Sorted(maps.Keys(w.hosts)) {
+		w.hosts[name].dropHeld()
 	}
 	for _, c := range b.conns {
 		c.signal()

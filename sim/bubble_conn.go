@@ -38,6 +38,7 @@ func (c *redisConn) bubbleWrite(b []byte) (int, error) {
 	w := c.node.w
 	w.enter("c " + c.bb.id)
 	defer w.leave()
+	w.gate(c.host)
 	if c.dead() {
 		if c.host.crashed {
 			return 0, errHostDown
@@ -55,16 +56,6 @@ func (c *redisConn) bubbleWrite(b []byte) (int, error) {
 		}
 		c.wbuf = c.wbuf[used:]
 		c.readTimeout = commandReadTimeout(args, c.timeout)
-		if c.host.paused {
-			// A paused host sends nothing; what its goroutines wrote
-			// leaves when it resumes.
-			c.host.held = append(c.host.held, func() {
-				if !c.dead() {
-					c.send(w, args)
-				}
-			})
-			continue
-		}
 		c.send(w, args)
 	}
 	return len(b), nil
@@ -77,7 +68,7 @@ func (c *redisConn) bubbleDeliver(reply []byte, rs string) {
 	case c.closed || c.host.crashed:
 		w.Record(c.host.Name, event.Event{Kind: event.ReplyDiscarded, Node: c.node.Name, Client: c.host.Name, Reply: rs})
 	case c.host.paused:
-		c.host.held = append(c.host.held, func() { c.bubbleDeliver(reply, rs) })
+		c.host.hold(func() { c.bubbleDeliver(reply, rs) })
 	default:
 		c.rbuf = append(c.rbuf, reply...)
 		c.signal()
@@ -86,7 +77,7 @@ func (c *redisConn) bubbleDeliver(reply []byte, rs string) {
 
 func (c *redisConn) bubbleTimeout(id uint64) {
 	if c.host.paused {
-		c.host.held = append(c.host.held, func() { c.bubbleTimeout(id) })
+		c.host.hold(func() { c.bubbleTimeout(id) })
 		return
 	}
 	if c.bb.waiting && c.bb.reads == id {
@@ -100,6 +91,7 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 	who := "c " + c.bb.id
 	w.enter(who)
 	defer w.leave()
+	w.gate(c.host)
 	if len(c.rbuf) == 0 && !c.dead() {
 		c.bb.reads++
 		id := c.bb.reads
@@ -139,6 +131,7 @@ func (c *redisConn) bubbleClose() error {
 	w := c.node.w
 	w.enter("c " + c.bb.id)
 	defer w.leave()
+	w.gate(c.host)
 	if !c.closed {
 		c.closed = true
 		if !w.b.ended {

@@ -23,7 +23,9 @@ type Host struct {
 	paused  bool
 	crashed bool
 	pending []*Process // processes whose wake-up arrived during a pause
-	held    []func()   // in a bubble: connection traffic held during a pause
+	// In a bubble: the host's work held during a pause (freeze.go).
+	held    []heldWork
+	heldSeq uint64
 }
 
 // NewHost adds a machine to the world.
@@ -31,7 +33,12 @@ func (w *World) NewHost(name string, clock *Clock) *Host {
 	if clock == nil {
 		clock = NewClock(0, 0)
 	}
-	return &Host{Name: name, Clock: clock, w: w}
+	h := &Host{Name: name, Clock: clock, w: w}
+	if w.hosts == nil {
+		w.hosts = map[string]*Host{}
+	}
+	w.hosts[name] = h
+	return h
 }
 
 // Paused reports whether the host is paused now.
@@ -62,10 +69,10 @@ func (h *Host) Resume() {
 	h.w.Record(h.Name, event.Event{Kind: event.HostResumed})
 	pending := h.pending
 	h.pending = nil
-	held := h.held
-	h.held = nil
-	for _, f := range held {
-		f()
+	if h.w.b != nil {
+		// Stop-the-world: everything the host held runs now, in the
+		// order freeze.go gives.
+		h.thaw()
 	}
 	h.w.hostChanged(h, HostResumed)
 	for _, p := range pending {
@@ -427,6 +434,12 @@ func (w *World) wakeup(p *Process, id uint64) {
 		return
 	}
 	if p.Host.paused {
+		if w.b != nil {
+			// Held with the rest of the host's work (freeze.go), in the
+			// order it would have happened.
+			p.Host.hold(func() { w.wakeup(p, id) })
+			return
+		}
 		p.Host.pending = append(p.Host.pending, p)
 		return
 	}

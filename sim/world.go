@@ -158,6 +158,7 @@ type World struct {
 	endWaits  []<-chan struct{}
 	hostHooks []func(h *Host, c HostChange)
 	b         *bubble // set when the world runs in a synctest bubble (bubble.go)
+	hosts     map[string]*Host
 	// events counts the events scheduled; workLimit bounds the run's
 	// work, and cut says which limit ended it early (budget.go).
 	events    int64

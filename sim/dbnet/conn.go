@@ -116,9 +116,14 @@ func (e *end) failed() bool {
 	return e.err != nil || e.closed
 }
 
+// Read waits for data, the end of the stream, a failure or the read
+// deadline. A deadline that passes while the end's host is paused is seen
+// when the host resumes, in its turn (sim/freeze.go): the driver's reading
+// goroutine is frozen with the rest of the process.
 func (e *end) Read(b []byte) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	thawed := false
 	for {
 		switch {
 		case len(e.rbuf) > 0:
@@ -131,8 +136,14 @@ func (e *end) Read(b []byte) (int, error) {
 			return 0, e.err
 		case e.eof:
 			return 0, io.EOF
-		case !e.rdl.IsZero() && !time.Now().Before(e.rdl):
+		case !e.rdl.IsZero() && !time.Now().Before(e.rdl) && thawed:
 			return 0, os.ErrDeadlineExceeded
+		case !e.rdl.IsZero() && !time.Now().Before(e.rdl):
+			thawed = true
+			e.mu.Unlock()
+			e.l.n.w.AwaitThaw(e.host, "db "+e.l.id+e.dir()+" read")
+			e.mu.Lock()
+			continue
 		}
 		e.mu.Unlock()
 		<-e.ready
@@ -157,7 +168,7 @@ func (e *end) Write(b []byte) (int, error) {
 	e.mu.Unlock()
 	data := append([]byte(nil), b...)
 	err := errEnded
-	e.l.n.w.Notify("db "+e.l.id+e.dir(), func() { err = e.l.send(e, segData, data, "") })
+	e.l.n.w.NotifyFrom(e.host, "db "+e.l.id+e.dir(), func() { err = e.l.send(e, segData, data, "") })
 	if err != nil {
 		return 0, err
 	}
@@ -193,7 +204,7 @@ func (e *end) close(why string) error {
 	e.mu.Unlock()
 	e.signal()
 	if alive {
-		e.l.n.w.Notify("db "+e.l.id+e.dir(), func() {
+		e.l.n.w.NotifyFrom(e.host, "db "+e.l.id+e.dir(), func() {
 			if why != "" && !e.isClient {
 				e.l.sessionEnded(why)
 			}

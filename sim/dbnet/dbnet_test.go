@@ -257,3 +257,52 @@ func TestServerCrashRestartAndPromotion(t *testing.T) {
 		}
 	})
 }
+
+// A paused client is frozen whole (sim/freeze.go): c1 waits in
+// pg_advisory_lock, held by c2, under pgx's 2 s context deadline, and
+// pauses at 1 s for 10 s. The deadline passes mid-pause, but pgx's
+// goroutines are frozen with the rest of the process: no cancel request,
+// no read deadline, no segment leaves c1 until it resumes, and its call
+// returns the timeout only then.
+func TestPausedClientIsFrozenWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pw := newPgWorld(5, dbnet.Keepalive{})
+		w := pw.w
+		c1, c2 := w.NewHost("c1", nil), w.NewHost("c2", nil)
+		var returned time.Duration
+		var lockErr error
+		c2.Spawn("c2", 0, func(p *sim.Process) {
+			c := pw.connect(p)
+			p.Outside(func() { _, _ = c.Exec(context.Background(), "SELECT pg_advisory_lock(1)") })
+			p.Sleep(time.Minute)
+		})
+		c1.Spawn("c1", 100*time.Millisecond, func(p *sim.Process) {
+			c := pw.connect(p)
+			p.Outside(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_, lockErr = c.Exec(ctx, "SELECT pg_advisory_lock(1)")
+			})
+			returned = p.TrueNow()
+		})
+		w.At(time.Second, func() {
+			c1.Pause()
+			w.After(10*time.Second, c1.Resume)
+		})
+		w.Trace.Keep = true
+		if err := w.Run(40 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if lockErr == nil {
+			t.Fatal("c1's pg_advisory_lock returned without an error, want its context's deadline")
+		}
+		if returned < 11*time.Second {
+			t.Fatalf("c1's call returned at %v (%v), during its pause (1s to 11s)", returned, lockErr)
+		}
+		for _, ev := range pw.w.Trace.Events {
+			if ev.Client == "c1" && ev.At > time.Second && ev.At < 11*time.Second && (ev.Kind == event.DBConnOpened || ev.Kind == event.DBSegmentHeld) {
+				t.Fatalf("c1 acted during its pause: %+v", ev)
+			}
+		}
+	})
+}

@@ -232,8 +232,12 @@ func (c *Conn) signal() {
 }
 
 // Read blocks on a channel of the bubble (durably, in synctest's sense)
-// until data, end of stream, reset or the read deadline.
+// until data, end of stream, reset or the read deadline. In world mode a
+// deadline that passes while the client's host is paused is seen when the
+// host resumes, in its turn (sim/freeze.go): go-zookeeper's recvLoop is
+// frozen with the rest of the process, so it cannot time out mid-pause.
 func (c *Conn) Read(p []byte) (int, error) {
+	thawed := false
 	for {
 		c.e.mu.Lock()
 		if len(c.in) > 0 {
@@ -257,6 +261,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 		var timer *time.Timer
 		if !dl.IsZero() {
 			d := time.Until(dl)
+			if d <= 0 && c.e.w != nil && !thawed {
+				thawed = true
+				c.e.w.AwaitThawNamed(c.host, "zk "+c.stream()+" read")
+				continue
+			}
 			if d <= 0 {
 				return 0, &net.OpError{Op: "read", Net: "tcp", Err: timeoutError{}}
 			}
@@ -292,7 +301,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := 0, error(errReset)
-	e.w.Notify("zk "+c.stream(), func() {
+	e.w.NotifyFromNamed(c.host, "zk "+c.stream(), func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		n, err = c.write(p)
@@ -592,7 +601,7 @@ func (c *Conn) Close() error {
 	if quiet {
 		return nil
 	}
-	e.w.Notify("zk "+c.stream()+" close", func() {
+	e.w.NotifyFromNamed(c.host, "zk "+c.stream()+" close", func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		c.close()
@@ -672,7 +681,7 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 					return nil, err
 				}
 				err = &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
-				e.w.Notify("zk dial "+host, func() {
+				e.w.NotifyFromNamed(host, "zk dial "+host, func() {
 					e.mu.Lock()
 					defer e.mu.Unlock()
 					c, wait, cut, err = e.dial(host, name, network)
