@@ -477,10 +477,7 @@ func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison,
 	}
 	var cmp []Comparison
 	for _, alg := range sc.Compare {
-		other := sc.Clone()
-		other.Algorithm = alg
-		other.Compare = nil
-		r, err := Run(other, seed, opt)
+		r, err := Run(sc.asCompared(alg), seed, opt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("compare with %s: %w", alg, err)
 		}
