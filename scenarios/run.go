@@ -688,7 +688,7 @@ func (r *recorder) crash(client string) {
 // lease and stops (recorded by the workload as it happens). A run a limit
 // cut short closes them at the cut, saying so (stopped != nil).
 func (r *recorder) finish(end time.Duration, stopped *Stop, inv *sim.Inventory) checker.History {
-	h := checker.History{End: end, Initial: inv.Initial, Accesses: inv.Log}
+	h := checker.History{End: end, Initial: inv.Initial, Accesses: inv.Log, Fenced: inv.Rule != sim.FenceNone}
 	reason := "end of run"
 	if stopped != nil {
 		reason = CutShort
