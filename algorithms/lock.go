@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -244,6 +245,36 @@ type Info struct {
 	// anything runs. Build's cross-cutting options (RedisParams) are
 	// accepted by every Redis algorithm on top of these.
 	Params []Param
+	// Fields are the per-client settings beyond a mutex's that the
+	// algorithm reads (ParamPermits, ParamMode): a scenario that sets one
+	// for an algorithm that does not read it would be judged as another
+	// primitive than the one that ran, so it is refused (issue 31).
+	// Register fills it from Primitive when left empty.
+	Fields []string
+}
+
+// PrimitiveFields are the per-client settings each primitive reads.
+var PrimitiveFields = map[string][]string{
+	PrimitiveSemaphore: {ParamPermits},
+	PrimitiveReadWrite: {ParamMode},
+}
+
+// Reads reports whether the algorithm reads the per-client setting field
+// (ParamPermits, ParamMode).
+func (i Info) Reads(field string) bool {
+	return slices.Contains(i.Fields, field)
+}
+
+// Readers lists the registered, listed algorithms that read the per-client
+// setting field, in sorted order.
+func Readers(field string) []string {
+	var out []string
+	for _, n := range Names() {
+		if registry[n].Reads(field) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Param is one algorithm-specific setting a scenario may give in params.
@@ -288,6 +319,9 @@ var registry = map[string]Info{}
 func Register(i Info) {
 	if _, dup := registry[i.Name]; dup {
 		panic("algorithms: duplicate " + i.Name)
+	}
+	if i.Fields == nil {
+		i.Fields = PrimitiveFields[i.Primitive]
 	}
 	registry[i.Name] = i
 }

@@ -212,7 +212,7 @@ func TestResource(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := Check(History{Initial: 100, Accesses: c.log}, Options{})
+			r := Check(History{Initial: 100, Accesses: c.log, Fenced: true}, Options{})
 			w := r.Witness.Resource
 			if r.Verdict.Resource != Violated || w == nil || w.Kind != c.kind || w.Write.Client != c.client || !strings.Contains(w.String(), c.text) {
 				t.Fatalf("verdict %s, witness %+v (%v); want %s by %s saying %q", r.Verdict.Resource, w, w, c.kind, c.client, c.text)
@@ -332,5 +332,50 @@ func TestVisualize(t *testing.T) {
 	}
 	if strings.Count(page, "locklabClients[i]") != 2 {
 		t.Error("porcupine's row labels were not both renamed (has its script changed?)")
+	}
+}
+
+// One resource rule for every backend (issue 31 item 7): tokens are part of
+// the rule only on a store that compares them. A serial history whose
+// leases carry tokens (a ZooKeeper node's sequence number on an unfenced
+// store) is ok, as the same history without tokens (a Redis lease) is;
+// on a fenced store the same accesses are a stale token.
+func TestTokensJudgedOnlyOnAFencedStore(t *testing.T) {
+	serial := func(fenceA, fenceB int64) []Access {
+		return []Access{
+			access(1, "c2", "read", 100, 0, fenceB, true), access(2, "c2", "write", 99, 100, fenceB, true),
+			access(3, "c1", "read", 99, 0, fenceA, true), access(4, "c1", "write", 98, 99, fenceA, true),
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		log    []Access
+		fenced bool
+		want   Status
+	}{
+		{"tokenless lease, unfenced store", serial(0, 0), false, OK},
+		{"lease with a token, unfenced store", serial(33, 34), false, OK},
+		{"lease with a token, fenced store", serial(33, 34), true, Violated},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Check(History{Initial: 100, Accesses: c.log, Fenced: c.fenced}, Options{})
+			if r.Verdict.Resource != c.want {
+				t.Fatalf("resource %s (%v), want %s", r.Verdict.Resource, r.Witness.Resource, c.want)
+			}
+			if c.want == Violated && (r.Witness.Resource.Kind != StaleToken || r.Witness.Resource.Write.Client != "c1") {
+				t.Fatalf("witness %v, want c1's stale token", r.Witness.Resource)
+			}
+		})
+	}
+	// An unfenced store's history is still judged by what the writes did
+	// to the value: c1's write based on a value c2 had changed is a lost
+	// update, with or without tokens.
+	lost := []Access{
+		access(1, "c1", "read", 100, 0, 33, true),
+		access(2, "c2", "read", 100, 0, 34, true), access(3, "c2", "write", 99, 100, 34, true),
+		access(4, "c1", "write", 99, 100, 33, true),
+	}
+	if r := Check(History{Initial: 100, Accesses: lost}, Options{}); r.Verdict.Resource != Violated || r.Witness.Resource.Kind != LostUpdate {
+		t.Fatalf("unfenced lost update: %s %v", r.Verdict.Resource, r.Witness.Resource)
 	}
 }

@@ -142,7 +142,11 @@ func judgeWrite(h History, i int, cur int64, lastWrite, highest *Access, byFence
 		read := h.Accesses[r]
 		wit.Read = &read
 	}
-	if a.Fence != 0 {
+	// The token rules judge a store that compares tokens, whatever the
+	// backend: on an unfenced store a write is judged by what it did to
+	// the value alone, as a tokenless Redis lease's is, so a serial
+	// history is ok on every backend (docs/violations.md).
+	if h.Fenced && a.Fence != 0 {
 		if j, ok := byFence[a.Fence]; ok && h.Accesses[j].Client != a.Client {
 			wit.Kind, wit.Overwritten = DuplicateToken, h.Accesses[j]
 			return wit

@@ -59,11 +59,6 @@ func init() {
 	}, keepaliveParams()...)
 	backendMetrics[mysqllock.Backend] = []string{"db_segments"}
 	backendChecks[mysqllock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
-		if mysqlNodes(s) == 2 && s.Params["fencing"] == "table" {
-			// Rows replicate between the nodes of a multi-primary
-			// cluster; this model's nodes each keep their own fence row.
-			bad("params.fencing", "fencing: table is not modelled with nodes: 2 (the fence row is not replicated between the simulated nodes); expected none")
-		}
 		checkClientList(s, "own_pool", bad)
 	}
 }
@@ -111,16 +106,16 @@ func newMySQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	ka := keepaliveOf(sc)
 	waitTimeout := paramDuration(sc, "wait_timeout", 28800*time.Second)
 	b := &mysqlBackend{w: w, net: n, nodes: mysqlNodes(sc), spread: sc.Params["route"] != "first"}
+	// The nodes of a multi-primary cluster share the fence row, as
+	// Galera's certified replication makes them (mysqlnode.FenceRow);
+	// named locks stay per node.
+	shared := &mysqlnode.FenceRow{}
 	for i := 1; i <= b.nodes; i++ {
 		name := fmt.Sprintf("db%d", i)
 		// A restart keeps the tables (the fence row), never the named
 		// locks, which live in the server's memory.
 		n.AddServer(name, ka, func(prev dbnet.Service) dbnet.Service {
-			s := mysqlnode.NewServer(mysqlnode.Config{Clock: &worldClock{w: w, name: name}, WaitTimeout: waitTimeout})
-			if p, ok := prev.(*mysqlnode.Server); ok {
-				s.SetFence(p.Fence())
-			}
-			return s
+			return mysqlnode.NewServer(mysqlnode.Config{Clock: &worldClock{w: w, name: name}, WaitTimeout: waitTimeout, Fence: shared})
 		})
 	}
 	if mysqlSharedPool(sc) {

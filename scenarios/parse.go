@@ -348,6 +348,9 @@ func (s *Scenario) Validate() error {
 			bad(fmt.Sprintf("compare[%d]", i), "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), but the file's nodes give %d; add nodes or compare with another algorithm", a, ci.MinNodes, lockNodes)
 		}
 	}
+	if info.Name != "" && info.Name != algorithms.Custom {
+		s.checkPrimitiveFields(info, lim, bad)
+	}
 	// at_most bounds figures the backend reports; a name must be one of
 	// them (a typo would bound nothing).
 	if info.Name != "" {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/locklab/locklab/sim/event"
 	"math/rand/v2"
@@ -482,10 +483,7 @@ func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison,
 	}
 	var cmp []Comparison
 	for _, alg := range sc.Compare {
-		other := sc.Clone()
-		other.Algorithm = alg
-		other.Compare = nil
-		r, err := Run(other, seed, opt)
+		r, err := Run(sc.asCompared(alg), seed, opt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("compare with %s: %w", alg, err)
 		}
@@ -520,12 +518,30 @@ func (wl *workload) run(p *sim.Process) {
 		work = *wl.over.Work
 	}
 	w := p.World()
+	// A user's own lock (a hidden algorithm: scenarios/locktest) reports
+	// every failed Lock call as ErrNotAcquired, busy or not, so its
+	// give-ups cannot be told from errors yet: the workload goes on
+	// retrying it as before.
+	info, _ := algorithms.Lookup(wl.sc.Algorithm)
+	ownPolicy := !info.Hidden
 	for c := 0; c < cycles; c++ {
 		wl.rec.want(wl.name)
 		var lease *algorithms.Lease
-		for lease == nil {
+		gaveUp := false
+		for lease == nil && !gaveUp {
 			call := w.Now()
 			l, err := wl.lock.Acquire(env)
+			if ownPolicy && errors.Is(err, algorithms.ErrNotAcquired) {
+				// The lock's own wait policy gave up (its attempts ran
+				// out): the cycle goes without the lock, as an
+				// application whose lock call returned "busy" would; the
+				// workload does not retry it behind the policy's back
+				// (issue 31), so a policy's attempts can change a verdict.
+				w.Record(wl.name, event.Event{Kind: event.AcquireGaveUp, Client: wl.name, Reason: err.Error()})
+				wl.rec.endWant(wl.name, "gave up", w.Now())
+				gaveUp = true
+				continue
+			}
 			if err != nil {
 				w.Record(wl.name, event.Event{Kind: event.AcquireFailed, Client: wl.name, Reason: err.Error()})
 				p.Sleep(wl.sc.Wait.Delay.D() + draw(w.Rand(), Range{Max: wl.sc.Wait.Jitter.D()}))
@@ -542,6 +558,10 @@ func (wl *workload) run(p *sim.Process) {
 				w.Record(name, event.Event{Kind: event.RenewalFailed, Client: name, Token: l.Token, Reason: err.Error()})
 			})
 			w.Record(wl.name, holdBegan(wl.name, l))
+		}
+		if gaveUp {
+			p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
+			continue
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
 			p.Sleep(draw(w.Rand(), work))
@@ -696,7 +716,7 @@ func (r *recorder) crash(client string) {
 // lease and stops (recorded by the workload as it happens). A run a limit
 // cut short closes them at the cut, saying so (stopped != nil).
 func (r *recorder) finish(end time.Duration, stopped *Stop, inv *sim.Inventory) checker.History {
-	h := checker.History{End: end, Initial: inv.Initial, Accesses: inv.Log}
+	h := checker.History{End: end, Initial: inv.Initial, Accesses: inv.Log, Fenced: inv.Rule != sim.FenceNone}
 	reason := "end of run"
 	if stopped != nil {
 		reason = CutShort

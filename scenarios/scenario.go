@@ -182,13 +182,14 @@ type Clients struct {
 	CheckValidity bool `yaml:"check_validity,omitempty" json:"check_validity,omitempty"`
 	// Mode is the hold clients ask a reader-writer lock for: "read"
 	// (shared; a reader reads the resource and never writes it) or
-	// "write" (exclusive; the default). Algorithms that are not
-	// reader-writer locks ignore it.
+	// "write" (exclusive; the default). Only for an algorithm that reads
+	// it (algorithms.Info.Fields); elsewhere it is refused.
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// Permits, when more than one, makes the lock a counting semaphore of
 	// that many permits: at most Permits clients may hold at once, and
 	// holders only read the resource (a semaphore bounds concurrency; it
-	// does not serialize writes to one counter).
+	// does not serialize writes to one counter). Only for an algorithm
+	// that reads it (algorithms.Info.Fields); elsewhere it is refused.
 	Permits int `yaml:"permits,omitempty" json:"permits,omitempty"`
 	// Each overrides settings per client, by name.
 	Each map[string]Client `yaml:"each,omitempty" json:"each,omitempty"`
@@ -464,4 +465,66 @@ func (s *Scenario) clientParams(p algorithms.Params, client string) algorithms.P
 	}
 	p.Extra = extra
 	return p
+}
+
+// checkPrimitiveFields refuses the semaphore and reader-writer settings
+// (clients.permits, clients.mode, clients.each.<c>.mode) on an algorithm
+// that does not read them: the checker would judge the run as the
+// primitive the file names while the algorithm ran as another, so one
+// line of a file could turn a violated mutex into an ok semaphore
+// (issue 31). A user's own lock (algorithms.Custom) declares its
+// primitive in Go and is not checked here.
+func (s *Scenario) checkPrimitiveFields(info algorithms.Info, lim Limits, bad func(field, format string, args ...any)) {
+	refuse := func(field, param string) {
+		readers := algorithms.Readers(param)
+		bad(field, "%s does not read %s (it is not a %s), so the run would be judged as another primitive than the one that ran; expected no %s, or an algorithm that reads it: %s",
+			s.Algorithm, param, primitiveNoun[param], param, strings.Join(readers, ", "))
+	}
+	// A value refused for itself (permits: -1, mode: raed) is reported
+	// once, by its own check in Validate.
+	if s.Clients.Permits > 0 && s.Clients.Permits <= lim.Clients && !info.Reads(algorithms.ParamPermits) {
+		refuse("clients.permits", algorithms.ParamPermits)
+	}
+	if info.Reads(algorithms.ParamMode) {
+		return
+	}
+	if s.Clients.Mode != "" && validMode(s.Clients.Mode) {
+		refuse("clients.mode", algorithms.ParamMode)
+	}
+	for _, name := range sortedKeys(s.Clients.Each) {
+		if m := s.Clients.Each[name].Mode; m != nil && *m != "" && validMode(*m) {
+			refuse("clients.each."+Printable(name, 40)+".mode", algorithms.ParamMode)
+		}
+	}
+}
+
+// primitiveNoun names the primitive a per-client setting belongs to.
+var primitiveNoun = map[string]string{
+	algorithms.ParamPermits: "counting semaphore",
+	algorithms.ParamMode:    "reader-writer lock",
+}
+
+// asCompared is sc with alg in place of its algorithm, judged as what alg
+// is: the semaphore and reader-writer settings alg does not read are
+// dropped, so a mutex compared inside a semaphore scenario is judged as a
+// mutex (issue 31).
+func (s *Scenario) asCompared(alg string) *Scenario {
+	other := s.Clone()
+	other.Algorithm = alg
+	other.Compare = nil
+	info, err := algorithms.Lookup(alg)
+	if err != nil {
+		return other
+	}
+	if !info.Reads(algorithms.ParamPermits) {
+		other.Clients.Permits = 0
+	}
+	if !info.Reads(algorithms.ParamMode) {
+		other.Clients.Mode = ""
+		for name, c := range other.Clients.Each {
+			c.Mode = nil
+			other.Clients.Each[name] = c
+		}
+	}
+	return other
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/scenarios"
 )
 
 const scenarioHelp = `Scenario files (YAML)
@@ -65,6 +67,8 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     check_validity: false         # check the lease before the write; once expired, skip it (the hold ends there)
     clock: monotonic              # monotonic (time.Since) or wall: the clock
                                   # clients time their leases with
+    permits: 2                    # a semaphore's permits (semaphores only)
+    mode: read                    # read or write (reader-writer locks only)
     each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true, clock: wall}}
   resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
                                   # reliable: true spares the store's own reads
@@ -115,6 +119,7 @@ Fault kinds and their fields:
   heal        (undoes every partition)
 
 {{ALGORITHMS}}
+{{PARAMS}}
 Checks: the whole file is checked before anything runs. Every key must be
 one of the fields above (typos get a did-you-mean), every value its exact
 type (count: 2.5 is refused), durations lie in [0, 8760h] unless said
@@ -167,5 +172,49 @@ func scenarioHelpText() string {
 		}
 		b.WriteString(line + "\n")
 	}
-	return strings.Replace(scenarioHelp, algorithmsPlaceholder, b.String(), 1)
+	text := strings.Replace(scenarioHelp, algorithmsPlaceholder, b.String(), 1)
+	return strings.Replace(text, paramsPlaceholder, paramsHelpText(), 1)
+}
+
+// paramsPlaceholder marks where scenarioHelpText puts every param and
+// per-client setting the registries declare (issue 31 item 7: the help once
+// documented none of the database, semaphore and reader-writer ones).
+const paramsPlaceholder = "{{PARAMS}}"
+
+// paramsHelpText lists every param by who reads it, with what a value looks
+// like, and the semaphore and reader-writer settings with the algorithms
+// that read them; all of it from the registries.
+func paramsHelpText() string {
+	var b strings.Builder
+	b.WriteString("Params (under params:, all strings), by who reads them; a key the\nalgorithm does not read is refused:\n")
+	for _, g := range scenarios.ParamGroups() {
+		b.WriteString("  " + g.Title + ":\n")
+		for _, p := range g.Params {
+			b.WriteString(wrapHelp(fmt.Sprintf("    %-26s %s", p.Name, p.Expect), "                               ") + "\n")
+		}
+	}
+	b.WriteString("Semaphore and reader-writer settings, accepted only by the algorithms\nthat read them (elsewhere refused):\n")
+	for _, f := range []struct{ field, what, param string }{
+		{"clients.permits", "a counting semaphore's permits, >= 1", algorithms.ParamPermits},
+		{"clients.mode", "read or write (the default), for every client", algorithms.ParamMode},
+		{"clients.each.<c>.mode", "read or write, for one client", algorithms.ParamMode},
+	} {
+		b.WriteString(wrapHelp(fmt.Sprintf("  %-24s %s; read by %s", f.field, f.what, strings.Join(algorithms.Readers(f.param), ", ")), "                           ") + "\n")
+	}
+	return b.String()
+}
+
+// wrapHelp breaks line at spaces so that no line passes 78 columns, going
+// on with indent.
+func wrapHelp(line, indent string) string {
+	var out []string
+	for len(line) > 78 {
+		i := strings.LastIndex(line[:79], " ")
+		if i <= len(indent) {
+			break
+		}
+		out = append(out, line[:i])
+		line = indent + strings.TrimLeft(line[i:], " ")
+	}
+	return strings.Join(append(out, line), "\n")
 }

@@ -46,8 +46,12 @@ const (
 
 	// The workload's view of its lease.
 	AcquireFailed Kind = "hold.refused" // Reason: the algorithm's error
-	HoldBegan     Kind = "hold.began"   // Resource, Token, Fence, Validity
-	HoldLost      Kind = "hold.lost"    // the client learns it lost the lock
+	// AcquireGaveUp: the lock's own wait policy gave up (Reason): its
+	// attempts ran out with the lock busy (algorithms.ErrNotAcquired).
+	// The cycle ends without the lock; the workload does not try again.
+	AcquireGaveUp Kind = "hold.gave_up"
+	HoldBegan     Kind = "hold.began" // Resource, Token, Fence, Validity
+	HoldLost      Kind = "hold.lost"  // the client learns it lost the lock
 	// RenewalFailed: a background renewal (a watchdog's) of the lease
 	// failed (Reason); whether the holder is told is the algorithm's
 	// business (HoldLost says it was).

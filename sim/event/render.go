@@ -88,6 +88,8 @@ func (e *Event) AppendText(b []byte) []byte {
 
 	case AcquireFailed:
 		return fmt.Appendf(b, "acquire failed: %s", e.Reason)
+	case AcquireGaveUp:
+		return fmt.Appendf(b, "gave up: %s", e.Reason)
 	case HoldBegan:
 		// A lock whose library keeps its token to itself (go-zookeeper's
 		// zk.Lock) has none; a ZooKeeper lease has no deadline (Validity

@@ -527,15 +527,8 @@ func (e *executor) fenceWrite(up *sqlparser.Update) (*sqltypes.Result, error) {
 			return nil, err
 		}
 	}
-	srv := e.srv
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if expect != nil && *expect != srv.fenceVersion {
+	if !e.srv.fence.update(expect, newValue) {
 		return &sqltypes.Result{Info: "Rows matched: 0  Changed: 0  Warnings: 0"}, nil
-	}
-	srv.fenceVersion++
-	if newValue != nil {
-		srv.fenceValue = *newValue
 	}
 	return &sqltypes.Result{RowsAffected: 1, Info: "Rows matched: 1  Changed: 1  Warnings: 0"}, nil
 }

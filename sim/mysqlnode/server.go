@@ -59,6 +59,11 @@ type Config struct {
 	// command) that long is closed by the server, and its locks freed.
 	// Zero means never (MariaDB's default is 28800 s).
 	WaitTimeout time.Duration
+	// Fence is the fencing row the server stores: nil for a row of its
+	// own; the nodes of a multi-primary cluster share one (fence.go),
+	// and a restarted server is given the row it had (it keeps its
+	// tables).
+	Fence *FenceRow
 }
 
 // Server is one simulated MySQL server.
@@ -71,11 +76,10 @@ type Server struct {
 	// timer is armed for the next instant something is due: a GET_LOCK
 	// deadline or an idle session's wait_timeout. One timer for both, so
 	// that what is due at one instant happens in one fixed order.
-	timer        func() bool
-	timerAt      time.Time
-	fenceVersion int64 // the fencing row: version, bumped by each accepted write
-	fenceValue   int64
-	tap          func(Session, []byte) // sees every reply the server writes (tests)
+	timer   func() bool
+	timerAt time.Time
+	fence   *FenceRow             // the fencing row (Config.Fence)
+	tap     func(Session, []byte) // sees every reply the server writes (tests)
 	// parsed caches statements by their text: a driver sends the same
 	// few again and again, and parsing is most of a statement's cost.
 	parsed  map[string]sqlparser.Statement
@@ -87,7 +91,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = systemClock{}
 	}
-	return &Server{cfg: cfg, table: NewTable(), sessions: map[Session]*session{}}
+	if cfg.Fence == nil {
+		cfg.Fence = &FenceRow{}
+	}
+	return &Server{cfg: cfg, table: NewTable(), sessions: map[Session]*session{}, fence: cfg.Fence}
 }
 
 // Locks lists the user-level lock table.
@@ -99,16 +106,12 @@ func (s *Server) Locks() []LockRow {
 
 // SetFence sets the fencing row (a restarted server keeps its tables).
 func (s *Server) SetFence(version, value int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fenceVersion, s.fenceValue = version, value
+	s.fence.Set(version, value)
 }
 
 // Fence is the fencing row: its version and value.
 func (s *Server) Fence() (version, value int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fenceVersion, s.fenceValue
+	return s.fence.Get()
 }
 
 // Sessions lists the open sessions' ids in order.

@@ -1,0 +1,76 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/sim/event"
+)
+
+// An algorithm's wait policy is the algorithm's (issue 31): the workload
+// calls Acquire once per cycle, and when the lock's policy gives up (its
+// attempts run out with the lock busy) the cycle goes without the lock and
+// the give-up is a typed event. Before, the workload retried every failed
+// Acquire itself, so wait.attempts could never change a verdict: here c1
+// pauses past its lease, and c2, which gives up after three tries, would
+// have gone on trying and taken the expired key while c1 still acts.
+func TestWaitPolicyGivesUp(t *testing.T) {
+	const tmpl = `id: gives-up
+algorithm: set-nx-px-lua
+ttl: 2s
+wait: {delay: 100ms, attempts: ATTEMPTS}
+nodes: [A]
+clients:
+  count: 2
+  cycles: 1
+  each:
+    c1: {start: 0s, work: 100ms}
+    c2: {start: 100ms, work: 100ms}
+duration: 20s
+faults:
+  - kind: pause
+    target: c1
+    duration: 5s
+    after: {client: c1, op: READ}
+`
+	run := func(attempts string) *Result {
+		sc, err := Parse("x.yaml", []byte(strings.Replace(tmpl, "ATTEMPTS", attempts, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mustRun(t, sc, 1, Options{KeepTrace: true})
+	}
+	r := run("3")
+	var gaveUp []event.Event
+	for _, e := range r.Events {
+		if e.Kind == event.AcquireGaveUp {
+			gaveUp = append(gaveUp, e)
+		}
+	}
+	if len(gaveUp) != 1 || gaveUp[0].Client != "c2" || !strings.Contains(gaveUp[0].Reason, "not acquired") {
+		t.Fatalf("give-ups %+v, want one by c2", gaveUp)
+	}
+	for _, iv := range r.History.Intervals {
+		if iv.Client == "c2" {
+			t.Fatalf("c2 holds %v after giving up", iv)
+		}
+	}
+	var c2 *checker.Want
+	for i, w := range r.History.Wants {
+		if w.Client == "c2" {
+			c2 = &r.History.Wants[i]
+		}
+	}
+	if c2 == nil || c2.Outcome != "gave up" || c2.To-c2.From > 500_000_000 {
+		t.Fatalf("c2's want %+v, want one that gave up after three tries", c2)
+	}
+	if v := r.Report.Verdict; v.MutualExclusion != checker.OK || v.Liveness != checker.OK {
+		t.Fatalf("verdict %+v; c2 gave up before c1's key expired", v)
+	}
+	// Trying until acquired (attempts 0, the default), c2 takes the key
+	// when it expires at 2 s, while the paused c1 still believes it holds.
+	if v := run("0").Report.Verdict.MutualExclusion; v != checker.Violated {
+		t.Fatalf("attempts 0: mutual exclusion %s, want violated", v)
+	}
+}
