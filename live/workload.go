@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -26,12 +27,21 @@ type workload struct {
 func (wl *workload) run() {
 	sc, rec, name := wl.r.sc, wl.r.rec, wl.c.Name
 	e := wl.c.workerEnv()
+	info, _ := algorithms.Lookup(sc.Algorithm)
 	for cycle := 0; cycle < wl.plan.Cycles; cycle++ {
 		rec.want(name)
 		var lease *algorithms.Lease
-		for lease == nil {
+		gaveUp := false
+		for lease == nil && !gaveUp {
 			call := wl.r.since()
 			l, err := wl.lock.Acquire(e)
+			if !info.Hidden && errors.Is(err, algorithms.ErrNotAcquired) {
+				// The lock's own wait policy gave up: the cycle goes
+				// without the lock, as in a simulated run.
+				rec.gaveUp(name)
+				gaveUp = true
+				continue
+			}
 			if err != nil {
 				e.Sleep(sc.Wait.Delay.D() + scenarios.Draw(wl.rng, scenarios.Range{Max: sc.Wait.Jitter.D()}))
 				continue
@@ -39,6 +49,10 @@ func (wl *workload) run() {
 			lease = l
 			rec.acquired(name, call, l)
 			l.WhenLost(func() { rec.stop(name, "lost") })
+		}
+		if gaveUp {
+			e.Sleep(scenarios.Draw(wl.rng, wl.plan.Think))
+			continue
 		}
 		if v, err := wl.r.store.read(wl.c, lease.Fence); err == nil {
 			e.Sleep(scenarios.Draw(wl.rng, wl.plan.Work))
@@ -87,6 +101,12 @@ func (r *recorder) endWant(client, outcome string, at time.Duration) {
 		r.wants = append(r.wants, checker.Want{Client: client, From: from, To: at, Outcome: outcome, Mode: r.mode(client)})
 		delete(r.wanting, client)
 	}
+}
+
+func (r *recorder) gaveUp(client string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endWant(client, "gave up", r.clock())
 }
 
 func (r *recorder) acquired(client string, call time.Duration, l *algorithms.Lease) {
