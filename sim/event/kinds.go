@@ -96,4 +96,13 @@ const (
 	DBServerCrashed   Kind = "db.server.crashed"   // every session of Node ends, its locks with them
 	DBServerRestarted Kind = "db.server.restarted" // Node serves again with an empty lock table
 	DBPromoted        Kind = "db.promoted"         // Node (a standby) now answers for To's address, without its locks
+
+	// The simulated etcd cluster (sim/etcdnode).
+	EtcdLeader        Kind = "etcd.leader"         // Node leads raft term Epoch
+	EtcdApplied       Kind = "etcd.applied"        // Node answered Client's Op on Key: Reply, at revision Offset
+	EtcdLeaseExpired  Kind = "etcd.lease.expired"  // leader Node found lease Session past its TTL on its own clock (Clock) and proposes its revoke
+	EtcdLeaseRevoked  Kind = "etcd.lease.revoked"  // Node applied the revoke of lease Session: Keys deleted, at revision Offset
+	EtcdLeasePromoted Kind = "etcd.lease.promoted" // new leader Node gave each of Count leases its full TTL plus Delay (etcd's lessor Promote)
+	EtcdMemberCrashed Kind = "etcd.member.crashed"
+	EtcdMemberStarted Kind = "etcd.member.restarted" // Persistence: "log" (its raft log kept) or "empty"; Count entries in its log
 )
