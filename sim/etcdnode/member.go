@@ -120,12 +120,14 @@ func (m *Member) scheduleTick() {
 		if m.Host.Paused() {
 			return // a stopped process counts no ticks
 		}
-		m.node.Tick()
-		m.ticks++
-		if m.ticks%m.c.cfg.ExpiryCheckTicks == 0 {
-			m.revokeExpired()
-		}
-		m.process()
+		m.guard(func() {
+			m.node.Tick()
+			m.ticks++
+			if m.ticks%m.c.cfg.ExpiryCheckTicks == 0 {
+				m.revokeExpired()
+			}
+			m.process()
+		})
 	})
 }
 
@@ -196,8 +198,24 @@ func (m *Member) receive(msg *raftpb.Message) {
 		m.held = append(m.held, func() { m.receive(msg) })
 		return
 	}
-	_ = m.node.Step(msg)
-	m.process()
+	m.guard(func() {
+		_ = m.node.Step(msg)
+		m.process()
+	})
+}
+
+// guard runs fn, which steps the raft node; raft panics when its log
+// contradicts what the leader knows of it (a member restarted without its
+// log: "tocommit(22) is out of range [lastIndex(3)]. Was the raft log
+// corrupted, truncated, or lost?"), and etcd's process dies with it. So
+// does this member: it crashes, with raft's words as the reason.
+func (m *Member) guard(fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.crashBecause(fmt.Sprint(r))
+		}
+	}()
+	fn()
 }
 
 // resumed delivers what arrived during a pause.
@@ -240,7 +258,9 @@ func (m *Member) nextID() uint64 {
 
 // crash stops the member: its connections reset, its pending requests are
 // never answered, the raft node is gone.
-func (m *Member) crash() {
+func (m *Member) crash() { m.crashBecause("") }
+
+func (m *Member) crashBecause(why string) {
 	if m.down {
 		return
 	}
@@ -250,7 +270,7 @@ func (m *Member) crash() {
 	m.pending = map[uint64]*proposal{}
 	m.streams = nil
 	m.c.w.Net.SetDown(m.Name, true)
-	m.c.w.Record(m.Name, event.Event{Kind: event.EtcdMemberCrashed, Node: m.Name})
+	m.c.w.Record(m.Name, event.Event{Kind: event.EtcdMemberCrashed, Node: m.Name, Reason: why})
 	m.c.net.Crash(m.Name)
 }
 

@@ -206,6 +206,9 @@ func (e *Event) AppendText(b []byte) []byte {
 	case EtcdLeasePromoted:
 		return fmt.Appendf(b, "lessor promoted: %d leases get their full TTL plus %v", e.Count, e.Delay)
 	case EtcdMemberCrashed:
+		if e.Reason != "" {
+			return fmt.Appendf(b, "etcd member crashes: %s", e.Reason)
+		}
 		return append(b, "etcd member crashes"...)
 	case EtcdMemberStarted:
 		return fmt.Appendf(b, "etcd member restarts, raft log %s (%d entries)", e.Persistence, e.Count)
