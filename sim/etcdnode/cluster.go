@@ -196,6 +196,7 @@ func (c *Cluster) NewClient(host *sim.Host, cfg clientv3.Config) (*clientv3.Clie
 		grpc.WithDisableServiceConfig(),
 		grpc.WithDefaultServiceConfig(`{"loadBalancingPolicy":"`+balancerName+`"}`),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bc, MinConnectTimeout: 20 * time.Second}),
+		grpc.WithChainStreamInterceptor(keepAlivePhase),
 	)
 	cli, err := clientv3.New(cfg)
 	if err != nil {
@@ -211,6 +212,21 @@ func (c *Cluster) NewClient(host *sim.Host, cfg clientv3.Config) (*clientv3.Clie
 		return nil, errEnded
 	}
 	return cli, nil
+}
+
+// keepAlivePhase opens each lease keep-alive stream a millisecond after
+// clientv3 asks for it. clientv3's lessor starts two loops at the instant
+// it opens that stream (client/v3/lease.go): sendKeepAliveLoop wakes every
+// 500 ms and sends the keep-alives due, deadlineLoop wakes every second and
+// drops the leases whose deadline passed. In virtual time they wake at the
+// same instants, and which runs first — whether a lease past its deadline
+// gets one more keep-alive — would be the Go scheduler's choice. A
+// millisecond apart, they never meet.
+func keepAlivePhase(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if method == "/etcdserverpb.Lease/LeaseKeepAlive" {
+		time.Sleep(time.Millisecond)
+	}
+	return streamer(ctx, desc, cc, method, opts...)
 }
 
 // closeClients closes every client at the run's end, each on a goroutine
@@ -330,3 +346,6 @@ func (a listenAddr) Network() string { return "tcp" }
 func (a listenAddr) String() string  { return string(a) + ":" + strconv.Itoa(Port) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Segments is the number of segments the client connections carried.
+func (c *Cluster) Segments() int { return c.net.Segments() }
