@@ -205,20 +205,23 @@ func firstDifference(a, b []string) string {
 	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
 }
 
-// The same seed gives the same trace, byte for byte, run after run (this
-// test is also run at GOMAXPROCS 1 and 4 and under -race by scripts).
+// The same seed gives the same trace, byte for byte, run after run, at
+// GOMAXPROCS 1, 2 and 4 (and under -race, where CI runs it).
 func TestMutexTraceIsDeterministic(t *testing.T) {
-	for _, members := range []int{1, 3} {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, members := range []int{1, 3, 5} {
 		spec := mutexSpec{seed: 1, members: members, rounds: 3}
+		runtime.GOMAXPROCS(1)
 		first := runMutex(t, spec)
-		for i := 0; i < 3; i++ {
+		for i, procs := range []int{4, 2, 4} {
+			runtime.GOMAXPROCS(procs)
 			again := runMutex(t, spec)
 			if again.digest != first.digest {
 				if dir := os.Getenv("ETCDNODE_TRACE_DIR"); dir != "" {
 					_ = os.WriteFile(filepath.Join(dir, "a.txt"), []byte(first.trace()), 0o644)
 					_ = os.WriteFile(filepath.Join(dir, "b.txt"), []byte(again.trace()), 0o644)
 				}
-				t.Fatalf("%d members, run %d: digest %s, first %s; %s", members, i+2, again.digest, first.digest, firstDifference(first.lines, again.lines))
+				t.Fatalf("%d members, run %d at GOMAXPROCS %d: digest %s, at GOMAXPROCS 1 %s; %s", members, i+2, procs, again.digest, first.digest, firstDifference(first.lines, again.lines))
 			}
 		}
 	}
