@@ -177,10 +177,11 @@ func (c *Cluster) hostChanged(h *sim.Host, ch sim.HostChange) {
 // NewClient makes a clientv3 client for the client host, dialling the
 // members through the simulated network; call it outside the kernel (a
 // process's Outside). The run's end closes it. Endpoints default to every
-// member. Three settings keep the run a function of its seed: the gRPC
+// member. Four settings keep the run a function of its seed: the gRPC
 // balancer is a round robin without grpc's random start (balancer.go),
-// grpc's reconnect backoff has no jitter, and clientv3's retry backoff a
-// jitter too small to change a duration (it refuses 0).
+// grpc's reconnect backoff has no jitter, clientv3's retry backoff a
+// jitter too small to change a duration (it refuses 0), and the lease
+// keep-alive stream opens a millisecond late (keepAlivePhase).
 func (c *Cluster) NewClient(host *sim.Host, cfg clientv3.Config) (*clientv3.Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = c.Endpoints()
