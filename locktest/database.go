@@ -302,6 +302,12 @@ func (o *Options) dbBase(algorithm string) (*scenarios.Scenario, error) {
 	}
 	sc.Algorithm = algorithm
 	sc.Nodes = nil
+	if algorithm == customEtcd {
+		// An etcd lock's lease is its session's TTL, kept alive by the
+		// client: nothing to scale (etcd.go).
+		sc.Params = etcdParams(o)
+		return sc, sc.Validate()
+	}
 	sc.Params = map[string]string{
 		"shared_pool":        "true",
 		"keepalive_idle":     (o.TTL / 2).String(),

@@ -106,4 +106,13 @@ const (
 	FSLeaseExpired    Kind = "fs.lease.expired"    // Node dropped Client's lease and its Count locks
 	FSServerRestarted Kind = "fs.server.restarted" // Node lost its lock state; its grace period lasts Delay
 	FSLockLost        Kind = "fs.lock.lost"        // Client's kernel learned its Key lock is gone (Reason)
+
+	// The simulated etcd cluster (sim/etcdnode).
+	EtcdLeader        Kind = "etcd.leader"         // Node leads raft term Epoch
+	EtcdApplied       Kind = "etcd.applied"        // Node answered Client's Op on Key: Reply, at revision Offset
+	EtcdLeaseExpired  Kind = "etcd.lease.expired"  // leader Node found lease Session past its TTL on its own clock (Clock) and proposes its revoke
+	EtcdLeaseRevoked  Kind = "etcd.lease.revoked"  // Node applied the revoke of lease Session: Keys deleted, at revision Offset
+	EtcdLeasePromoted Kind = "etcd.lease.promoted" // new leader Node gave each of Count leases its full TTL plus Delay (etcd's lessor Promote)
+	EtcdMemberCrashed Kind = "etcd.member.crashed"
+	EtcdMemberStarted Kind = "etcd.member.restarted" // Persistence: "log" (its raft log kept) or "empty"; Count entries in its log
 )

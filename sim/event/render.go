@@ -201,6 +201,28 @@ func (e *Event) AppendText(b []byte) []byte {
 		return fmt.Appendf(b, "server restarted without its lock state: grace period of %v", e.Delay)
 	case FSLockLost:
 		return fmt.Appendf(b, "%s learns its lock on %s is gone: %s", e.Client, e.Key, e.Reason)
+
+	case EtcdLeader:
+		return fmt.Appendf(b, "leads raft term %d (%d members)", e.Epoch, e.Total)
+	case EtcdApplied:
+		what := e.Key
+		if e.Session != "" {
+			what = "lease " + e.Session
+		}
+		return fmt.Appendf(b, "%s %s %s for %s → %s (revision %d)", e.Op, what, "applied", e.Client, e.Reply, e.Offset)
+	case EtcdLeaseExpired:
+		return fmt.Appendf(b, "lease %s expired on the leader's clock (%v): revoke proposed", e.Session, e.Clock)
+	case EtcdLeaseRevoked:
+		return fmt.Appendf(b, "lease %s revoked: %d keys deleted (revision %d)", e.Session, e.Keys, e.Offset)
+	case EtcdLeasePromoted:
+		return fmt.Appendf(b, "lessor promoted: %d leases get their full TTL plus %v", e.Count, e.Delay)
+	case EtcdMemberCrashed:
+		if e.Reason != "" {
+			return fmt.Appendf(b, "etcd member crashes: %s", e.Reason)
+		}
+		return append(b, "etcd member crashes"...)
+	case EtcdMemberStarted:
+		return fmt.Appendf(b, "etcd member restarts, raft log %s (%d entries)", e.Persistence, e.Count)
 	}
 	return fmt.Appendf(b, "%s %+v", e.Kind, *e)
 }
