@@ -213,6 +213,11 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// explorePaths settled which names may be replaced; a device, a pipe
+	// or a missing directory is refused whatever --force says.
+	if err := checkOutputs(nil, []outputFlag{{"--out", out}, {"--report", report}}, true); err != nil {
+		return err
+	}
 	textOut := stdout
 	if report == "-" {
 		if *asJSON {
@@ -431,7 +436,7 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	}
 }
 
-const replayUsage = `Usage: locklab replay FILE [--seed N] [--json] [--trace] [--report FILE] [--force]
+const replayUsage = `Usage: locklab replay FILE [--json] [--trace] [--report FILE] [--events FILE] [--force]
 
 Runs a saved scenario file — typically a counterexample written by 'locklab
 explore' — with the seed stored in it, and prints the verdict, the witness
@@ -443,10 +448,14 @@ A counterexample file carries a block with its format version, seed,
 expectation, trace digest and a digest of the scenario. Replay checks them
 and says exactly what differs: a file cut short or edited is refused (exit
 2), and a run whose trace digest differs from the file's does not reproduce
-it (exit 1). Takes the flags and limits of 'locklab run'.
+it (exit 1). Takes the flags and limits of 'locklab run' but --seed: the
+file carries its seed, and another seed is a different run, not a replay
+(refused, exit 2; 'locklab run FILE --seed N' runs it, labelled as a
+different run).
 
 Exit status: 0 when the run reproduces the file's expectation (and its
-trace digest), 1 when it does not, 2 on bad input.
+trace digest), 1 when it does not, 2 on bad input, 3 when an output file
+could not be written (the outcome is printed first).
 `
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
@@ -456,5 +465,5 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	return runRun(args, stdout, stderr)
+	return runScenario(args, stdout, stderr, true)
 }

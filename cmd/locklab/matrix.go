@@ -293,10 +293,8 @@ func checkMatrixReport(path string, asJSON, force bool) error {
 		return nil
 	case strings.HasSuffix(path, "/") || isDir(path):
 		return usagef("--report: %s is a directory; expected a file name such as matrix.html, or - for stdout", term(path, false))
-	case exists(path) && !force:
-		return usagef("--report: %s exists; pass --force to replace it, or name another file", term(path, false))
 	}
-	return nil
+	return checkOutputs(nil, []outputFlag{{"--report", path}}, force)
 }
 
 // matrixCell is a cell's shares for the heatmap, without its example.
