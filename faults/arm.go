@@ -25,6 +25,10 @@ type Names struct {
 	// Standbys are servers of Others a failover may promote (a Postgres
 	// standby).
 	Standbys []string
+	// NothingToPromote says, when there are neither Replicas nor
+	// Standbys, how this scenario's backend gets something a failover
+	// can promote ("" : a Redis node with replica_of).
+	NothingToPromote string
 }
 
 func (n Names) hosts() []string {

@@ -149,7 +149,11 @@ func (f Fault) Problems(n Names) []Problem {
 	case Failover:
 		switch {
 		case len(n.Replicas) == 0 && len(n.Standbys) == 0:
-			bad("target", "this scenario has no replica to promote; give a node replica_of")
+			how := n.NothingToPromote
+			if how == "" {
+				how = "this scenario has no replica to promote; give a node replica_of"
+			}
+			bad("target", "%s", how)
 		case len(n.Standbys) > 0:
 			needTarget("replica or standby", append(slices.Clone(n.Replicas), n.Standbys...))
 		default:
