@@ -186,3 +186,17 @@ func TestReplayRefusesSeedAndRunLabelsAnotherSeed(t *testing.T) {
 		t.Fatalf("run cx.yaml --seed %d is not labelled a different run:\n%s", other, out)
 	}
 }
+
+// Issue 32, item 8: course --out onto an existing file exited 1 after the
+// first page failed; it is bad input, refused before anything runs.
+func TestCourseOutOntoAFileExitsTwo(t *testing.T) {
+	dir := inDir(t)
+	os.WriteFile(filepath.Join(dir, "f"), []byte("keep"), 0o644)
+	code, out, stderr := runCLI(t, "course", "--out", "f")
+	if code != 2 || out != "" || stderr != "locklab: --out: f is a file, not a directory; expected a directory to write the course into (created if needed)\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "keep" {
+		t.Fatal("the file was changed")
+	}
+}

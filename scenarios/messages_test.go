@@ -1,0 +1,31 @@
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Issue 32, item 8: a typo in a fixed-choice setting is answered with the
+// word it meant, and a range bounded only by the integer type says so
+// instead of printing 9223372036854775807.
+func TestFixedChoicesSuggestAndRangesReadAsChosen(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ text, want string }{
+		{"algorithm: mysql-get-lock\nparams: {route: spred}\n", `params.route: expected spread or first, found "spred" (did you mean spread?)`},
+		{"algorithm: mysql-get-lock\nparams: {connection: pined}\n", `params.connection: expected pool or pinned, found "pined" (did you mean pinned?)`},
+		{"algorithm: pg-advisory-session\nparams: {pooler: sesion}\n", `params.pooler: expected none, session or transaction, found "sesion" (did you mean session?)`},
+		{"algorithm: redis-semaphore\nnodes: [A]\nparams: {clock: sever}\n", `params.clock: expected client or server, found "sever" (did you mean server?)`},
+		{"algorithm: set-nx-px-lua\nnodes: [A]\nclients: {count: 2, clock: wal}\n", `clients.clock: expected monotonic or wall, found "wal" (did you mean wall?)`},
+		{"algorithm: set-nx-px-lua\nnodes: [A]\nclients: {count: -1}\n", `clients.count: expected a whole number >= 0, found "-1"`},
+		{"algorithm: mysql-get-lock\nfaults: [{kind: failover, target: db1, at: 1s}]\n", `faults[0].target: the mysql backend has no replica or standby for a failover to promote`},
+	} {
+		path := filepath.Join(dir, "x.yaml")
+		os.WriteFile(path, []byte("id: x\nttl: 5s\nduration: 5s\n"+c.text), 0o644)
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want %q", c.text, err, c.want)
+		}
+	}
+}
