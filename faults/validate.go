@@ -219,9 +219,14 @@ func (f Fault) Problems(n Names) []Problem {
 			if len(g) == 0 {
 				bad(fmt.Sprintf("groups[%d]", gi), "expected at least one host, found an empty group")
 			}
-			for _, h := range g {
-				if !slices.Contains(n.hosts(), h) {
-					bad(fmt.Sprintf("groups[%d]", gi), "%s", unknown("host", h, n.hosts()))
+			// Each unknown name is refused once, at its first use: a
+			// group of a thousand aliases of one unknown name printed a
+			// thousand equal lines at the group's position (issue 32).
+			said := map[string]bool{}
+			for hi, h := range g {
+				if !slices.Contains(n.hosts(), h) && !said[h] {
+					said[h] = true
+					bad(fmt.Sprintf("groups[%d][%d]", gi, hi), "%s", unknown("host", h, n.hosts()))
 				}
 			}
 		}

@@ -29,3 +29,20 @@ func TestFixedChoicesSuggestAndRangesReadAsChosen(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32, item 8: a retired zk-simple file with zk_servers: 3 ran three
+// servers under a warning that said "one-server ensemble (zk1)".
+func TestRetiredZKWarningNamesTheEnsembleItRuns(t *testing.T) {
+	sc, err := Parse("z.yaml", []byte("id: z\nalgorithm: zk-simple\nttl: 5s\nclients: {count: 2}\nparams: {zk_servers: \"3\"}\nduration: 5s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text []string
+	for _, w := range sc.Warnings {
+		text = append(text, w.Error())
+	}
+	all := strings.Join(text, "\n")
+	if !strings.Contains(all, "running gozk-simple, the same recipe on the real go-zookeeper client, on the 3-server ensemble params.zk_servers asks for (zk1..zk3)") || strings.Contains(all, "one-server") {
+		t.Fatalf("warnings:\n%s", all)
+	}
+}
