@@ -264,6 +264,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
 	}
 	var first *scenarios.Finding
+	var writeErr error
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
 		first = &res.Findings[0]
 		min := first.Minimal
@@ -279,10 +280,6 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		// that fails (a full disk, --force onto a directory, a kill) loses
 		// neither the seed nor the witness nor the way to find it again.
 		printFinding(stderr, alg, opt, *faultsText, first, min)
-		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
-		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
-			return fmt.Errorf("cannot save the counterexample: %w", err)
-		}
 		summary.Counterexample = &counterexampleOutput{
 			Property:    first.Property,
 			Faults:      min.Faults,
@@ -294,15 +291,23 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			Witness:     witnessText(first.MinimalResult.Report),
 			ShrinkRuns:  first.ShrinkRuns,
 		}
-		if report == "-" {
+		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
+		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
+			// The summary is still printed, without a file to replay:
+			// its replay command finds the counterexample again.
+			writeErr = fmt.Errorf("cannot save the counterexample: %w", err)
+			summary.Counterexample.File = ""
+			summary.Counterexample.Replay = findAgain(alg, opt, *faultsText, first)
+		} else if report == "-" {
 			if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
 				return err
 			}
 		} else if report != "" {
-			if err := reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
-				return err
-			}
+			writeErr = reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay)
 		}
+	}
+	if writeErr != nil && report != "-" {
+		report = ""
 	}
 
 	if *asJSON {
@@ -311,6 +316,10 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		printExplore(textOut, alg, opt, res, summary, report)
+	}
+	if writeErr != nil {
+		printErrorLines(stderr, writeErr.Error()+" (the finding above stands; exit status 3: an output was not written)")
+		return &exitError{exitWriteFailed}
 	}
 	if signalled != 0 {
 		return &exitError{signalled}
@@ -378,6 +387,16 @@ func explorePaths(out, report, alg string, seed uint64, force bool) (string, str
 // are written: the property, the seed, the witness, and the command that
 // finds it again (the explore run is a function of its flags).
 func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding, min *scenarios.Scenario) {
+	again := findAgain(alg, opt, faultsText, f)
+	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
+	for _, line := range witnessText(f.MinimalResult.Report) {
+		fmt.Fprintf(w, "locklab:   witness: %s\n", term(line, false))
+	}
+}
+
+// findAgain is the explore command that finds f again (the explore run
+// is a function of its flags).
+func findAgain(alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding) string {
 	again := fmt.Sprintf("locklab explore %s --seed %d --runs %d", alg, opt.Seed, f.Run+1)
 	if faultsText != "all" {
 		again += " --faults " + shellWord(faultsText)
@@ -385,10 +404,7 @@ func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsT
 	if opt.Shards > 0 {
 		again += fmt.Sprintf(" --shard %d/%d", opt.Shard, opt.Shards)
 	}
-	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
-	for _, line := range witnessText(f.MinimalResult.Report) {
-		fmt.Fprintf(w, "locklab:   witness: %s\n", term(line, false))
-	}
+	return again
 }
 
 func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
@@ -430,7 +446,11 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	for _, t := range c.Witness {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
+	if c.File == "" {
+		fmt.Fprintf(w, "\nNot saved (see the error below); find it again: %s   (trace sha256 %s)\n", term(c.Replay, false), c.TraceSHA256)
+	} else {
+		fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
+	}
 	if reportPath != "" && reportPath != "-" {
 		fmt.Fprintf(w, "Report: %s\n", term(reportPath, false))
 	}

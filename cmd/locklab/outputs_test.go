@@ -200,3 +200,27 @@ func TestCourseOutOntoAFileExitsTwo(t *testing.T) {
 		t.Fatal("the file was changed")
 	}
 }
+
+// Issue 32, item 5 for explore: a counterexample that cannot be saved
+// (here its temporary file vanishes before the rename) still prints the
+// summary, text and --json, with the command that finds it again, and
+// exits 3.
+func TestExploreFailedSaveKeepsTheSummary(t *testing.T) {
+	dir := inDir(t)
+	beforeRename = func(tmp string) { os.Remove(tmp) }
+	defer func() { beforeRename = nil }()
+	code, out, stderr := runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--workers", "1", "--out", "cx", "--json")
+	var o exploreOutput
+	if code != exitWriteFailed || json.Unmarshal([]byte(out), &o) != nil || o.Counterexample == nil || o.Counterexample.File != "" ||
+		!strings.HasPrefix(o.Counterexample.Replay, "locklab explore redlock --seed 1 --runs ") || len(o.Counterexample.Witness) == 0 {
+		t.Fatalf("exit %d, stdout %s", code, out)
+	}
+	if !strings.Contains(stderr, "locklab: cannot save the counterexample: cannot write cx.yaml") || !strings.Contains(stderr, "exit status 3") {
+		t.Fatalf("stderr: %s", stderr)
+	}
+	code, out, _ = runCLI(t, "explore", "redlock", "--faults", "clock", "--seed", "1", "--workers", "1", "--out", "cx")
+	if code != exitWriteFailed || !strings.Contains(out, "Not saved (see the error below); find it again: locklab explore redlock --seed 1 --runs ") || !strings.Contains(out, "Witness:") {
+		t.Fatalf("text: exit %d\n%s", code, out)
+	}
+	assertNoTempFiles(t, dir)
+}
