@@ -58,8 +58,11 @@ Flags:
                     running one shard run the whole sweep between them;
                     join their --all --json outputs with 'locklab merge'
 
-Exit status: 1 when a violation was found, 0 when none was, 2 on bad input,
-130/143 when SIGINT/SIGTERM stopped it: the runs in flight finish,
+Exit status: 1 when a violation was found, 0 when none was, 2 on bad input
+(an --out or --report that is a device, a pipe, a directory or in a missing
+directory is refused before any run, --force or not), 3 when the summary
+was printed but the counterexample or its report could not be written (its
+replay is then the explore command that finds it again), 130/143 when SIGINT/SIGTERM stopped it: the runs in flight finish,
 shrinking keeps the smallest counterexample so far, the summary (runs done,
 violations found, replay command) is printed and the counterexample saved.
 A second signal quits at once. A progress line is shown on a terminal; in CI
