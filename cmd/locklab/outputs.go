@@ -295,15 +295,17 @@ func (s *recordStream) abort() {
 }
 
 // defaultReportBytes is --max-report-bytes's default: the trace a report
-// keeps in memory. Drawing the report costs about reportMemoryFactor
-// times that again (BENCHMARKS.md, "Output files"), which keeps a run
-// with --report under 1 GB at the defaults.
-const defaultReportBytes = 256 << 20
+// keeps in memory. A run with its report costs about reportMemoryFactor
+// times that on top of the run itself (BENCHMARKS.md, "Output files":
+// 52162 events, 16-32 MB kept, 77 MB plain and 160 MB with the report),
+// and the heaviest accepted run takes about 800 MB plain (1000 MySQL
+// clients for an hour), so 48 MiB keeps any run with --report under 1 GB.
+const defaultReportBytes = 48 << 20
 
 // maxReportBytes bounds --max-report-bytes (16 GiB: past it no machine
 // locklab runs on draws the page).
 const maxReportBytes = 16 << 30
 
 // reportMemoryFactor is how much memory a report costs per byte of kept
-// trace, measured (BENCHMARKS.md, "Output files").
-const reportMemoryFactor = 3
+// trace, measured and rounded up (BENCHMARKS.md, "Output files").
+const reportMemoryFactor = 4

@@ -88,7 +88,7 @@ Flags:
              refused, exit 2, before the run)
   --max-report-bytes N
              the trace a report may keep in memory to draw the run
-             (default 268435456, 256 MiB; memory grows about 3x with it): a
+             (default 50331648, 48 MiB; memory grows about 4x with it): a
              longer run prints its verdict and exits 3 without a report
              (--events and --trace stream to disk and have no such bound)
 
