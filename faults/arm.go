@@ -267,6 +267,12 @@ func inert(w *sim.World, t Targets, f Fault) string {
 		if t.Clients[f.Target].Crashed() {
 			return f.Target + " had already crashed"
 		}
+	case Failover:
+		// A second failover of a standby already promoted promotes
+		// nothing (issue 32).
+		if srv, ok := t.Servers[f.Target].(interface{ Primary() bool }); ok && srv.Primary() {
+			return f.Target + " was the primary already (an earlier failover promoted it)"
+		}
 	}
 	return ""
 }

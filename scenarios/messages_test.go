@@ -3,8 +3,11 @@ package scenarios
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 // Issue 32, item 8: a typo in a fixed-choice setting is answered with the
@@ -44,5 +47,24 @@ func TestRetiredZKWarningNamesTheEnsembleItRuns(t *testing.T) {
 	all := strings.Join(text, "\n")
 	if !strings.Contains(all, "running gozk-simple, the same recipe on the real go-zookeeper client, on the 3-server ensemble params.zk_servers asks for (zk1..zk3)") || strings.Contains(all, "one-server") {
 		t.Fatalf("warnings:\n%s", all)
+	}
+}
+
+// Issue 32, item 8: a second failover of a standby already promoted was
+// not warned about as changing nothing.
+func TestSecondFailoverOfAPromotedStandbyChangesNothing(t *testing.T) {
+	sc, err := Parse("f.yaml", []byte("id: f\nalgorithm: pg-advisory-session\nttl: 5s\nclients: {count: 2, cycles: 5, work: 1s}\nparams: {standby: \"true\"}\n"+
+		"faults: [{kind: failover, target: db2, at: 1s}, {kind: failover, target: db2, at: 2s}]\nduration: 10s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bubblehost.Bind(t)
+	res, err := Run(sc, sc.Seed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "faults[1] (failover) changed nothing: db2 was the primary already (an earlier failover promoted it)"
+	if !slices.Contains(res.Warnings, want) || slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.HasPrefix(w, "faults[0]") }) {
+		t.Fatalf("warnings %q; want %q", res.Warnings, want)
 	}
 }
