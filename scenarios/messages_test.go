@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/sim/bubblehost"
 )
@@ -66,5 +68,24 @@ func TestSecondFailoverOfAPromotedStandbyChangesNothing(t *testing.T) {
 	want := "faults[1] (failover) changed nothing: db2 was the primary already (an earlier failover promoted it)"
 	if !slices.Contains(res.Warnings, want) || slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.HasPrefix(w, "faults[0]") }) {
 		t.Fatalf("warnings %q; want %q", res.Warnings, want)
+	}
+}
+
+// Issue 32: a scenario path that is a named pipe nobody writes to held the
+// open for ever; it now reads as empty and is refused at once.
+func TestLoadOfAFIFOWithoutAWriterDoesNotHang(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipe.yaml")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(path); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "empty file") {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load of a FIFO without a writer hangs")
 	}
 }
