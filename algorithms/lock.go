@@ -309,9 +309,15 @@ func OneOf(words ...string) func(string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("expected one of %s", strings.Join(words, ", "))
+		return &ChoiceError{Words: words}
 	}
 }
+
+// ChoiceError is OneOf's refusal: it carries the words accepted, so that
+// a caller can suggest the one a typo meant (scenarios' did-you-mean).
+type ChoiceError struct{ Words []string }
+
+func (e *ChoiceError) Error() string { return "expected one of " + strings.Join(e.Words, ", ") }
 
 var registry = map[string]Info{}
 

@@ -25,6 +25,10 @@ type Names struct {
 	// Standbys are servers of Others a failover may promote (a Postgres
 	// standby).
 	Standbys []string
+	// NothingToPromote says, when there are neither Replicas nor
+	// Standbys, how this scenario's backend gets something a failover
+	// can promote ("" : a Redis node with replica_of).
+	NothingToPromote string
 }
 
 func (n Names) hosts() []string {
@@ -267,6 +271,12 @@ func inert(w *sim.World, t Targets, f Fault) string {
 	case Crash:
 		if t.Clients[f.Target].Crashed() {
 			return f.Target + " had already crashed"
+		}
+	case Failover:
+		// A second failover of a standby already promoted promotes
+		// nothing (issue 32).
+		if srv, ok := t.Servers[f.Target].(interface{ Primary() bool }); ok && srv.Primary() {
+			return f.Target + " was the primary already (an earlier failover promoted it)"
 		}
 	}
 	return ""

@@ -149,7 +149,11 @@ func (f Fault) Problems(n Names) []Problem {
 	case Failover:
 		switch {
 		case len(n.Replicas) == 0 && len(n.Standbys) == 0:
-			bad("target", "this scenario has no replica to promote; give a node replica_of")
+			how := n.NothingToPromote
+			if how == "" {
+				how = "this scenario has no replica to promote; give a node replica_of"
+			}
+			bad("target", "%s", how)
 		case len(n.Standbys) > 0:
 			needTarget("replica or standby", append(slices.Clone(n.Replicas), n.Standbys...))
 		default:
@@ -215,9 +219,14 @@ func (f Fault) Problems(n Names) []Problem {
 			if len(g) == 0 {
 				bad(fmt.Sprintf("groups[%d]", gi), "expected at least one host, found an empty group")
 			}
-			for _, h := range g {
-				if !slices.Contains(n.hosts(), h) {
-					bad(fmt.Sprintf("groups[%d]", gi), "%s", unknown("host", h, n.hosts()))
+			// Each unknown name is refused once, at its first use: a
+			// group of a thousand aliases of one unknown name printed a
+			// thousand equal lines at the group's position (issue 32).
+			said := map[string]bool{}
+			for hi, h := range g {
+				if !slices.Contains(n.hosts(), h) && !said[h] {
+					said[h] = true
+					bad(fmt.Sprintf("groups[%d][%d]", gi, hi), "%s", unknown("host", h, n.hosts()))
 				}
 			}
 		}

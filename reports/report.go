@@ -141,6 +141,12 @@ func writeFile(path string, render func(io.Writer) error) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("cannot write report %s: %w", path, err)
 	}
+	// The rename would replace a device, a FIFO or a socket with a
+	// regular file (issue 32: /dev/full replaced as root); a page is
+	// written over a regular file only.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("cannot write report %s: it is not a regular file (%v)", path, st.Mode().Type())
+	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("cannot write report: %w", err)

@@ -25,8 +25,15 @@ func TestAliasesAreRefusedWithAPlace(t *testing.T) {
 	}
 	// The same partition naming an unknown host: refused with a place.
 	_, err := Parse("x.yaml", []byte(aliasPartition(1000, "zz")))
-	if err == nil || !strings.Contains(err.Error(), `x.yaml:7:`) || !strings.Contains(err.Error(), `faults[0].groups[1]: unknown host "zz"`) {
+	if err == nil || !strings.Contains(err.Error(), `x.yaml:7:`) || !strings.Contains(err.Error(), `faults[0].groups[1][0]: unknown host "zz"`) {
 		t.Fatalf("unknown host behind 1000 aliases: %v", err)
+	}
+	// An unknown host aliased 1000 times is refused once, at its first
+	// use, not in 1001 equal lines (issue 32).
+	_, err = Parse("x.yaml", []byte("id: x\nalgorithm: redlock\nttl: 10s\nnodes: [r1, r2, r3]\nclients: {count: 2}\nfaults:\n"+
+		"  - {kind: partition, at: 1s, groups: [[c1], [&z zz"+strings.Repeat(", *z", 1000)+"]]}\n"))
+	if err == nil || err.Error() != `x.yaml:7:47: faults[0].groups[1][0]: unknown host "zz"; expected one of c1, c2, r1, r2, r3, store` {
+		t.Fatalf("1000 aliases of an unknown host: %v", err)
 	}
 	// A fault aliased past the faults limit, and an alias bomb whose
 	// expansion passes the walk's node bound (1000 faults × 1100 names):

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/locklab/locklab/checker"
@@ -83,7 +84,10 @@ func LoadWith(arg string, lim Limits) (*Scenario, error) {
 }
 
 func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	// Opened without blocking: a named pipe nobody writes to would hold
+	// the open for ever (issue 32); it now reads as empty and is refused.
+	// A pipe with a writer (process substitution) is read as before.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read scenario file: %w", err)
 	}

@@ -12,7 +12,7 @@ func TestBadModeAndPermits(t *testing.T) {
 	for _, c := range []struct{ name, to, want string }{
 		{"mode typo", "clients: {count: 2, cycles: 2, mode: raed}", `x.yaml:7:38: clients.mode: expected read or write, found "raed" (did you mean read?)`},
 		{"mode of one client", "clients: {count: 2, cycles: 2, each: {c2: {mode: writer}}}", `clients.each.c2.mode: expected read or write, found "writer" (did you mean write?)`},
-		{"negative permits", "clients: {count: 2, cycles: 2, permits: -1}", `x.yaml:7:41: clients.permits: expected a whole number between 0 and`},
+		{"negative permits", "clients: {count: 2, cycles: 2, permits: -1}", `x.yaml:7:41: clients.permits: expected a whole number >= 0, found "-1"`},
 		{"more permits than clients may be", "clients: {count: 2, cycles: 2, permits: 100000000}", `clients.permits: expected a number of semaphore permits between 1 and`},
 		{"permits not a number", "clients: {count: 2, cycles: 2, permits: two}", `clients.permits`},
 	} {

@@ -143,7 +143,7 @@ func (s *Scenario) Validate() error {
 		bad("clients.cycles", "expected a number of lock cycles >= 1, found %d", s.Clients.Cycles)
 	}
 	if !validClockKind(s.Clients.Clock) {
-		bad("clients.clock", "expected monotonic or wall, found %q", Printable(s.Clients.Clock, 40))
+		bad("clients.clock", "expected monotonic or wall, found %q%s", Printable(s.Clients.Clock, 40), suggest(s.Clients.Clock, []string{"monotonic", "wall"}))
 	}
 	if !validMode(s.Clients.Mode) {
 		bad("clients.mode", "%s", modeMessage(s.Clients.Mode))
@@ -393,7 +393,7 @@ func (s *Scenario) Validate() error {
 			}
 			if c := accepted[i].Check; c != nil {
 				if err := c(s.Params[k]); err != nil {
-					bad("params."+k, "expected %s, found %q", accepted[i].Expect, Printable(s.Params[k], 40))
+					bad("params."+k, "expected %s, found %q%s", accepted[i].Expect, Printable(s.Params[k], 40), suggestChoice(s.Params[k], err))
 				}
 			}
 		}

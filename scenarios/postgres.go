@@ -304,6 +304,10 @@ func (s pgServer) Restart() { s.n.Restart(s.name) }
 // and the fence row as replicated up to now.
 type pgStandby struct{ pgServer }
 
+// Primary reports whether the standby was promoted already: a failover
+// of it then changes nothing (faults' inert).
+func (s pgStandby) Primary() bool { return s.n.Route("primary") == s.name }
+
 func (s pgStandby) Promote() error {
 	if s.n.Route("primary") == s.name {
 		return fmt.Errorf("%s is the primary already", s.name)

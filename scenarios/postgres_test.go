@@ -140,7 +140,7 @@ clients: {count: 2}
 		{base + "params: {keepalive_count: \"0\"}\n", `params.keepalive_count: expected a whole number between 1 and 100`},
 		{base + "faults: [{kind: drop, op: pg_advisory_unlok, at: 1s}]\n", `(did you mean PG_ADVISORY_UNLOCK?)`},
 		{base + "faults: [{kind: node-crash, target: db3, at: 1s}]\n", `unknown node "db3"`},
-		{base + "faults: [{kind: failover, target: db1, at: 1s}]\n", `no replica to promote`},
+		{base + "faults: [{kind: failover, target: db1, at: 1s}]\n", `faults[0].target: this scenario has no standby to promote; set params.standby: true for a postgres standby (db2) that a failover promotes`},
 		{base + "faults: [{kind: node-crash, target: db1, at: 1s, restart_after: 1s, persistence: always}]\n", `db1 is a database server or pooler: a restart keeps its tables and never its advisory locks`},
 		{base + "params: {standby: \"true\"}\nfaults: [{kind: failover, target: db1, at: 1s}]\n", `expected one of db2`},
 	} {

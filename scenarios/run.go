@@ -32,6 +32,14 @@ type Options struct {
 	CheckTimeout time.Duration
 	// NoTrace skips the event trace (and its digest) for speed.
 	NoTrace bool
+	// Sink, when set, receives every event of the run in trace order with
+	// its text line (sim.Trace.Sink): locklab streams --events and --trace
+	// through it, so they need no kept trace. RunCompared gives it to the
+	// scenario's own run only.
+	Sink func(e *event.Event, text []byte)
+	// KeepBudget bounds the bytes KeepTrace holds (sim.Trace.KeepBudget;
+	// 0: no bound); Result.TraceTruncated says when it ran out.
+	KeepBudget int64
 	// Direct hands go-redis's commands to the simulated nodes without
 	// RESP framing on the client side (sim.ClientOptions.Direct): the same
 	// run, digest and verdict, faster. Explore and matrix use it; run and
@@ -89,10 +97,15 @@ type Result struct {
 	Trace       []sim.TraceEntry
 	// Events are the run's typed record (kept with KeepTrace); Trace is
 	// these events rendered as text.
-	Events   []event.Event
-	Messages int
-	Dropped  int
-	End      time.Duration
+	Events []event.Event
+	// TraceTruncated is set when Options.KeepBudget stopped the keeping:
+	// Trace and Events then hold a prefix of the run's record, and the
+	// digest still covers all of it. TraceKeptBytes is what was kept.
+	TraceTruncated bool  `json:"-"`
+	TraceKeptBytes int64 `json:"-"`
+	Messages       int
+	Dropped        int
+	End            time.Duration
 	// Work is the kernel's work in the run: events scheduled, messages
 	// lost and bytes carried (sim/budget.go).
 	Work int64
@@ -251,7 +264,9 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		w.UseBubble()
 	}
 	w.Trace.Keep = opt.KeepTrace
-	w.Trace.Off = opt.NoTrace && !opt.KeepTrace
+	w.Trace.Off = opt.NoTrace && !opt.KeepTrace && opt.Sink == nil
+	w.Trace.Sink = opt.Sink
+	w.Trace.KeepBudget = opt.KeepBudget
 	if sc.Network.Latency > 0 {
 		w.Net.Latency = sc.Network.Latency.D()
 	}
@@ -445,6 +460,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	res.TraceLines = w.Trace.Len()
 	res.Trace = w.Trace.Entries
 	res.Events = w.Trace.Events
+	res.TraceTruncated, res.TraceKeptBytes = w.Trace.Truncated, w.Trace.KeptBytes
 	res.Messages, res.Dropped = w.Net.Sent, w.Net.Dropped
 	for i := range res.Hosts {
 		if h := targets.Hosts[res.Hosts[i].Name]; h != nil {
@@ -483,7 +499,11 @@ func RunCompared(sc *Scenario, seed uint64, opt Options) (*Result, []Comparison,
 	}
 	var cmp []Comparison
 	for _, alg := range sc.Compare {
-		r, err := Run(sc.asCompared(alg), seed, opt)
+		// The sink streams the scenario's own record; a comparison's
+		// events are not part of it.
+		cmpOpt := opt
+		cmpOpt.Sink = nil
+		r, err := Run(sc.asCompared(alg), seed, cmpOpt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("compare with %s: %w", alg, err)
 		}

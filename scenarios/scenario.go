@@ -358,7 +358,7 @@ func (s *Scenario) Names() faults.Names {
 			replicas = append(replicas, n.Name)
 		}
 	}
-	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers, Standbys: standbys}
+	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers, Standbys: standbys, NothingToPromote: nothingToPromote(s.Algorithm)}
 }
 
 // applyDefaults fills in what a file may leave out.

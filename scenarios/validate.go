@@ -322,7 +322,8 @@ func (w *shapeWalker) integer(n *yaml.Node, t reflect.Type, path string, field *
 		}
 		var err error
 		if iv, err = strconv.ParseInt(text, 0, 64); err != nil {
-			w.errorf(n, path, "expected a whole number between %d and %d, found %s", int64(math.MinInt64), int64(math.MaxInt64), found(n))
+			lo, hi := rangeOf(lo, hi, field)
+			w.errorf(n, path, "expected %s, found %s", wholeRange(lo, hi), found(n))
 			return
 		}
 		exact = true
@@ -335,6 +336,14 @@ func (w *shapeWalker) integer(n *yaml.Node, t reflect.Type, path string, field *
 		}
 		v = f
 	}
+	lo, hi = rangeOf(lo, hi, field)
+	if v < lo || v > hi || (exact && (float64(iv) < lo || float64(iv) > hi)) {
+		w.errorf(n, path, "expected %s, found %s", wholeRange(lo, hi), found(n))
+	}
+}
+
+// rangeOf is a field's range: its range tag, else the type's bounds.
+func rangeOf(lo, hi float64, field *reflect.StructField) (float64, float64) {
 	if field != nil {
 		if r := field.Tag.Get("range"); r != "" {
 			a, b, _ := strings.Cut(r, "..")
@@ -342,9 +351,24 @@ func (w *shapeWalker) integer(n *yaml.Node, t reflect.Type, path string, field *
 			hi, _ = strconv.ParseFloat(b, 64)
 		}
 	}
-	if v < lo || v > hi || (exact && (float64(iv) < lo || float64(iv) > hi)) {
-		w.errorf(n, path, "expected a whole number between %s and %s, found %s", fmtBound(lo), fmtBound(hi), found(n))
+	return lo, hi
+}
+
+// wholeRange says which whole numbers are accepted. A bound that is only
+// the integer type's limit is left out: "between 0 and
+// 9223372036854775807" read as a limit nobody chose (issue 32); it is
+// "a whole number >= 0".
+func wholeRange(lo, hi float64) string {
+	noLo, noHi := lo <= -math.Pow(2, 63), hi >= math.Pow(2, 63)-1
+	switch {
+	case noLo && noHi:
+		return "a whole number of 64 bits, from " + strconv.FormatInt(math.MinInt64, 10) + " to " + strconv.FormatInt(math.MaxInt64, 10)
+	case noHi:
+		return "a whole number >= " + fmtBound(lo)
+	case noLo:
+		return "a whole number <= " + fmtBound(hi)
 	}
+	return fmt.Sprintf("a whole number between %s and %s", fmtBound(lo), fmtBound(hi))
 }
 
 // fmtBound prints a bound as the whole number it stands for. The limits of

@@ -58,7 +58,14 @@ func (s *Scenario) retireZK() Errors {
 	if !ok {
 		return nil
 	}
-	s.renamed = append(s.renamed, s.fieldErr("algorithm", "%s was the retired single-server ZooKeeper model; running %s, the same recipe on the real go-zookeeper client, on a one-server ensemble (zk1)", s.Algorithm, r))
+	// The warning names the ensemble the run gets: one server unless the
+	// file sets params.zk_servers (a zk_servers: 3 ran three servers under
+	// a warning that said zk1 alone; issue 32).
+	ensemble := "on a one-server ensemble (zk1)"
+	if n, ok := s.Params["zk_servers"]; ok && n != "1" {
+		ensemble = fmt.Sprintf("on the %s-server ensemble params.zk_servers asks for (zk1..zk%s)", Printable(n, 10), Printable(n, 10))
+	}
+	s.renamed = append(s.renamed, s.fieldErr("algorithm", "%s was the retired single-server ZooKeeper model; running %s, the same recipe on the real go-zookeeper client, %s", s.Algorithm, r, ensemble))
 	s.Algorithm = r
 	var errs Errors
 	if s.Params == nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/locklab/locklab/sim/event"
 )
@@ -27,9 +28,23 @@ type Trace struct {
 	Events []event.Event
 	// Entries are the same events rendered as text lines, for people.
 	Entries []TraceEntry
-	h       hash.Hash
-	n       int
-	buf     []byte
+	// Sink, when set, receives every event in trace order with its text
+	// line (without time and actor; valid only during the call), so a
+	// writer can stream the record to disk instead of keeping it in memory
+	// (locklab run --events, --trace).
+	Sink func(e *event.Event, text []byte)
+	// KeepBudget bounds the bytes Keep may hold (0: no bound): once the
+	// events and lines kept would pass it, keeping stops, the digest goes
+	// on, and KeptEvents says how many were kept. A report of a run that
+	// long is refused by its caller instead of growing without bound.
+	KeepBudget int64
+	// KeptBytes is what Keep holds, counted as KeepBudget counts it.
+	KeptBytes int64
+	// Truncated is set once KeepBudget stopped the keeping.
+	Truncated bool
+	h         hash.Hash
+	n         int
+	buf       []byte
 	// sorted (a bubble run) holds events back until the kernel's next
 	// step and sorts them: goroutines racing at one instant write them in
 	// any order.
@@ -75,7 +90,10 @@ func (t *Trace) add(e *event.Event) {
 	b = append(b, ' ')
 	start := len(b)
 	b = e.AppendText(b)
-	if t.Keep {
+	if t.Sink != nil {
+		t.Sink(e, b[start:])
+	}
+	if t.Keep && t.room(e, len(b)-start) {
 		t.Events = append(t.Events, *e)
 		t.Entries = append(t.Entries, TraceEntry{At: e.At, Actor: e.Actor, Text: string(b[start:])})
 	}
@@ -108,12 +126,40 @@ func (t *Trace) flush() {
 		b = append(b, '\n')
 		t.h.Write(b)
 		t.buf = b
-		if t.Keep {
+		if t.Sink != nil {
+			t.Sink(&p.e, []byte(p.text))
+		}
+		if t.Keep && t.room(&p.e, len(p.text)) {
 			t.Events = append(t.Events, p.e)
 			t.Entries = append(t.Entries, TraceEntry{At: p.e.At, Actor: p.e.Actor, Text: p.text})
 		}
 	}
 	t.pending = t.pending[:0]
+}
+
+// keptEventBytes is what one kept event costs besides its strings: the
+// Event and the TraceEntry values themselves.
+const keptEventBytes = int64(unsafe.Sizeof(event.Event{}) + unsafe.Sizeof(TraceEntry{}))
+
+// room reports whether one more event, with a text line of n bytes, fits
+// in KeepBudget, and counts it when it does. The count is the event's
+// structs, its text line and its strings (an estimate of the heap it
+// holds); once one event does not fit, none after it is kept, so what is
+// kept is always a prefix of the trace.
+func (t *Trace) room(e *event.Event, n int) bool {
+	if t.Truncated {
+		return false
+	}
+	size := keptEventBytes + int64(n) + int64(len(e.Actor)+len(e.Node)+len(e.From)+len(e.To)+len(e.Client)+len(e.Command)+len(e.Reply)+len(e.Note)+len(e.Reason))
+	for _, a := range e.Args {
+		size += int64(len(a)) + 16
+	}
+	if t.KeepBudget > 0 && t.KeptBytes+size > t.KeepBudget {
+		t.Truncated = true
+		return false
+	}
+	t.KeptBytes += size
+	return true
 }
 
 // Len is the number of events traced so far.

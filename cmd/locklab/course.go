@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -54,6 +55,11 @@ func runCourse(args []string, stdout, stderr io.Writer) error {
 	}
 	if strings.TrimSpace(*out) == "" {
 		return usagef("course needs --out DIR, the directory to write the pages into (see 'locklab help course')")
+	}
+	// An existing file is refused before anything runs (exit 2, bad
+	// input), not found out when the first page fails to write.
+	if st, err := os.Stat(*out); err == nil && !st.IsDir() {
+		return usagef("--out: %s is a file, not a directory; expected a directory to write the course into (created if needed)", term(*out, false))
 	}
 	all, err := scenarios.Catalogue()
 	if err != nil {

@@ -58,8 +58,11 @@ Flags:
                     running one shard run the whole sweep between them;
                     join their --all --json outputs with 'locklab merge'
 
-Exit status: 1 when a violation was found, 0 when none was, 2 on bad input,
-130/143 when SIGINT/SIGTERM stopped it: the runs in flight finish,
+Exit status: 1 when a violation was found, 0 when none was, 2 on bad input
+(an --out or --report that is a device, a pipe, a directory or in a missing
+directory is refused before any run, --force or not), 3 when the summary
+was printed but the counterexample or its report could not be written (its
+replay is then the explore command that finds it again), 130/143 when SIGINT/SIGTERM stopped it: the runs in flight finish,
 shrinking keeps the smallest counterexample so far, the summary (runs done,
 violations found, replay command) is printed and the counterexample saved.
 A second signal quits at once. A progress line is shown on a terminal; in CI
@@ -213,6 +216,11 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// explorePaths settled which names may be replaced; a device, a pipe
+	// or a missing directory is refused whatever --force says.
+	if err := checkOutputs(nil, []outputFlag{{"--out", out}, {"--report", report}}, true); err != nil {
+		return err
+	}
 	textOut := stdout
 	if report == "-" {
 		if *asJSON {
@@ -259,6 +267,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
 	}
 	var first *scenarios.Finding
+	var writeErr error
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
 		first = &res.Findings[0]
 		min := first.Minimal
@@ -274,10 +283,6 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		// that fails (a full disk, --force onto a directory, a kill) loses
 		// neither the seed nor the witness nor the way to find it again.
 		printFinding(stderr, alg, opt, *faultsText, first, min)
-		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
-		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
-			return fmt.Errorf("cannot save the counterexample: %w", err)
-		}
 		summary.Counterexample = &counterexampleOutput{
 			Property:    first.Property,
 			Faults:      min.Faults,
@@ -289,15 +294,23 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 			Witness:     witnessText(first.MinimalResult.Report),
 			ShrinkRuns:  first.ShrinkRuns,
 		}
-		if report == "-" {
+		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
+		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
+			// The summary is still printed, without a file to replay:
+			// its replay command finds the counterexample again.
+			writeErr = fmt.Errorf("cannot save the counterexample: %w", err)
+			summary.Counterexample.File = ""
+			summary.Counterexample.Replay = findAgain(alg, opt, *faultsText, first)
+		} else if report == "-" {
 			if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
 				return err
 			}
 		} else if report != "" {
-			if err := reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
-				return err
-			}
+			writeErr = reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay)
 		}
+	}
+	if writeErr != nil && report != "-" {
+		report = ""
 	}
 
 	if *asJSON {
@@ -306,6 +319,10 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		printExplore(textOut, alg, opt, res, summary, report)
+	}
+	if writeErr != nil {
+		printErrorLines(stderr, writeErr.Error()+" (the finding above stands; exit status 3: an output was not written)")
+		return &exitError{exitWriteFailed}
 	}
 	if signalled != 0 {
 		return &exitError{signalled}
@@ -373,6 +390,16 @@ func explorePaths(out, report, alg string, seed uint64, force bool) (string, str
 // are written: the property, the seed, the witness, and the command that
 // finds it again (the explore run is a function of its flags).
 func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding, min *scenarios.Scenario) {
+	again := findAgain(alg, opt, faultsText, f)
+	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
+	for _, line := range witnessText(f.MinimalResult.Report) {
+		fmt.Fprintf(w, "locklab:   witness: %s\n", term(line, false))
+	}
+}
+
+// findAgain is the explore command that finds f again (the explore run
+// is a function of its flags).
+func findAgain(alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding) string {
 	again := fmt.Sprintf("locklab explore %s --seed %d --runs %d", alg, opt.Seed, f.Run+1)
 	if faultsText != "all" {
 		again += " --faults " + shellWord(faultsText)
@@ -380,10 +407,7 @@ func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsT
 	if opt.Shards > 0 {
 		again += fmt.Sprintf(" --shard %d/%d", opt.Shard, opt.Shards)
 	}
-	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
-	for _, line := range witnessText(f.MinimalResult.Report) {
-		fmt.Fprintf(w, "locklab:   witness: %s\n", term(line, false))
-	}
+	return again
 }
 
 func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
@@ -425,13 +449,17 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 	for _, t := range c.Witness {
 		fmt.Fprintf(w, "  %s\n", t)
 	}
-	fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
+	if c.File == "" {
+		fmt.Fprintf(w, "\nNot saved (see the error below); find it again: %s   (trace sha256 %s)\n", term(c.Replay, false), c.TraceSHA256)
+	} else {
+		fmt.Fprintf(w, "\nSaved: %s\nReplay: %s   (trace sha256 %s)\n", term(c.File, false), term(c.Replay, false), c.TraceSHA256)
+	}
 	if reportPath != "" && reportPath != "-" {
 		fmt.Fprintf(w, "Report: %s\n", term(reportPath, false))
 	}
 }
 
-const replayUsage = `Usage: locklab replay FILE [--seed N] [--json] [--trace] [--report FILE] [--force]
+const replayUsage = `Usage: locklab replay FILE [--json] [--trace] [--report FILE] [--events FILE] [--force]
 
 Runs a saved scenario file — typically a counterexample written by 'locklab
 explore' — with the seed stored in it, and prints the verdict, the witness
@@ -443,10 +471,14 @@ A counterexample file carries a block with its format version, seed,
 expectation, trace digest and a digest of the scenario. Replay checks them
 and says exactly what differs: a file cut short or edited is refused (exit
 2), and a run whose trace digest differs from the file's does not reproduce
-it (exit 1). Takes the flags and limits of 'locklab run'.
+it (exit 1). Takes the flags and limits of 'locklab run' but --seed: the
+file carries its seed, and another seed is a different run, not a replay
+(refused, exit 2; 'locklab run FILE --seed N' runs it, labelled as a
+different run).
 
 Exit status: 0 when the run reproduces the file's expectation (and its
-trace digest), 1 when it does not, 2 on bad input.
+trace digest), 1 when it does not, 2 on bad input, 3 when an output file
+could not be written (the outcome is printed first).
 `
 
 func runReplay(args []string, stdout, stderr io.Writer) error {
@@ -456,5 +488,5 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	return runRun(args, stdout, stderr)
+	return runScenario(args, stdout, stderr, true)
 }

@@ -147,36 +147,15 @@ func (in *interrupt) stop() int {
 // Ctrl-C) is removed by the next write of the same file: its PID no longer
 // runs (issue 25).
 func writeAtomic(path string, render func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	removeStaleTemps(dir, filepath.Base(path))
-	f, err := os.CreateTemp(dir, fmt.Sprintf(".%s.tmp-%d-*", filepath.Base(path), os.Getpid()))
+	f, err := createAtomic(path)
 	if err != nil {
+		return err
+	}
+	if err := render(f.f); err != nil {
+		f.abort()
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := render(f); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if beforeRename != nil {
-		beforeRename(tmp)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	return nil
+	return f.commit()
 }
 
 // beforeRename, when set, runs once a temporary file is written and before

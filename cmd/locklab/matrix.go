@@ -53,7 +53,9 @@ Flags:
 Fault classes:
 %s
 Exit status: 0 when the matrix ran (violations are findings, not failures),
-2 on bad input (unknown class or algorithm, bad flag), 130/143 when SIGINT/
+2 on bad input (unknown class or algorithm, bad flag, a --report that is a
+device, a pipe or a directory), 3 when the table was printed but an
+--examples file or the --report could not be written, 130/143 when SIGINT/
 SIGTERM stopped it: the runs in flight finish and the table (and --json,
 --examples, --report) covers the runs done. A second signal quits at once.
 `
@@ -200,7 +202,11 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	// The examples are written first (the table names them), then the
+	// table is printed, then the heatmap: a write that fails leaves the
+	// table printed and exits 3 (issue 32).
 	files := map[*scenarios.Cell]string{}
+	var writeErr error
 	if *examplesDir != "" {
 		for i := range res.Cells {
 			c := &res.Cells[i]
@@ -214,22 +220,17 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 			}
 			path := filepath.Join(*examplesDir, fmt.Sprintf("%s-%s.yaml", c.Algorithm, c.Class))
 			if err := writeFileAtomic(path, data); err != nil {
-				return fmt.Errorf("cannot write example: %w", err)
+				writeErr = fmt.Errorf("cannot write example: %w", err)
+				break
 			}
 			files[c] = path
 		}
 	}
-
 	if *reportPath == "-" {
 		if err := reports.WriteMatrix(stdout, matrixData(res)); err != nil {
 			return err
 		}
-	} else if *reportPath != "" {
-		if err := writeMatrixReport(*reportPath, res); err != nil {
-			return err
-		}
 	}
-
 	if *asJSON {
 		out := matrixOutput{
 			Options:     matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
@@ -241,11 +242,20 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 			c := &res.Cells[i]
 			out.Cells = append(out.Cells, matrixCellOutput{Cell: *c, Shares: c.Shares(), ExampleFile: files[c]})
 		}
-		return exit(writeJSON(stdout, out))
+		if err := writeJSON(stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printMatrix(textOut, res, files)
 	}
-	printMatrix(textOut, res, files)
-	if *reportPath != "" && *reportPath != "-" {
-		fmt.Fprintf(textOut, "\nReport: %s\n", term(*reportPath, false))
+	if writeErr == nil && *reportPath != "" && *reportPath != "-" {
+		if writeErr = writeMatrixReport(*reportPath, res); writeErr == nil && !*asJSON {
+			fmt.Fprintf(textOut, "\nReport: %s\n", term(*reportPath, false))
+		}
+	}
+	if writeErr != nil {
+		printErrorLines(stderr, writeErr.Error()+" (the table above stands; exit status 3: an output was not written)")
+		return &exitError{exitWriteFailed}
 	}
 	return exit(nil)
 }
@@ -293,10 +303,8 @@ func checkMatrixReport(path string, asJSON, force bool) error {
 		return nil
 	case strings.HasSuffix(path, "/") || isDir(path):
 		return usagef("--report: %s is a directory; expected a file name such as matrix.html, or - for stdout", term(path, false))
-	case exists(path) && !force:
-		return usagef("--report: %s exists; pass --force to replace it, or name another file", term(path, false))
 	}
-	return nil
+	return checkOutputs(nil, []outputFlag{{"--report", path}}, force)
 }
 
 // matrixCell is a cell's shares for the heatmap, without its example.

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
-const mergeUsage = `Usage: locklab merge FILE...
+const mergeUsage = `Usage: locklab merge [--max-file-size BYTES] FILE...
 
 Joins the outputs of 'locklab explore ... --shard I/N --all --json', one file
 per shard, into the summary the unsharded sweep prints with --all --json:
@@ -24,6 +27,11 @@ merge names the file and what differs. A "-" reads standard input.
 Without --all each shard stopped at its own first violation, and the merge
 lists only the sweep's first one.
 
+Each FILE must be a regular file (or "-") of at most --max-file-size bytes
+(default 67108864, 64 MiB) holding exactly one JSON object; anything else
+(a device, a second object, junk after it, an array) is refused by file,
+line and column before anything is merged.
+
 Exit status: 1 when some shard found a violation, 0 when none did, 2 on
 bad input.
 `
@@ -34,7 +42,12 @@ const maxMergedViolations = 1000
 
 func runMerge(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("merge", mergeUsage, stdout)
+	limitText := fs.String("max-file-size", strconv.Itoa(defaultMergeBytes), "")
 	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	limit, err := parseCount("--max-file-size", *limitText, 1, maxFileBytes)
 	if err != nil {
 		return err
 	}
@@ -43,7 +56,7 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	}
 	parts := make([]exploreOutput, len(files))
 	for k, name := range files {
-		if parts[k], err = readShardOutput(name); err != nil {
+		if parts[k], err = readShardOutput(name, limit); err != nil {
 			return err
 		}
 	}
@@ -60,41 +73,114 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// readShardOutput reads one shard's JSON summary.
-func readShardOutput(name string) (exploreOutput, error) {
+// defaultMergeBytes is merge's default --max-file-size: a shard's --all
+// summary lists at most 1000 violating runs with their schedules, a few
+// MiB at most; 64 MiB leaves room and keeps a merge of many shards far
+// under 1 GB.
+const defaultMergeBytes = 64 << 20
+
+// readShardOutput reads one shard's JSON summary: a regular file (or
+// stdin) of at most limit bytes holding exactly one JSON object. It reads
+// at most limit+1 bytes whatever the file is, so /dev/zero or a huge file
+// is refused without being held (issue 32).
+func readShardOutput(name string, limit int64) (exploreOutput, error) {
 	var out exploreOutput
-	var data []byte
-	var err error
-	if name == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(name)
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		// Checked before opening: opening a FIFO with no writer would
+		// wait for ever.
+		st, err := os.Stat(name)
+		if err != nil {
+			return out, usagef("merge: cannot read %s: %v", term(name, false), err)
+		}
+		if !st.Mode().IsRegular() {
+			kind := fileKind(st.Mode())
+			if st.IsDir() {
+				kind = "a directory"
+			}
+			return out, usagef("%s is %s, not a regular file; expected a file holding the JSON printed by 'locklab explore ... --shard I/N --json'", term(name, false), kind)
+		}
+		if st.Size() > limit {
+			return out, usagef("%s: %d bytes; expected a shard's JSON of at most %d bytes (the limit; raise it with --max-file-size)", term(name, false), st.Size(), limit)
+		}
+		f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return out, usagef("merge: cannot read %s: %v", term(name, false), err)
+		}
+		defer f.Close()
+		r = f
 	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return out, usagef("merge: cannot read %s: %v", term(name, false), err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&out); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			line, col := lineCol(data, se.Offset)
-			return out, usagef("%s:%d:%d: %v; expected the JSON printed by 'locklab explore ... --shard I/N --json'", term(name, false), line, col, err)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			line, col := lineCol(data, int64(len(data)))
-			return out, usagef("%s:%d:%d: the JSON ends early (a shard cut short?); expected the JSON printed by 'locklab explore ... --shard I/N --json'", term(name, false), line, col)
-		case errors.As(err, &te):
-			line, col := lineCol(data, te.Offset)
-			return out, usagef("%s:%d:%d: field %s: expected a %s, found a JSON %s", term(name, false), line, col, te.Field, te.Type, te.Value)
-		}
-		return out, usagef("%s: %v; expected the JSON printed by 'locklab explore ... --shard I/N --json'", term(name, false), err)
+	if int64(len(data)) > limit {
+		return out, usagef("%s: more than %d bytes; expected a shard's JSON of at most %d bytes (the limit; raise it with --max-file-size)", term(name, false), limit, limit)
+	}
+	if err := decodeShard(name, data, &out); err != nil {
+		return out, err
 	}
 	if out.Shard == nil {
 		return out, usagef("%s: no \"shard\" field; expected the output of 'locklab explore ... --shard I/N --json' (an unsharded sweep needs no merge)", term(name, false))
 	}
 	return out, nil
+}
+
+const shardJSONWanted = "expected the JSON printed by 'locklab explore ... --shard I/N --json'"
+
+// decodeShard decodes data, which must be exactly one JSON object and
+// nothing after it but white space.
+func decodeShard(name string, data []byte, out *exploreOutput) error {
+	at := func(off int64) string {
+		line, col := lineCol(data, off)
+		return fmt.Sprintf("%s:%d:%d", term(name, false), line, col)
+	}
+	start := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+	switch {
+	case start == len(data):
+		return usagef("%s: the file is empty; %s", at(int64(start)), shardJSONWanted)
+	case data[start] != '{':
+		return usagef("%s: found %s; %s (one JSON object)", at(int64(start)), jsonKind(data[start]), shardJSONWanted)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return usagef("%s: %v; %s", at(se.Offset), err, shardJSONWanted)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return usagef("%s: the JSON ends early (a shard cut short?); %s", at(int64(len(data))), shardJSONWanted)
+		case errors.As(err, &te):
+			return usagef("%s: field %s: expected a %s, found a JSON %s", at(te.Offset), te.Field, te.Type, te.Value)
+		}
+		return usagef("%s: %v; %s", term(name, false), err, shardJSONWanted)
+	}
+	rest := dec.InputOffset()
+	if trail := bytes.TrimLeft(data[rest:], " \t\r\n"); len(trail) > 0 {
+		return usagef("%s: more after the shard's JSON object (%s); expected exactly one JSON object per file, one shard's output", at(int64(len(data)-len(trail))), jsonKind(trail[0]))
+	}
+	return nil
+}
+
+// jsonKind names what a JSON text starting with c is, for messages.
+func jsonKind(c byte) string {
+	switch {
+	case c == '{':
+		return "another JSON object"
+	case c == '[':
+		return "a JSON array"
+	case c == '"':
+		return "a JSON string"
+	case c == 't' || c == 'f':
+		return "a JSON boolean"
+	case c == 'n':
+		return "a JSON null"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a JSON number"
+	}
+	return fmt.Sprintf("%q, not JSON", string(rune(c)))
 }
 
 // lineCol turns a byte offset into a 1-based line and column.
@@ -147,7 +233,7 @@ func checkShardsJoin(files []string, parts []exploreOutput) error {
 		}
 	}
 	if len(missing) > 0 {
-		return usagef("merge: shard(s) %s missing; expected all %d shards of the sweep", strings.Join(missing, ", "), first.Shard.Count)
+		return usagef("merge: shard(s) %s missing; expected all %d shards of the sweep (a Kubernetes Indexed Job's completion index is the shard minus one)", strings.Join(missing, ", "), first.Shard.Count)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ var rooms = map[string][]string{
 	"locktest/htmlreport":            {"locktest", "reports", "scenarios"},
 	"reports":                        {"algorithms", "checker", "faults", "scenarios", "sim", "sim/event"},
 	"live":                           {"algorithms", "algorithms/mysqllock", "algorithms/pglock", "algorithms/zklock/gozk", "checker", "faults", "scenarios", "sim/zk/wire"},
-	"cmd/locklab":                    {"algorithms", "checker", "faults", "live", "reports", "scenarios", "sim/bubblehost", "sim/event"},
+	"cmd/locklab":                    {"algorithms", "checker", "faults", "live", "reports", "scenarios", "sim", "sim/bubblehost", "sim/event"},
 	"cmd/locklab/internal/mutantrun": {"scenarios", "sim/bubblehost"},
 	"cmd/locklab-image":              nil,
 	"examples/redislock":             nil,

@@ -3,10 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/locklab/locklab/sim/event"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +83,14 @@ Flags:
              per line with at_ns, actor, kind and the kind's fields ("-":
              stdout); the trace digest is the same with or without it; an
              existing FILE is replaced only with --force
-  --force    replace an existing report or events file
+  --force    replace an existing report or events file (never a device, a
+             pipe, a directory or the scenario file itself: those are
+             refused, exit 2, before the run)
+  --max-report-bytes N
+             the trace a report may keep in memory to draw the run
+             (default 50331648, 48 MiB; memory grows about 4x with it): a
+             longer run prints its verdict and exits 3 without a report
+             (--events and --trace stream to disk and have no such bound)
 
 ` + limitsHelp + `
 A scenario file written by 'locklab explore' carries a counterexample
@@ -107,7 +112,10 @@ says where and why (--json: "stopped"), and the exit status is the
 verdict's.
 
 Exit status: 0 when the verdict matches the expectation, 1 when it does not,
-2 on bad input (unknown scenario, invalid file, bad flag, a limit exceeded).
+2 on bad input (unknown scenario, invalid file, bad flag, a limit exceeded,
+an output path that is not a new or regular file or is an input), 3 when
+the run finished and its outcome was printed but --report or --events
+could not be written (the error names which).
 Faults that can never fire, or fired and changed nothing, are warned about
 on stderr (and listed in --json as "warnings").
 `
@@ -137,6 +145,9 @@ type runOutput struct {
 	Warnings []string `json:"warnings"`
 	// Mismatch says how a counterexample's replay differs from its file.
 	Mismatch string `json:"mismatch,omitempty"`
+	// DifferentRun says that a counterexample ran with another seed than
+	// its own: a different run, not its replay.
+	DifferentRun string `json:"different_run,omitempty"`
 }
 
 type witnessOutput struct {
@@ -154,36 +165,56 @@ type faultOutput struct {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", runUsage, stdout)
-	seedText := fs.String("seed", "", "")
-	asJSON := fs.Bool("json", false, "")
-	trace := fs.Bool("trace", false, "")
-	reportPath := fs.String("report", "", "")
-	eventsPath := fs.String("events", "", "")
-	force := fs.Bool("force", false, "")
+	return runScenario(args, stdout, stderr, false)
+}
+
+// runFlags are the flags of run and replay, read.
+type runFlags struct {
+	seedText, reportPath, eventsPath string
+	asJSON, trace, force             bool
+	reportBudget                     int64
+}
+
+// runScenario is 'locklab run' and, with replay set, 'locklab replay',
+// which refuses --seed: a counterexample carries its own seed, and a run
+// of another seed is not its replay.
+func runScenario(args []string, stdout, stderr io.Writer, replay bool) error {
+	name := "run"
+	if replay {
+		name = "replay"
+	}
+	fs := newFlagSet(name, runUsage, stdout)
+	var f runFlags
+	fs.StringVar(&f.seedText, "seed", "", "")
+	fs.BoolVar(&f.asJSON, "json", false, "")
+	fs.BoolVar(&f.trace, "trace", false, "")
+	fs.StringVar(&f.reportPath, "report", "", "")
+	fs.StringVar(&f.eventsPath, "events", "", "")
+	fs.BoolVar(&f.force, "force", false, "")
+	budgetText := fs.String("max-report-bytes", strconv.FormatInt(defaultReportBytes, 10), "")
 	limits := limitFlags(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
+		if replay {
+			return usagef("replay needs exactly one scenario file (a counterexample written by 'locklab explore'), got %d arguments", len(pos))
+		}
 		return usagef("run needs exactly one scenario (an id from 'locklab list' or a .yaml file), got %d arguments", len(pos))
+	}
+	if replay && f.seedText != "" {
+		return usagef("--seed: replay reruns a file with the seed it carries (a counterexample is its seed); to run the scenario with another seed, a different run that replays nothing, use 'locklab run %s --seed %s'", shellWord(pos[0]), term(f.seedText, false))
 	}
 	lim, err := limits()
 	if err != nil {
 		return err
 	}
-	if *reportPath == "-" && *asJSON {
-		return usagef("--report - and --json both want stdout; write the report to a file")
+	if f.reportBudget, err = parseCount("--max-report-bytes", *budgetText, 1, maxReportBytes); err != nil {
+		return err
 	}
-	if *reportPath != "" && *reportPath != "-" && exists(*reportPath) && !*force {
-		return usagef("--report: %s exists; pass --force to replace it, or name another file", term(*reportPath, false))
-	}
-	if *eventsPath == "-" && (*asJSON || *reportPath == "-") {
-		return usagef("--events - wants stdout, and so does %s; write the events to a file", map[bool]string{true: "--json", false: "--report -"}[*asJSON])
-	}
-	if *eventsPath != "" && *eventsPath != "-" && exists(*eventsPath) && !*force {
-		return usagef("--events: %s exists; pass --force to replace it, or name another file", term(*eventsPath, false))
+	if err := checkRunOutputs(pos[0], f); err != nil {
+		return err
 	}
 	sc, err := scenarios.LoadWith(pos[0], lim)
 	if err != nil {
@@ -195,28 +226,51 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return &usageError{err.Error()}
 	}
 	seed := sc.Seed
-	if *seedText != "" {
-		seed, err = strconv.ParseUint(*seedText, 10, 64)
+	if f.seedText != "" {
+		seed, err = strconv.ParseUint(f.seedText, 10, 64)
 		if err != nil {
-			return usagef("--seed: expected a non-negative integer, got %q", *seedText)
+			return usagef("--seed: expected a non-negative integer, got %q", f.seedText)
 		}
 	}
-	// With --report -, the HTML is stdout and the summary goes to stderr.
+	return runAndPrint(sc, seed, pos[0], f, stdout, stderr)
+}
+
+// checkRunOutputs refuses bad combinations of stdout users and output
+// paths, before the scenario is read.
+func checkRunOutputs(arg string, f runFlags) error {
+	if f.reportPath == "-" && f.asJSON {
+		return usagef("--report - and --json both want stdout; write the report to a file")
+	}
+	if f.eventsPath == "-" && (f.asJSON || f.reportPath == "-") {
+		return usagef("--events - wants stdout, and so does %s; write the events to a file", map[bool]string{true: "--json", false: "--report -"}[f.asJSON])
+	}
+	return checkOutputs([]string{arg}, []outputFlag{{"--report", f.reportPath}, {"--events", f.eventsPath}}, f.force)
+}
+
+// runAndPrint runs sc, prints the outcome (verdict, witness, replay
+// command) and only then writes the report and gives the events file its
+// name: a write that fails loses nothing printed and exits 3.
+func runAndPrint(sc *scenarios.Scenario, seed uint64, arg string, f runFlags, stdout, stderr io.Writer) error {
+	// With --report - or --events -, stdout carries that and the summary
+	// goes to stderr.
 	textOut := stdout
-	if *reportPath == "-" || *eventsPath == "-" {
+	if f.reportPath == "-" || f.eventsPath == "-" {
 		textOut = stderr
 	}
 	for _, w := range sc.Warnings {
 		fmt.Fprintf(stderr, "locklab: warning: %s\n", term(w.Error(), false))
 	}
-	res, cmp, err := scenarios.RunCompared(sc, seed, scenarios.Options{KeepTrace: *trace || *reportPath != "" || *eventsPath != ""})
+	stream, err := openRecordStream(f.eventsPath, stdout, f.trace && !f.asJSON)
 	if err != nil {
 		return err
 	}
-	if err := writeEvents(*eventsPath, stdout, res.Events); err != nil {
+	opt := scenarios.Options{KeepTrace: f.reportPath != "", KeepBudget: f.reportBudget, Sink: stream.sink()}
+	res, cmp, err := scenarios.RunCompared(sc, seed, opt)
+	if err != nil {
+		stream.abort()
 		return err
 	}
-	out := buildRunOutput(res, pos[0])
+	out := buildRunOutput(res, arg)
 	out.Compared = cmp
 	// A fault already warned about before the run is not warned about
 	// again when it indeed did not fire.
@@ -237,32 +291,55 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		out.MatchesExpectation = false
 		out.Mismatch = replayErr.Error()
 	}
-	if *reportPath == "-" {
-		if err := reports.WriteRun(stdout, res, cmp, out.Replay); err != nil {
-			return err
-		}
-	} else if *reportPath != "" {
-		if err := reports.WriteRunFile(*reportPath, res, cmp, out.Replay); err != nil {
-			return err
-		}
+	if p := sc.Counterexample; p != nil && seed != p.Seed {
+		out.DifferentRun = fmt.Sprintf("seed %d is not the counterexample's seed %d: this is another run of the file's scenario, not a replay of the counterexample", seed, p.Seed)
 	}
-	if *asJSON {
+	if f.asJSON {
 		if err := writeJSON(stdout, out); err != nil {
+			stream.abort()
 			return err
 		}
 	} else {
-		printRun(textOut, res, out, *trace)
-		if *reportPath != "" && *reportPath != "-" {
-			fmt.Fprintf(textOut, "Report: %s\n", term(*reportPath, false))
-		}
+		printRun(textOut, res, out, stream)
 	}
 	if replayErr != nil {
 		fmt.Fprintf(stderr, "locklab: %s\n", term(replayErr.Error(), false))
+	}
+	werr := stream.finish()
+	if werr == nil {
+		werr = writeRunReport(f.reportPath, stdout, res, cmp, out.Replay)
+		if werr == nil && f.reportPath != "" && f.reportPath != "-" && !f.asJSON {
+			fmt.Fprintf(textOut, "Report: %s\n", term(f.reportPath, false))
+		}
+	}
+	if werr != nil {
+		printErrorLines(stderr, werr.Error()+" (the outcome above stands; exit status 3: an output was not written)")
+		return &exitError{exitWriteFailed}
 	}
 	if !out.MatchesExpectation {
 		return &exitError{1}
 	}
 	return nil
+}
+
+// writeRunReport writes the HTML report of res to path ("-": stdout; "":
+// not asked for). A run whose kept trace passed --max-report-bytes has no
+// report: a report of a prefix would show a different run.
+func writeRunReport(path string, stdout io.Writer, res *scenarios.Result, cmp []scenarios.Comparison, replay string) error {
+	if path == "" {
+		return nil
+	}
+	truncated := res.TraceTruncated
+	for _, c := range cmp {
+		truncated = truncated || (c.Result != nil && c.Result.TraceTruncated)
+	}
+	if truncated {
+		return fmt.Errorf("--report: not written: the run's %d events need more than --max-report-bytes (%d bytes of kept trace) to draw; raise it with --max-report-bytes (memory grows about %dx with it), or write the events with --events, which streams them to disk", res.TraceLines, res.TraceKeptBytes, reportMemoryFactor)
+	}
+	if path == "-" {
+		return reports.WriteRun(stdout, res, cmp, replay)
+	}
+	return writeAtomic(path, func(w io.Writer) error { return reports.WriteRun(w, res, cmp, replay) })
 }
 
 // algorithmLabel is the algorithm with the options that change what it
@@ -359,7 +436,7 @@ func witnessText(r *checker.Report) []string {
 	return out
 }
 
-func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
+func printRun(w io.Writer, res *scenarios.Result, out runOutput, stream *recordStream) {
 	sc := res.Scenario
 	fmt.Fprintf(w, "%s — %s\n", term(sc.ID, false), term(sc.Title, false))
 	info, _ := algorithms.Lookup(sc.Algorithm)
@@ -450,11 +527,14 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, trace bool) {
 		fmt.Fprintf(w, "Twin: locklab run %s\n", term(sc.Twin, false))
 	}
 	fmt.Fprintf(w, "\nTrace: %d events, sha256 %s\nReplay: %s\n", res.TraceLines, res.TraceSHA256, term(out.Replay, false))
-	if trace {
+	if stream != nil && stream.trace != nil {
 		fmt.Fprintln(w, "\nTrace (true time in seconds):")
-		for _, e := range res.Trace {
-			fmt.Fprintf(w, "  %s\n", term(e.String(), false))
+		if err := stream.printTrace(w); err != nil && stream.err == nil {
+			stream.err = fmt.Errorf("--trace: %w", err)
 		}
+	}
+	if out.DifferentRun != "" {
+		fmt.Fprintf(w, "\nNote: %s.\n", out.DifferentRun)
 	}
 	if out.Mismatch != "" {
 		fmt.Fprintln(w, "\nResult: the replay does NOT reproduce the counterexample file (see below).")
@@ -469,24 +549,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// writeEvents writes the run's events as JSON Lines to path ("-": stdout;
-// "": not asked for).
-func writeEvents(path string, stdout io.Writer, events []event.Event) error {
-	switch path {
-	case "":
-		return nil
-	case "-":
-		return event.WriteJSONLines(stdout, events)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := event.WriteJSONLines(f, events); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -1,6 +1,7 @@
 package mysqlnode
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -357,9 +358,10 @@ func (s *Server) idleEnd(ss *session) {
 // go-sql-driver disconnects when the context of a waiting query ends.
 type wireConn struct {
 	net.Conn
-	srv    *Server
-	ss     *session
-	writes int
+	srv     *Server
+	ss      *session
+	writes  int
+	greeted bool // the handshake has gone out (declineConnectAttrs)
 
 	pumpOnce sync.Once
 	out      []byte // the reply being written, sent when vitess reads again
@@ -402,6 +404,10 @@ func (w *wireConn) flush() error {
 	}
 	out := w.out
 	w.out = nil
+	if !w.greeted {
+		w.greeted = true
+		declineConnectAttrs(out)
+	}
 	if tap := w.srv.tap; tap != nil {
 		tap(w.ss.id, out)
 	}
@@ -611,4 +617,31 @@ func (s *Server) parse(query string) (sqlparser.Statement, error) {
 // sqlError is a MySQL error packet's content.
 func sqlError(code int, state, format string, args ...any) error {
 	return mysql.NewSQLError(code, state, format, args...)
+}
+
+// declineConnectAttrs clears CLIENT_CONNECT_ATTRS (1<<20) in the server's
+// Initial Handshake Packet (protocol version 10: header, version, server
+// version string, connection id, 8 bytes of salt, a filler, the lower
+// capability flags, charset, status, the upper capability flags; MariaDB's
+// "Connection / Initial handshake packet"), so the client sends no
+// connection attributes. go-sql-driver sends its process id among them
+// (_pid, os.Getpid()): a run's bytes, and the work budget that counts them,
+// then depended on which process ran it, by a byte per connection when
+// the id had another number of digits (issue 32). The simulated server
+// never read the attributes; a server without the capability is what
+// MySQL before 5.6 was.
+func declineConnectAttrs(pkt []byte) {
+	const body = 4 // the packet header: length (3 bytes) and sequence id
+	if len(pkt) <= body || pkt[body] != 10 {
+		return
+	}
+	end := bytes.IndexByte(pkt[body+1:], 0)
+	if end < 0 {
+		return
+	}
+	upper := body + 1 + end + 1 + 4 + 8 + 1 + 2 + 1 + 2 // the upper capability flags
+	if upper+2 > len(pkt) {
+		return
+	}
+	pkt[upper] &^= 1 << (20 - 16)
 }
