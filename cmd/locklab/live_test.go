@@ -75,11 +75,13 @@ func TestLiveRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"live", "sentinel-split-brain"}, "not expressible live"},
-		{[]string{"live", "mysql-wait-timeout"}, "mysql"},
+		{[]string{"live", "etcd-partitioned-holder"}, "etcd"},
+		{[]string{"live", "fs-stale-pid-takeover"}, "not expressible live"},
 		{[]string{"live"}, "exactly one scenario"},
 		{[]string{"live", "gc-pause-beyond-ttl", "--runs", "0"}, "--runs"},
 		{[]string{"live", "--all", "gc-pause-beyond-ttl"}, "--all runs the whole catalogue"},
 		{[]string{"live", "--all", "--parallel", "99"}, "--parallel"},
+		{[]string{"run", "sentinel-split-brain", "--live"}, "not expressible live"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

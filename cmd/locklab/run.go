@@ -69,6 +69,8 @@ file (see 'locklab help scenario') — checks mutual exclusion, resource safety
 and liveness, and compares the verdict with the scenario's expectation.
 
 Flags:
+  --live     run it against real servers in real time instead: the same as
+             'locklab live SCENARIO' (its flags: --runs, --timeout, --json)
   --seed N   seed of the run (default: the scenario's own seed); the same seed
              gives a byte-identical trace
   --json     print one JSON object (scenario, seed, verdict, expected,
@@ -165,6 +167,16 @@ type faultOutput struct {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
+	// run --live is 'locklab live' (live.go): the same file against real
+	// servers, in real time.
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--live" || a == "-live" {
+			return runLive(append(append([]string{}, args[:i]...), args[i+1:]...), stdout, stderr)
+		}
+	}
 	return runScenario(args, stdout, stderr, false)
 }
 
