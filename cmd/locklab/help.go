@@ -30,6 +30,11 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     verify_ownership: "true"      #   read the key back when SET NX says busy
     wait_replicas: "1"            #   SET NX PX locks: WAIT for this many replicas
     wait_timeout: 100ms           #   after acquiring (held only if they acked)
+    validity: third-whole-seconds #   redlock-sequential: spec (default) or the
+                                  #   wiki's elapsed_ms/1000 <= ttl_s/3, full TTL
+    ex_seconds: "true"            #   redlock-sequential: SET NX EX whole seconds
+    unlock_on_failure: if-any-granted  # redlock-sequential: every-node (default)
+                                  #   or only when some node granted
     # gozk-* algorithms (the real go-zookeeper client, backend
     # zookeeper-ensemble; servers zk1..zkN, client ci dials zk((i-1) mod N + 1);
     # a lease carries its znode's sequence + 1 as its fencing token):
@@ -63,6 +68,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     timeout: 50ms                 # go-redis read timeout (client's clock)
     library_retries: false        # keep go-redis default retries
     check_validity: false         # check the lease before the write; once expired, skip it (the hold ends there)
+    reenter: {after: 300ms, hold: 100ms}  # reentrant algorithms only: a nested
+                                  # call takes the lock again after 300ms of
+                                  # work, holds it 100ms and releases it
     clock: monotonic              # monotonic (time.Since) or wall: the clock
                                   # clients time their leases with
     each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true, clock: wall}}
