@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -38,17 +39,34 @@ type Server struct {
 	nextSPID int16
 	tranSeq  uint64
 	stopped  bool
-	// Now is the clock deadlines are computed on; time.Now by default,
-	// virtual time inside a synctest bubble.
-	Now func() time.Time
+	clock    Clock
+}
+
+// Clock is the time lock timeouts run on. The default is the time
+// package, which is virtual inside a testing/synctest bubble; a simulation
+// passes its own, whose timers are ordered kernel events.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine after d; stop cancels it.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
 }
 
 // NewServer returns a server with no sessions and no locks (a fresh
 // start, a restart, or the new primary after a failover: none of them
 // keeps application locks, which live in memory only).
-func NewServer(name string) *Server {
+func NewServer(name string, clock Clock) *Server {
+	if clock == nil {
+		clock = systemClock{}
+	}
 	// SQL Server numbers user sessions above the system ones (1-50).
-	return &Server{Name: name, locks: NewManager(), sessions: map[int16]*session{}, nextSPID: 51, Now: time.Now}
+	return &Server{Name: name, locks: NewManager(), sessions: map[int16]*session{}, nextSPID: 51, clock: clock}
 }
 
 // Locks is the server's lock manager (for tests and the trace).
@@ -265,23 +283,37 @@ func (s *Server) Kill(spid int16) bool {
 	return ss != nil
 }
 
-// Stop is a crash: every session ends, every connection closes, no lock
+// Stop is a crash: every session ends and every wait with it, and no lock
 // survives (sp_getapplock, Remarks: when the server shuts down for any
-// reason, the locks are released).
+// reason, the locks are released). The network resets the connections
+// (sim/dbnet); Stop is called with the simulation's kernel held, so it
+// does its work on a goroutine of its own, as sim/mysqlnode's does.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	s.stopped = true
-	var conns []net.Conn
-	for spid, ss := range s.sessions {
-		ss.ended = true
-		conns = append(conns, ss.conn)
-		delete(s.sessions, spid)
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.stopped = true
+		for _, spid := range s.spids() {
+			ss := s.sessions[spid]
+			ss.ended = true
+			delete(s.sessions, spid)
+			select {
+			case ss.wake <- Cancelled:
+			default:
+			}
+		}
+		s.locks = NewManager()
+	}()
+}
+
+// spids lists the sessions in order (mu held).
+func (s *Server) spids() []int16 {
+	out := make([]int16, 0, len(s.sessions))
+	for spid := range s.sessions {
+		out = append(out, spid)
 	}
-	s.locks = NewManager()
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
+	slices.Sort(out)
+	return out
 }
 
 // getAppLock is sp_getapplock for the session: granted at once, or a
@@ -289,8 +321,9 @@ func (s *Server) Stop() {
 // (an attention), or the session ends.
 func (ss *session) getAppLock(o Owner, name string, mode Mode, timeout time.Duration) Code {
 	s := ss.srv
+	now := s.clock.Now() // before mu: a simulation's clock enters its kernel
 	s.mu.Lock()
-	code, waiting := s.locks.Get(o, name, mode, s.Now(), timeout)
+	code, waiting := s.locks.Get(o, name, mode, now, timeout)
 	if !waiting {
 		s.mu.Unlock()
 		return code
@@ -300,14 +333,14 @@ func (ss *session) getAppLock(o Owner, name string, mode Mode, timeout time.Dura
 	default:
 	}
 	s.mu.Unlock()
-	var timer *time.Timer
 	if timeout > 0 {
-		timer = time.AfterFunc(timeout, func() {
+		stop := s.clock.AfterFunc(timeout, func() {
+			now := s.clock.Now()
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.deliver(s.locks.Expire(s.Now()))
+			s.deliver(s.locks.Expire(now))
 		})
-		defer timer.Stop()
+		defer stop()
 	}
 	for {
 		select {

@@ -43,7 +43,7 @@ func (d pipeDialer) DialContext(ctx context.Context, network, addr string) (net.
 // everything and waits for the server's goroutines.
 func open(t *testing.T) (*sql.DB, *Server, func()) {
 	t.Helper()
-	srv := NewServer("db1")
+	srv := NewServer("db1", nil)
 	wg := &sync.WaitGroup{}
 	c, err := mssql.NewConnector("sqlserver://sa:x@db1?database=locklab&encrypt=disable&dial+timeout=5")
 	if err != nil {
