@@ -59,6 +59,13 @@ func init() {
 		{Name: "pool_max_conns", Expect: "a whole number between 0 and 100", Check: wholeNumber(0, 100, "4")},
 	}, keepaliveParams()...)
 	backendMetrics[mssqllock.Backend] = []string{"db_segments"}
+	backendChecks[mssqllock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+		if _, ok := s.Params["confirm"]; ok && s.Params["connection"] == "pool" {
+			// The check asks on the lock's own session; through a pool
+			// it would ask whichever connection is free.
+			bad("params.confirm", "the check asks APPLOCK_MODE on the lock's own session, which a pool does not keep; expected connection: pinned, or no confirm")
+		}
+	}
 }
 
 // sqlServerKeepalive is SQL Server's own keepalive on its TCP endpoint

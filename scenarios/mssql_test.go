@@ -99,3 +99,27 @@ func TestMSSQLFailoverWitness(t *testing.T) {
 		t.Fatal("c2's granted sp_getapplock did not run on db2")
 	}
 }
+
+// Params are checked before anything runs, naming the file, line and
+// field.
+func TestMSSQLParamsChecked(t *testing.T) {
+	data := `id: x
+algorithm: mssql-applock-session
+ttl: 10s
+params: {connection: pool, confirm: 200ms}
+clients: {count: 2}
+duration: 10s
+`
+	_, err := Parse("x.yaml", []byte(data))
+	if err == nil || !strings.Contains(err.Error(), "x.yaml:4:") || !strings.Contains(err.Error(), "params.confirm: the check asks APPLOCK_MODE on the lock's own session") {
+		t.Fatalf("confirm through a pool: %v", err)
+	}
+	bad := strings.Replace(data, "{connection: pool, confirm: 200ms}", "{lock_timeout: \"-2\"}", 1)
+	if _, err := Parse("x.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "params.lock_timeout") {
+		t.Fatalf("lock_timeout -2: %v", err)
+	}
+	typo := strings.Replace(data, "{connection: pool, confirm: 200ms}", "{conection: pinned}", 1)
+	if _, err := Parse("x.yaml", []byte(typo)); err == nil || !strings.Contains(err.Error(), "did you mean connection?") {
+		t.Fatalf("typo: %v", err)
+	}
+}

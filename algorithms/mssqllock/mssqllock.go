@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/locklab/locklab/algorithms"
 )
@@ -107,6 +108,12 @@ func init() {
 		Params: []algorithms.Param{
 			{Name: "connection", Expect: "pool or pinned", Check: algorithms.OneOf("pool", "pinned")},
 			timeoutParam,
+			{Name: "confirm", Expect: "a duration such as 500ms: how often the holder asks APPLOCK_MODE on its pinned connection", Check: func(v string) error {
+				if d, err := time.ParseDuration(v); err != nil || d < time.Millisecond || d > time.Hour {
+					return fmt.Errorf("expected a duration between 1ms and 1h, such as 500ms")
+				}
+				return nil
+			}},
 		},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 			return newLock(p, c, "Session", "Exclusive")
@@ -155,7 +162,16 @@ type Lock struct {
 	wait    algorithms.WaitPolicy
 	conn    *sql.Conn // pinned, from acquire to release
 	tx      *sql.Tx   // owner Transaction
+	// confirm, when set, is how often a background check asks the
+	// server, on the lock's own connection, whether the session still
+	// holds the lock (APPLOCK_MODE); an error or NoLock marks the lease
+	// lost, and the holder stops acting on it.
+	confirm time.Duration
+	checks  *confirmation
 }
+
+// confirmation is one lease's background check; Release stops it.
+type confirmation struct{ stopped bool }
 
 func newLock(p algorithms.Params, c algorithms.Conns, owner, mode string) (algorithms.Lock, error) {
 	client, ok := c.Backend.(*Client)
@@ -164,6 +180,16 @@ func newLock(p algorithms.Params, c algorithms.Conns, owner, mode string) (algor
 	}
 	l := &Lock{client: client, name: p.Key, owner: owner, mode: mode, wait: p.Wait,
 		pooled: owner == "Session" && p.Extra["connection"] == "pool", early: p.Extra["commit"] == "before_work"}
+	if v, ok := p.Extra["confirm"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond {
+			return nil, fmt.Errorf("confirm: expected a duration such as 500ms, found %q", v)
+		}
+		if owner != "Session" || l.pooled {
+			return nil, fmt.Errorf("confirm: the check asks on the lock's own session, so it needs owner Session and connection: pinned")
+		}
+		l.confirm = d
+	}
 	if v, ok := p.Extra["lock_timeout"]; ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < -1 {
@@ -239,7 +265,38 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		l.end(env, true)
 	}
 	now := env.Now()
-	return &algorithms.Lease{Resource: l.name, Token: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}, nil
+	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	if l.confirm > 0 {
+		l.startConfirming(env, lease)
+	}
+	return lease, nil
+}
+
+// startConfirming runs the background check of confirm.
+func (l *Lock) startConfirming(env algorithms.Env, lease *algorithms.Lease) {
+	c := &confirmation{}
+	l.checks = c
+	conn, every, name, want := l.conn, l.confirm, l.name, l.mode
+	env.Go(func(bg algorithms.Env) {
+		for {
+			bg.Sleep(every)
+			if c.stopped {
+				return
+			}
+			var mode string
+			var err error
+			outside(bg, func() {
+				err = conn.QueryRowContext(bg.Context(), "SELECT APPLOCK_MODE('public', @p1, 'Session')", name).Scan(&mode)
+			})
+			if c.stopped {
+				return
+			}
+			if err != nil || mode != want {
+				lease.MarkLost()
+				return
+			}
+		}
+	})
 }
 
 // begin pins a connection (Session owner, unless pooled) or begins a
@@ -278,6 +335,10 @@ func (l *Lock) end(env algorithms.Env, commit bool) error {
 
 // Release runs sp_releaseapplock, or, for a Transaction owner, commits.
 func (l *Lock) Release(env algorithms.Env, lease *algorithms.Lease) error {
+	if l.checks != nil {
+		l.checks.stopped = true
+		l.checks = nil
+	}
 	if l.owner == "Transaction" {
 		if l.tx == nil {
 			return nil // committed before the work (commit: before_work)
