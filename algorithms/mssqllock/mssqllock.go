@@ -211,7 +211,37 @@ func outside(env algorithms.Env, fn func()) {
 }
 
 type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryOne runs q and scans its one row into dst, reading the whole
+// response before closing it. (database/sql's QueryRow closes the rows
+// after the first one: go-mssqldb then cancels what it has not read yet
+// with an ATTENTION, or not, depending on which of its goroutines ran
+// first — a race in the client that would make a run's trace depend on
+// the Go scheduler.)
+func queryOne(ctx context.Context, on querier, dst any, q string, args ...any) error {
+	rows, err := on.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	got := false
+	for rows.Next() {
+		if !got {
+			err = rows.Scan(dst)
+			got = true
+		}
+	}
+	if e := rows.Err(); e != nil && err == nil {
+		err = e
+	}
+	if e := rows.Close(); e != nil && err == nil {
+		err = e
+	}
+	if err == nil && !got {
+		err = sql.ErrNoRows
+	}
+	return err
 }
 
 func (l *Lock) on() querier {
@@ -244,7 +274,7 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 	}
 	var code int64
 	outside(env, func() {
-		err = l.on().QueryRowContext(env.Context(), GetAppLock, l.name, l.mode, l.owner, l.timeout).Scan(&code)
+		err = queryOne(env.Context(), l.on(), &code, GetAppLock, l.name, l.mode, l.owner, l.timeout)
 	})
 	if err != nil {
 		l.end(env, false)
@@ -286,7 +316,7 @@ func (l *Lock) startConfirming(env algorithms.Env, lease *algorithms.Lease) {
 			var mode string
 			var err error
 			outside(bg, func() {
-				err = conn.QueryRowContext(bg.Context(), "SELECT APPLOCK_MODE('public', @p1, 'Session')", name).Scan(&mode)
+				err = queryOne(bg.Context(), conn, &mode, "SELECT APPLOCK_MODE('public', @p1, 'Session')", name)
 			})
 			if c.stopped {
 				return
@@ -348,7 +378,7 @@ func (l *Lock) Release(env algorithms.Env, lease *algorithms.Lease) error {
 	var code int64
 	var err error
 	outside(env, func() {
-		err = l.on().QueryRowContext(env.Context(), ReleaseAppLock, l.name, l.owner).Scan(&code)
+		err = queryOne(env.Context(), l.on(), &code, ReleaseAppLock, l.name, l.owner)
 	})
 	l.end(env, false)
 	if err != nil {
