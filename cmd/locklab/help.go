@@ -49,6 +49,17 @@ ranges are "min..max" (50ms..150ms) or a single duration.
                                   #   lost_after (default session/3) past
                                   #   Disconnected, then a new handle (CURATOR-604)
     lost_after: 2s                #   with replace_handle_on_lost: that delay
+    # mssql-applock-* algorithms (the real go-mssqldb driver against a
+    # simulated SQL Server, db1, behind the listener "primary"; see
+    # docs/sqlserver.md: modelled from Microsoft's documentation only):
+    connection: pinned            #   pool or pinned (mssql-applock-session)
+    lock_timeout: "0"             #   @LockTimeout: -1, 0 or milliseconds
+    commit: at_release            #   or before_work (mssql-applock-transaction)
+    confirm: 200ms                #   ask APPLOCK_MODE that often (pinned only)
+    secondary: "true"             #   add db2, an availability-group secondary
+                                  #   (a failover fault targeting db2)
+    shared_pool: "true"           #   one *sql.DB for all clients (host app)
+    pool_max_conns: "1"           #   SetMaxOpenConns of each *sql.DB
     # Files naming the retired single-server zk-simple, zk-queue or
     # zk-queue-naive run the gozk-* recipe of the same name on one server
     # (zk1), with a warning for each name translated.

@@ -188,7 +188,7 @@ func (x *exec) execProc(w []string) {
 	for i := 1; i < len(w); i++ {
 		switch {
 		case w[i] == ",":
-		case i+2 < len(w)+1 && i+1 < len(w) && w[i+1] == "=" && i+2 < len(w):
+		case i+2 < len(w) && w[i+1] == "=":
 			args[strings.ToLower(w[i])] = x.value(w[i+2])
 			i += 2
 		default:
