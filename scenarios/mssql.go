@@ -124,9 +124,13 @@ func newMSSQLBackend(w *sim.World, sc *Scenario) (Backend, error) {
 	}
 	for _, name := range mssqlServerNames(sc) {
 		// A restart, like a new primary, starts with no application
-		// locks: they live in memory only.
+		// locks: they live in memory only. The fence row is data.
 		n.AddServer(name, ka, func(prev dbnet.Service) dbnet.Service {
-			return mssqlnode.NewServer(name, &worldClock{w: w, name: name})
+			s := mssqlnode.NewServer(name, &worldClock{w: w, name: name})
+			if p, ok := prev.(*mssqlnode.Server); ok {
+				s.SetFence(p.Fence()) // the fence row is data: it survives
+			}
+			return s
 		})
 	}
 	n.Alias("primary", "db1")
@@ -235,6 +239,14 @@ func (s mssqlSecondaryReplica) Promote() error {
 	old := s.n.Route("primary")
 	if old == s.name {
 		return fmt.Errorf("%s is the primary already", s.name)
+	}
+	// The fence row is replicated: the new primary has it as the old
+	// one had it (a synchronous-commit replica; the model loses no
+	// committed row).
+	if o, ok := s.n.Server(old).Service().(*mssqlnode.Server); ok {
+		if srv, ok := s.n.Server(s.name).Service().(*mssqlnode.Server); ok {
+			srv.SetFence(o.Fence())
+		}
 	}
 	s.n.Promote("primary", s.name)
 	s.n.Crash(old)

@@ -29,6 +29,10 @@
 // the lock, also a COMMIT of the work done so far in the middle of the
 // critical section (commit: before_work).
 //
+// fencing: table takes a fencing token from a row of the same database,
+// as algorithms/mysqllock does: read the row's version v, write v+1 where
+// it is still v. The row is data: it survives a restart and a failover.
+//
 // Either way the server ends the session — KILL, a connection dropped
 // after a partition, a crash, a failover to a secondary that never had the
 // lock — while the client, not asking, still believes it holds it.
@@ -108,6 +112,7 @@ func init() {
 		Params: []algorithms.Param{
 			{Name: "connection", Expect: "pool or pinned", Check: algorithms.OneOf("pool", "pinned")},
 			timeoutParam,
+			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},
 			{Name: "confirm", Expect: "a duration such as 500ms: how often the holder asks APPLOCK_MODE on its pinned connection", Check: func(v string) error {
 				if d, err := time.ParseDuration(v); err != nil || d < time.Millisecond || d > time.Hour {
 					return fmt.Errorf("expected a duration between 1ms and 1h, such as 500ms")
@@ -125,6 +130,7 @@ func init() {
 		Backend: Backend, Bubble: true,
 		Params: []algorithms.Param{
 			timeoutParam,
+			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},
 			{Name: "commit", Expect: "at_release or before_work", Check: algorithms.OneOf("at_release", "before_work")},
 		},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
@@ -158,6 +164,7 @@ type Lock struct {
 	mode    string
 	pooled  bool
 	early   bool // commit: before_work
+	fence   bool // fencing: table
 	timeout int64
 	wait    algorithms.WaitPolicy
 	conn    *sql.Conn // pinned, from acquire to release
@@ -179,7 +186,8 @@ func newLock(p algorithms.Params, c algorithms.Conns, owner, mode string) (algor
 		return nil, fmt.Errorf("the SQL Server application lock needs the %q backend", Backend)
 	}
 	l := &Lock{client: client, name: p.Key, owner: owner, mode: mode, wait: p.Wait,
-		pooled: owner == "Session" && p.Extra["connection"] == "pool", early: p.Extra["commit"] == "before_work"}
+		pooled: owner == "Session" && p.Extra["connection"] == "pool", early: p.Extra["commit"] == "before_work",
+		fence: p.Extra["fencing"] == "table"}
 	if v, ok := p.Extra["confirm"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Millisecond {
@@ -289,13 +297,20 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		l.end(env, false)
 		return nil, fmt.Errorf("sp_getapplock returned %d", code)
 	}
+	var fence int64
+	if l.fence {
+		if fence, err = l.nextFence(env); err != nil {
+			l.end(env, false)
+			return nil, err
+		}
+	}
 	if l.early {
 		// The unit of work commits before the critical section is done:
 		// the Transaction-owned lock goes with it.
 		l.end(env, true)
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Fence: fence, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.confirm > 0 {
 		l.startConfirming(env, lease)
 	}
@@ -388,4 +403,43 @@ func (l *Lock) Release(env algorithms.Env, lease *algorithms.Lease) error {
 		return fmt.Errorf("sp_releaseapplock returned %d", code)
 	}
 	return nil
+}
+
+// nextFence takes the next fencing token from the fence row: read its
+// version v, write v+1 where the version is still v.
+func (l *Lock) nextFence(env algorithms.Env) (int64, error) {
+	for {
+		var v, n int64
+		var err error
+		outside(env, func() {
+			if err = queryOne(env.Context(), l.on(), &v, "SELECT version FROM fence WHERE id = 1"); err != nil {
+				return
+			}
+			var res sql.Result
+			res, err = l.exec().ExecContext(env.Context(), "UPDATE fence SET version = version + 1 WHERE id = 1 AND version = @p1", v)
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+		if n == 1 {
+			return v + 1, nil
+		}
+	}
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (l *Lock) exec() execer {
+	switch {
+	case l.tx != nil:
+		return l.tx
+	case l.conn != nil:
+		return l.conn
+	}
+	return l.client.DB
 }

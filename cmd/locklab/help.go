@@ -56,6 +56,7 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     lock_timeout: "0"             #   @LockTimeout: -1, 0 or milliseconds
     commit: at_release            #   or before_work (mssql-applock-transaction)
     confirm: 200ms                #   ask APPLOCK_MODE that often (pinned only)
+    fencing: table                #   token from the fence row (mysql-get-lock too)
     secondary: "true"             #   add db2, an availability-group secondary
                                   #   (a failover fault targeting db2)
     shared_pool: "true"           #   one *sql.DB for all clients (host app)

@@ -8,6 +8,8 @@ package mssqlnode
 //	EXEC[UTE] [@v =] proc [args]     SELECT expr [AS name], ...
 //	BEGIN TRAN[SACTION]              COMMIT [TRAN[SACTION]]
 //	ROLLBACK [TRAN[SACTION]]         KILL spid
+//	SELECT version FROM fence WHERE id = 1
+//	UPDATE fence SET version = version + 1 WHERE id = 1 AND version = value
 //
 // where proc is sp_getapplock or sp_releaseapplock, args are "@Name =
 // value" or positional values, and an expression is a value, @@SPID,
@@ -130,6 +132,9 @@ func words(s string) []string {
 
 func (x *exec) statement(stmt string) {
 	w := words(stmt)
+	if x.fenceRow(w) {
+		return
+	}
 	switch kw := strings.ToUpper(w[0]); {
 	case kw == "DECLARE" && len(w) >= 3:
 		x.vars[strings.ToLower(w[1])] = int64(0)
@@ -515,4 +520,33 @@ func (ss *session) transMgr(t *tokens, data []byte) error {
 	}
 	t.done(0, 0)
 	return nil
+}
+
+// fenceRow runs the two statements on the fence row: read its version,
+// and bump it where it still has the version read (a compare-and-set; the
+// rows affected say whether it took). It reports whether w was one.
+func (x *exec) fenceRow(w []string) bool {
+	text := strings.ToUpper(strings.Join(w, " "))
+	s := x.ss.srv
+	switch {
+	case text == "SELECT VERSION FROM FENCE WHERE ID = 1":
+		s.mu.Lock()
+		v := s.fence
+		s.mu.Unlock()
+		x.t.resultSet([]column{{name: "version"}}, []value{v})
+		x.t.done(doneMore|doneCount, 1)
+	case strings.HasPrefix(text, "UPDATE FENCE SET VERSION = VERSION + 1 WHERE ID = 1 AND VERSION = ") && len(w) == 16:
+		want, _ := x.value(w[15]).(int64)
+		s.mu.Lock()
+		n := uint64(0)
+		if s.fence == want {
+			s.fence++
+			n = 1
+		}
+		s.mu.Unlock()
+		x.t.done(doneMore|doneCount, n)
+	default:
+		return false
+	}
+	return true
 }

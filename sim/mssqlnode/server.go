@@ -40,6 +40,24 @@ type Server struct {
 	tranSeq  uint64
 	stopped  bool
 	clock    Clock
+	// fence is the version column of the one row of table fence, which
+	// fenced locks count their tokens on. Unlike the locks it is data: a
+	// restart keeps it, and an availability group replicates it.
+	fence int64
+}
+
+// Fence is the fence row's version.
+func (s *Server) Fence() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fence
+}
+
+// SetFence sets the fence row's version (a restart, a replica's copy).
+func (s *Server) SetFence(v int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fence = v
 }
 
 // Clock is the time lock timeouts run on. The default is the time
