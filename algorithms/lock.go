@@ -240,6 +240,11 @@ type Info struct {
 	// happens inside a testing/synctest bubble, and its Acquire and Release
 	// call the library through the Env's Outside door.
 	Bubble bool
+	// Reentrant says the same client may acquire again while it holds
+	// the lock (a nested call), getting a second lease it releases on
+	// its own: scenarios may then give clients a nested section
+	// (clients.reenter).
+	Reentrant bool
 	// Params declares the keys of Params.Extra the algorithm reads, so a
 	// scenario file's params are checked (with file and line) before
 	// anything runs. Build's cross-cutting options (RedisParams) are

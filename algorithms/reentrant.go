@@ -32,10 +32,11 @@ const (
 
 func init() {
 	Register(Info{
-		Name:     "reentrant",
-		Summary:  "Redisson-style reentrant hash lock (HINCRBY count, PEXPIRE)",
-		Backend:  "redis",
-		MinNodes: 1,
+		Name:      "reentrant",
+		Summary:   "Redisson-style reentrant hash lock (HINCRBY count, PEXPIRE)",
+		Backend:   "redis",
+		MinNodes:  1,
+		Reentrant: true,
 		New: func(p Params, c Conns) (Lock, error) {
 			if err := needNodes(c, 1, "reentrant"); err != nil {
 				return nil, err

@@ -129,7 +129,8 @@ func RunPostgres(t *testing.T, f PostgresFactory, opt Options) {
 }
 
 // RunSQL tests a lock built on a *sql.DB of driver (DriverPgx, to
-// Postgres; DriverMySQL, to MySQL) as Run tests a Redis lock.
+// Postgres; DriverMySQL, to MySQL; DriverSQLServer, to SQL Server) as Run
+// tests a Redis lock.
 func RunSQL(t *testing.T, driver string, f SQLFactory, opt Options) {
 	t.Helper()
 	if f == nil {
@@ -155,9 +156,11 @@ func RunSQL(t *testing.T, driver string, f SQLFactory, opt Options) {
 			// The backend closes its pools when the run ends.
 			return client.DB, nil, nil
 		}, build: build}, opt)
+	case DriverSQLServer:
+		runDatabase(t, customMSSQL, sqlServerBuilder(build), opt) // sqlserver.go
 	default:
-		msg := fmt.Sprintf("locktest: RunSQL: unknown driver %q; expected %q or %q", driver, DriverPgx, DriverMySQL)
-		if m := scenarios.DidYouMean(driver, []string{DriverPgx, DriverMySQL}); m != "" {
+		msg := fmt.Sprintf("locktest: RunSQL: unknown driver %q; expected %q, %q or %q", driver, DriverPgx, DriverMySQL, DriverSQLServer)
+		if m := scenarios.DidYouMean(driver, []string{DriverPgx, DriverMySQL, DriverSQLServer}); m != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", m)
 		}
 		t.Fatal(msg)

@@ -358,7 +358,7 @@ func TestDatabaseFailfileReplays(t *testing.T) {
 // database param (with a did-you-mean), Redis-only options and classes.
 func TestDatabaseMisuseIsExplained(t *testing.T) {
 	out, err := helperArgs(t, "sql-bad-driver", []string{"-test.run=^TestDatabaseHelperProcess$"})
-	if err == nil || !strings.Contains(out, `locktest: RunSQL: unknown driver "mysq"; expected "pgx" or "mysql" (did you mean mysql?)`) {
+	if err == nil || !strings.Contains(out, `locktest: RunSQL: unknown driver "mysq"; expected "pgx", "mysql" or "sqlserver" (did you mean mysql?)`) {
 		t.Errorf("bad driver: err %v, output:\n%s", err, out)
 	}
 	out, err = helperArgs(t, "sql-failover-no-standby", []string{"-test.run=^TestDatabaseHelperProcess$"})

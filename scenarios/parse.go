@@ -148,6 +148,9 @@ func (s *Scenario) Validate() error {
 	if !validMode(s.Clients.Mode) {
 		bad("clients.mode", "%s", modeMessage(s.Clients.Mode))
 	}
+	if s.Clients.Reenter != nil {
+		s.checkReenter(info, err == nil, bad)
+	}
 	if s.Clients.Permits < 0 || s.Clients.Permits > lim.Clients {
 		bad("clients.permits", "expected a number of semaphore permits between 1 and %d (the client limit), found %d", lim.Clients, s.Clients.Permits)
 	}
@@ -712,4 +715,24 @@ func (s *Scenario) clockDefaultWarning(f faults.Fault, names faults.Names) strin
 		return ""
 	}
 	return fmt.Sprintf("%s's clock jump leaves its lease alone: clients.clock is not set, and clients now default to the monotonic clock, which a step of the wall clock does not move (before, they read the wall clock and the jump moved the lease); write clients.clock: wall for the old meaning, or clients.clock: monotonic to keep this one", f.Target)
+}
+
+// checkReenter refuses clients.reenter for an algorithm (or a compared
+// one) that cannot be acquired again by its holder: a nested acquire of a
+// plain lock waits for the lock its own client holds.
+func (s *Scenario) checkReenter(info algorithms.Info, known bool, bad func(field, format string, args ...any)) {
+	var reentrant []string
+	for _, name := range algorithms.Names() {
+		if i, _ := algorithms.Lookup(name); i.Reentrant {
+			reentrant = append(reentrant, name)
+		}
+	}
+	if known && !info.Reentrant && info.Name != algorithms.Custom {
+		bad("clients.reenter", "a nested acquire needs a reentrant algorithm, and %s is not; expected one of %s, or no reenter", s.Algorithm, strings.Join(reentrant, ", "))
+	}
+	for i, alg := range s.Compare {
+		if ci, err := algorithms.Lookup(alg); err == nil && !ci.Reentrant {
+			bad(fmt.Sprintf("compare[%d]", i), "clients.reenter needs a reentrant algorithm, and %s is not; expected one of %s", alg, strings.Join(reentrant, ", "))
+		}
+	}
 }

@@ -584,7 +584,7 @@ func (wl *workload) run(p *sim.Process) {
 			continue
 		}
 		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
-			p.Sleep(draw(w.Rand(), work))
+			wl.work(p, env, draw(w.Rand(), work))
 			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(env.Now()) {
 				// The client consults its lease and stops acting: its hold
 				// ends here, at the check, not at the deadline it passed.
@@ -609,6 +609,31 @@ func (wl *workload) run(p *sim.Process) {
 		}
 		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 	}
+}
+
+// work is the critical section's work: d, with the nested section of
+// clients.reenter after its After (the section then lasts d + Hold).
+func (wl *workload) work(p *sim.Process, env algorithms.Env, d time.Duration) {
+	re := wl.sc.Clients.Reenter
+	if re == nil {
+		p.Sleep(d)
+		return
+	}
+	w := p.World()
+	after := min(re.After.D(), d)
+	p.Sleep(after)
+	inner, err := wl.lock.Acquire(env)
+	if err != nil {
+		w.Record(wl.name, event.Event{Kind: event.AcquireFailed, Client: wl.name, Reason: "nested call: " + err.Error()})
+	} else {
+		w.Record(wl.name, event.Event{Kind: event.Reentered, Client: wl.name, Resource: inner.Resource, Token: inner.Token})
+		p.Sleep(re.Hold.D())
+		if err := wl.lock.Release(env, inner); err != nil {
+			w.Record(wl.name, event.Event{Kind: event.ReleaseFailed, Client: wl.name, Token: inner.Token, Reason: "nested call: " + err.Error()})
+		}
+		w.Record(wl.name, event.Event{Kind: event.ReentryReleased, Client: wl.name, Resource: inner.Resource, Token: inner.Token})
+	}
+	p.Sleep(d - after)
 }
 
 // writes reports whether the client writes the resource: readers of a

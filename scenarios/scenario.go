@@ -191,8 +191,21 @@ type Clients struct {
 	// does not serialize writes to one counter). Only for an algorithm
 	// that reads it (algorithms.Info.Fields); elsewhere it is refused.
 	Permits int `yaml:"permits,omitempty" json:"permits,omitempty"`
+	// Reenter gives each critical section a nested one: the client's code
+	// calls a function that takes the same lock again (a reentrant
+	// acquire), works, and releases it, while the outer hold goes on.
+	// Only reentrant algorithms (algorithms.Info.Reentrant) accept it.
+	Reenter *Reenter `yaml:"reenter,omitempty" json:"reenter,omitempty"`
 	// Each overrides settings per client, by name.
 	Each map[string]Client `yaml:"each,omitempty" json:"each,omitempty"`
+}
+
+// Reenter is the nested section of clients.reenter: After into the outer
+// section's work the client acquires again, holds the inner lease for
+// Hold, and releases it; the outer work then goes on to its end.
+type Reenter struct {
+	After Duration `yaml:"after" json:"after" range:"0..24h"`
+	Hold  Duration `yaml:"hold" json:"hold" range:"0..24h"`
 }
 
 // ModeOf is the hold mode the named client declares.

@@ -32,6 +32,11 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     verify_ownership: "true"      #   read the key back when SET NX says busy
     wait_replicas: "1"            #   SET NX PX locks: WAIT for this many replicas
     wait_timeout: 100ms           #   after acquiring (held only if they acked)
+    validity: third-whole-seconds #   redlock-sequential: spec (default) or the
+                                  #   wiki's elapsed_ms/1000 <= ttl_s/3, full TTL
+    ex_seconds: "true"            #   redlock-sequential: SET NX EX whole seconds
+    unlock_on_failure: if-any-granted  # redlock-sequential: every-node (default)
+                                  #   or only when some node granted
     # gozk-* algorithms (the real go-zookeeper client, backend
     # zookeeper-ensemble; servers zk1..zkN, client ci dials zk((i-1) mod N + 1);
     # a lease carries its znode's sequence + 1 as its fencing token):
@@ -46,6 +51,18 @@ ranges are "min..max" (50ms..150ms) or a single duration.
                                   #   lost_after (default session/3) past
                                   #   Disconnected, then a new handle (CURATOR-604)
     lost_after: 2s                #   with replace_handle_on_lost: that delay
+    # mssql-applock-* algorithms (the real go-mssqldb driver against a
+    # simulated SQL Server, db1, behind the listener "primary"; see
+    # docs/sqlserver.md: modelled from Microsoft's documentation only):
+    connection: pinned            #   pool or pinned (mssql-applock-session)
+    lock_timeout: "0"             #   @LockTimeout: -1, 0 or milliseconds
+    commit: at_release            #   or before_work (mssql-applock-transaction)
+    confirm: 200ms                #   ask APPLOCK_MODE that often (pinned only)
+    fencing: table                #   token from the fence row (mysql-get-lock too)
+    secondary: "true"             #   add db2, an availability-group secondary
+                                  #   (a failover fault targeting db2)
+    shared_pool: "true"           #   one *sql.DB for all clients (host app)
+    pool_max_conns: "1"           #   SetMaxOpenConns of each *sql.DB
     # Files naming the retired single-server zk-simple, zk-queue or
     # zk-queue-naive run the gozk-* recipe of the same name on one server
     # (zk1), with a warning for each name translated.
@@ -65,6 +82,9 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     timeout: 50ms                 # go-redis read timeout (client's clock)
     library_retries: false        # keep go-redis default retries
     check_validity: false         # check the lease before the write; once expired, skip it (the hold ends there)
+    reenter: {after: 300ms, hold: 100ms}  # reentrant algorithms only: a nested
+                                  # call takes the lock again after 300ms of
+                                  # work, holds it 100ms and releases it
     clock: monotonic              # monotonic (time.Since) or wall: the clock
                                   # clients time their leases with
     permits: 2                    # a semaphore's permits (semaphores only)

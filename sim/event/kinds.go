@@ -59,6 +59,10 @@ const (
 	WriteSkipped  Kind = "write.skipped"
 	WriteRejected Kind = "write.rejected"
 	ReleaseFailed Kind = "release.failed"
+	// A nested section (clients.reenter): the holder acquires the same
+	// lock again (Token: the inner lease's) and later releases that one.
+	Reentered       Kind = "hold.reentered"
+	ReentryReleased Kind = "hold.reentry.released"
 
 	// The ZooKeeper ensemble.
 	SessionCreated   Kind = "zk.session.created" // Session for Conn, Timeout

@@ -117,6 +117,10 @@ func (e *Event) AppendText(b []byte) []byte {
 		return append(b, "write rejected by the resource"...)
 	case ReleaseFailed:
 		return fmt.Appendf(b, "release failed: %s", e.Reason)
+	case Reentered:
+		return fmt.Appendf(b, "nested call: acquires %s again (token %s)", e.Resource, e.Token)
+	case ReentryReleased:
+		return fmt.Appendf(b, "nested call: releases %s (token %s); its outer section goes on", e.Resource, e.Token)
 
 	case SessionCreated:
 		return fmt.Appendf(b, "session %s created for %s (timeout %v)", e.Session, e.Conn, e.Timeout)

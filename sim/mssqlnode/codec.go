@@ -1,0 +1,134 @@
+package mssqlnode
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/locklab/locklab/sim/event"
+)
+
+// Codec names the segments of one TDS connection for the simulated network
+// (sim/dbnet): a request is named by what it runs — "sp_getapplock",
+// "sp_releaseapplock", "BEGIN", "COMMIT", "ROLLBACK", "KILL", "SELECT" —
+// so that a fault can pick "the reply to c1's sp_getapplock"; the summary
+// says more (the statement, and "reset" when the request carries the
+// reset-connection flag). The LOGIN7 packet is summarized by its name
+// only: it carries the client's process id, which is no part of a run.
+// Replies are named by the request they answer; their facts are left to
+// the events the run records.
+type Codec struct {
+	pending []string
+}
+
+// NewCodec returns the codec of a new connection.
+func NewCodec() *Codec { return &Codec{} }
+
+// Request describes a client segment (one TDS packet).
+func (c *Codec) Request(seg []byte) (op, summary string) {
+	if len(seg) < headerLen {
+		return "?", fmt.Sprintf("%d bytes", len(seg))
+	}
+	typ, status, body := seg[0], seg[1], seg[headerLen:]
+	switch typ {
+	case pktPrelogin:
+		op, summary = "PRELOGIN", "PRELOGIN"
+	case pktLogin7:
+		op, summary = "LOGIN", "LOGIN7"
+	case pktAttention:
+		op, summary = "ATTENTION", "ATTENTION (cancel)"
+	case pktTransMgr:
+		r := &reader{b: body}
+		r.allHeaders()
+		op = map[uint16]string{5: "BEGIN", 7: "COMMIT", 8: "ROLLBACK"}[r.u16()]
+		if op == "" {
+			op = "TRANSACTION"
+		}
+		summary = op + " TRANSACTION"
+	case pktSQLBatch:
+		r := &reader{b: body}
+		r.allHeaders()
+		summary = fromUCS2(r.b)
+		op = statementOp(summary)
+	case pktRPC:
+		op, summary = rpcSummary(body)
+	default:
+		op, summary = "?", fmt.Sprintf("packet type %d, %d bytes", typ, len(seg))
+	}
+	if status&statusResetConnection != 0 {
+		summary = "[reset connection] " + summary
+	}
+	if typ != pktAttention {
+		c.pending = append(c.pending, op)
+	}
+	return op, shorten(summary)
+}
+
+// rpcSummary names an RPC: sp_executesql by the statement it runs, a
+// procedure by its name and parameters.
+func rpcSummary(body []byte) (op, summary string) {
+	r := &reader{b: body}
+	r.allHeaders()
+	proc := ""
+	if n := r.u16(); n == 0xFFFF {
+		if r.u16() == 10 {
+			proc = "sp_executesql"
+		}
+	} else {
+		proc = fromUCS2(r.take(2 * int(n)))
+	}
+	r.u16()
+	var parts []string
+	var stmt string
+	for i := 0; len(r.b) > 0 && r.err == nil; i++ {
+		name, v, err := r.param()
+		if err != nil {
+			break
+		}
+		if proc == "sp_executesql" && i == 0 {
+			stmt, _ = v.(string)
+			continue
+		}
+		if proc == "sp_executesql" && i == 1 {
+			continue // the declarations
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", name, v))
+	}
+	if proc == "sp_executesql" {
+		return statementOp(stmt), stmt + " [" + strings.Join(parts, " ") + "]"
+	}
+	return proc, "EXEC " + proc + " " + strings.Join(parts, " ")
+}
+
+// statementOp is the lock procedure a batch calls, or its first keyword.
+func statementOp(sql string) string {
+	low := strings.ToLower(sql)
+	for _, p := range []string{"sp_getapplock", "sp_releaseapplock", "applock_mode", "applock_test"} {
+		if strings.Contains(low, p) {
+			return p
+		}
+	}
+	if f := strings.Fields(sql); len(f) > 0 {
+		return strings.ToUpper(strings.TrimSuffix(f[0], ";"))
+	}
+	return "?"
+}
+
+func shorten(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		return s[:157] + "..."
+	}
+	return s
+}
+
+// Reply describes a server segment: the reply to the oldest request not
+// yet answered, by size (the lock's outcome is recorded by the algorithm's
+// hold events, not read back from bytes here).
+func (c *Codec) Reply(seg []byte) (op, summary string, facts []event.Event) {
+	op = "reply"
+	if len(c.pending) > 0 && len(seg) >= headerLen && seg[1]&statusEOM != 0 {
+		op = c.pending[0]
+		c.pending = c.pending[1:]
+	}
+	return op, fmt.Sprintf("%d bytes", len(seg)), nil
+}
