@@ -38,7 +38,7 @@ func (c *redisConn) bubbleWrite(b []byte) (int, error) {
 	w := c.node.w
 	w.enter("c " + c.bb.id)
 	defer w.leave()
-	w.gate(c.host)
+	w.gateAct(c.host)
 	if c.dead() {
 		if c.host.crashed {
 			return 0, errHostDown
@@ -131,7 +131,7 @@ func (c *redisConn) bubbleClose() error {
 	w := c.node.w
 	w.enter("c " + c.bb.id)
 	defer w.leave()
-	w.gate(c.host)
+	w.gateAct(c.host)
 	if !c.closed {
 		c.closed = true
 		if !w.b.ended {

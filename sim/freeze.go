@@ -16,11 +16,31 @@ package sim
 //   - A kernel event aimed at a paused host is held, not run.
 //
 // At Resume every held piece of work runs in one order that depends only
-// on the run: by the instant it would have happened, kernel work before
+// on the run. First the goroutines stopped in the middle of an act — at
+// the door of a write, a close or a dial — by the instant they stopped,
+// then by name and by when they were held; then everything else (kernel
+// work, goroutines at a read, at Notify or coming back from the lock's
+// code) by the instant it would have happened, kernel work before
 // goroutines of that instant, goroutines by name, then by when they were
 // held. Each runs as a kernel event of its own at the resume instant, so
 // what one sets off (a released ping goroutine writes, then blocks) has
 // happened before the next.
+//
+// Why acts first: a goroutine stopped at a write chose what to write
+// before the pause, and a library timer of its own that fired during the
+// pause is still pending (go-zookeeper's sendLoop, stopped writing a
+// ping, has the next tick of its ping ticker waiting). Released, it
+// finishes the write and runs on until it blocks, taking what is pending
+// for it. Were held kernel work of an earlier instant run first (the
+// reply that wakes the worker, whose Unlock queues a DELETE for that same
+// sendLoop), the goroutine would come back to its select with two cases
+// ready, and Go picks one at random: the frames would go out PING DELETE
+// PING in one run and PING PING DELETE in the next, with the same seed.
+// Acting first, it finds only its own pending tick; what the rest of the
+// resume sends it comes after, alone. This holds for a writer that does
+// not wait for the reply (sendLoop; the reply is recvLoop's); a goroutine
+// that writes and then waits for its reply blocks before it comes back to
+// its select, and could still find two cases ready there.
 //
 // Traffic that already left the host, or that its TCP stack handles
 // (keepalive probes, segments held in socket buffers), is the transports'
@@ -38,6 +58,7 @@ import (
 type heldWork struct {
 	at   time.Duration // when it would have happened
 	who  string        // "" for kernel work; else the goroutine at the gate
+	act  bool          // the goroutine stopped in the middle of an act (write, close, dial)
 	seq  uint64        // the host's count of held work
 	fn   func()        // kernel work
 	gate chan struct{} // closed to let a goroutine at the gate go on
@@ -53,7 +74,13 @@ func (h *Host) hold(fn func()) {
 // is paused, the goroutine gives the kernel up and waits until Resume lets
 // it go (or the host crashes, or the run ends). It returns with the kernel
 // held again, in the caller's name.
-func (w *World) gate(h *Host) {
+func (w *World) gate(h *Host) { w.gateFor(h, false) }
+
+// gateAct is gate for a goroutine at the door of an act: a write, a
+// close or a dial (see the package comment for why it goes first).
+func (w *World) gateAct(h *Host) { w.gateFor(h, true) }
+
+func (w *World) gateFor(h *Host, act bool) {
 	if h == nil {
 		return
 	}
@@ -61,7 +88,7 @@ func (w *World) gate(h *Host) {
 		who, cur, rng := w.b.who, w.current, w.rng
 		ch := make(chan struct{})
 		h.heldSeq++
-		h.held = append(h.held, heldWork{at: w.now, who: who, seq: h.heldSeq, gate: ch})
+		h.held = append(h.held, heldWork{at: w.now, who: who, act: act, seq: h.heldSeq, gate: ch})
 		w.leave()
 		<-ch
 		w.enter(who)
@@ -75,6 +102,12 @@ func (h *Host) thaw() {
 	held := h.held
 	h.held = nil
 	slices.SortStableFunc(held, func(a, b heldWork) int {
+		if a.act != b.act {
+			if a.act {
+				return -1
+			}
+			return 1
+		}
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
@@ -109,17 +142,30 @@ func (h *Host) dropHeld() {
 // it does takes effect when h resumes, in the order of the package
 // comment. Outside a bubble it just calls fn.
 func (w *World) NotifyFrom(h *Host, who string, fn func()) {
-	w.notifyFrom(h, "", who, fn)
+	w.notifyFrom(h, "", who, false, fn)
 }
 
 // NotifyFromNamed is NotifyFrom for a service that knows its client hosts
 // by name (the ZooKeeper ensemble): the host is looked up in the kernel,
 // where hosts are made.
 func (w *World) NotifyFromNamed(host, who string, fn func()) {
-	w.notifyFrom(nil, host, who, fn)
+	w.notifyFrom(nil, host, who, false, fn)
 }
 
-func (w *World) notifyFrom(h *Host, name, who string, fn func()) {
+// ActFrom is NotifyFrom for a transport's door of an act — a write, a
+// close or a dial of a goroutine of host h: while h is paused the
+// goroutine waits at the gate and, at the resume, goes before the rest of
+// the held work (see the package comment).
+func (w *World) ActFrom(h *Host, who string, fn func()) {
+	w.notifyFrom(h, "", who, true, fn)
+}
+
+// ActFromNamed is ActFrom for a host known by name, as NotifyFromNamed.
+func (w *World) ActFromNamed(host, who string, fn func()) {
+	w.notifyFrom(nil, host, who, true, fn)
+}
+
+func (w *World) notifyFrom(h *Host, name, who string, act bool, fn func()) {
 	if w.b == nil {
 		fn()
 		return
@@ -129,7 +175,7 @@ func (w *World) notifyFrom(h *Host, name, who string, fn func()) {
 	if h == nil {
 		h = w.hosts[name]
 	}
-	w.gate(h)
+	w.gateFor(h, act)
 	if !w.b.ended {
 		fn()
 	}

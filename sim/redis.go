@@ -387,7 +387,7 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		if n.w.b != nil {
 			n.w.enter("dial " + host.Name)
 			defer n.w.leave()
-			n.w.gate(host)
+			n.w.gateAct(host)
 		}
 		return dial(), nil
 	}

@@ -168,7 +168,7 @@ func (e *end) Write(b []byte) (int, error) {
 	e.mu.Unlock()
 	data := append([]byte(nil), b...)
 	err := errEnded
-	e.l.n.w.NotifyFrom(e.host, "db "+e.l.id+e.dir(), func() { err = e.l.send(e, segData, data, "") })
+	e.l.n.w.ActFrom(e.host, "db "+e.l.id+e.dir(), func() { err = e.l.send(e, segData, data, "") })
 	if err != nil {
 		return 0, err
 	}
@@ -204,7 +204,7 @@ func (e *end) close(why string) error {
 	e.mu.Unlock()
 	e.signal()
 	if alive {
-		e.l.n.w.NotifyFrom(e.host, "db "+e.l.id+e.dir(), func() {
+		e.l.n.w.ActFrom(e.host, "db "+e.l.id+e.dir(), func() {
 			if why != "" && !e.isClient {
 				e.l.sessionEnded(why)
 			}

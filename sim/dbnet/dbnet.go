@@ -201,7 +201,7 @@ var errEnded = errors.New("simulated network: the run has ended")
 func (n *Net) Dial(from *sim.Host, address string) (net.Conn, error) {
 	var c net.Conn
 	err := errEnded
-	n.w.NotifyFrom(from, "dial "+from.Name+">"+address, func() { c, err = n.dial(from, address) })
+	n.w.ActFrom(from, "dial "+from.Name+">"+address, func() { c, err = n.dial(from, address) })
 	return c, err
 }
 

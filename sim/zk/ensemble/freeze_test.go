@@ -118,3 +118,52 @@ func TestWorldHungClientKeepsItsSession(t *testing.T) {
 		}
 	})
 }
+
+// At the resume a goroutine stopped at the door of a write goes first,
+// before held work of an earlier instant (sim/freeze.go). c1 (4 s session:
+// go-zookeeper pings every 1.33 s) holds an ephemeral node, sleeps until
+// 1.2 s and then deletes it; its host pauses from 1.1 s to 3.9 s. The
+// worker's wake-up at 1.2 s is held; sendLoop, ticked at 1.33 s, stops at
+// the door of its PING, and its ticker ticks again at 2.67 s. Were the
+// wake-up run first, the DELETE it queues and the pending tick would both
+// be ready when sendLoop comes back to its select, and Go picks one at
+// random: one seed gave PING DELETE PING in one run and PING PING DELETE in
+// the next (locktest's TestRunZooKeeperFindsPausedHolder did not replay).
+// With the writer first, every run sends PING PING DELETE.
+func TestWorldResumeLetsTheStoppedWriterGoFirst(t *testing.T) {
+	for run := range 12 {
+		var sent []string
+		synctest.Test(t, func(t *testing.T) {
+			w := sim.New(5)
+			w.UseBubble()
+			w.Trace.Keep = true
+			e := NewOnWorld(w, Config{})
+			h := w.NewHost("c1", nil)
+			h.Spawn("c1", 0, func(p *sim.Process) {
+				var c *zk.Conn
+				p.Outside(func() {
+					c, _, _ = e.Connect("c1", 0, 4*time.Second, nil)
+					c.Create("/orders", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+				})
+				p.Sleep(1200*time.Millisecond - p.TrueNow())
+				p.Outside(func() { c.Delete("/orders", -1) })
+				p.Sleep(time.Second) // the frames sent at the resume arrive
+			})
+			w.At(1100*time.Millisecond, func() {
+				h.Pause()
+				w.After(2800*time.Millisecond, h.Resume)
+			})
+			if err := w.Run(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range w.Trace.Events {
+				if ev.Kind == record.FrameReceived && ev.Client == "c1" && ev.Dir == string(sim.Request) && ev.Conn == "c1#1>zk1" && ev.At >= 3900*time.Millisecond && len(sent) < 3 {
+					sent = append(sent, ev.Op)
+				}
+			}
+		})
+		if got := strings.Join(sent, " "); got != "PING PING DELETE" {
+			t.Fatalf("run %d: at the resume c1#1 sent %q, want PING PING DELETE (the stopped writer, its pending tick, then the worker's DELETE)", run, got)
+		}
+	}
+}

@@ -301,7 +301,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := 0, error(errReset)
-	e.w.NotifyFromNamed(c.host, "zk "+c.stream(), func() {
+	e.w.ActFromNamed(c.host, "zk "+c.stream(), func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		n, err = c.write(p)
@@ -601,7 +601,7 @@ func (c *Conn) Close() error {
 	if quiet {
 		return nil
 	}
-	e.w.NotifyFromNamed(c.host, "zk "+c.stream()+" close", func() {
+	e.w.ActFromNamed(c.host, "zk "+c.stream()+" close", func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		c.close()
@@ -681,7 +681,7 @@ func (e *Ensemble) Dialer(host string) func(network, address string, timeout tim
 					return nil, err
 				}
 				err = &net.OpError{Op: "dial", Net: network, Err: errors.New("ensemble stopped")}
-				e.w.NotifyFromNamed(host, "zk dial "+host, func() {
+				e.w.ActFromNamed(host, "zk dial "+host, func() {
 					e.mu.Lock()
 					defer e.mu.Unlock()
 					c, wait, cut, err = e.dial(host, name, network)
