@@ -72,6 +72,9 @@ func (l *link) serve(app net.Conn) {
 	var err error
 	up, err = net.DialTimeout("tcp", l.server.Addr(), time.Second)
 	if err != nil {
+		if l.server.down.Load() {
+			l.requests(bufio.NewReader(app), nil, nil, closeApp)
+		}
 		return
 	}
 	queue := make(chan pending, 1024)
@@ -79,17 +82,28 @@ func (l *link) serve(app net.Conn) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer closeAll()
 		l.replies(bufio.NewReader(up), app, queue)
+		// A crashed node answers nothing more: the client's requests
+		// time out (requests goes on swallowing them), as they do on a
+		// simulated node that is down.
+		if !l.server.down.Load() {
+			closeAll()
+		}
 	}()
 	l.requests(bufio.NewReader(app), up, queue, closeApp)
 	closeAll()
 	wg.Wait()
 }
 
-// requests copies the client's commands to the server.
+// requests copies the client's commands to the server. With up nil, or
+// once the server has crashed, it swallows them: a node that is down
+// answers nothing and each request times out, which is what a simulated
+// node-crash is (a host that does not answer), rather than the refused
+// connection a dead process on a live host gives.
 func (l *link) requests(from *bufio.Reader, up net.Conn, queue chan<- pending, closeAll func()) {
-	defer close(queue)
+	if queue != nil {
+		defer close(queue)
+	}
 	for {
 		raw, op, err := readRESP(from)
 		if err != nil || l.client.isCrashed() {
@@ -107,7 +121,13 @@ func (l *link) requests(from *bufio.Reader, up net.Conn, queue chan<- pending, c
 			time.Sleep(fate.delay)
 			l.inflight.Done()
 		}
+		if up == nil || l.server.down.Load() {
+			continue // no answer from a node that is down
+		}
 		if _, err := up.Write(raw); err != nil {
+			if l.server.down.Load() {
+				continue
+			}
 			return
 		}
 		queue <- p

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,9 @@ type redisServer struct {
 	bin  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// down is set while the node is crashed (a node-crash fault): its
+	// links then answer nothing (proxy.go).
+	down atomic.Bool
 	// admin is the harness's own connection, which faults use (the TTL
 	// sweep of a clock jump): it does not pass through any client's proxy.
 	admin *redis.Client
@@ -106,6 +110,7 @@ func (s *redisServer) start() error {
 			return fmt.Errorf("starting redis-server for %s: %w", s.Name, err)
 		}
 		s.cmd, s.done = cmd, make(chan struct{})
+		s.down.Store(false)
 		go func(done chan struct{}) { cmd.Wait(); close(done) }(s.done)
 		if err := s.waitReady(5 * time.Second); err != nil {
 			lastErr = err
@@ -155,6 +160,7 @@ func (s *redisServer) kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
+	s.down.Store(true)
 	s.cmd.Process.Signal(syscall.SIGCONT) // a stopped process must be able to die
 	s.cmd.Process.Kill()
 	<-s.done
