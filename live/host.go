@@ -173,6 +173,14 @@ func (c *clientHost) drift(ppm int64) {
 	c.mu.Unlock()
 }
 
+// rate is the client's clock rate offset, read under the lock a drift
+// fault changes it under.
+func (c *clientHost) rate() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ppm
+}
+
 // now is the client's wall clock.
 func (c *clientHost) now() time.Time {
 	c.mu.Lock()
@@ -210,8 +218,8 @@ func (e env) Now() time.Time {
 // lengthens it, since a paused process's timers do not run.
 func (e env) Sleep(d time.Duration) {
 	e.c.checkpoint(e.worker)
-	if e.c.ppm != 0 {
-		d = time.Duration(float64(d) / (1 + float64(e.c.ppm)/1e6))
+	if ppm := e.c.rate(); ppm != 0 {
+		d = time.Duration(float64(d) / (1 + float64(ppm)/1e6))
 	}
 	start, pausedThen := time.Now(), e.c.pausedTotal()
 	for {

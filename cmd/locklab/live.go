@@ -32,6 +32,12 @@ made live (a replica, a Sentinel failover, a server clock that drifts) is
 refused with every reason, never run with the part left out.
 See docs/live.md.
 
+Exit status: 0 when every live run finished (a live verdict is reported
+beside the simulated one, not judged against the file's expectation: real
+time decides what a seed does not); 2 on bad input, a scenario not
+expressible live or a server that would not start; 130 or 143 when
+SIGINT or SIGTERM stopped it.
+
 Flags:
   --runs N        live runs of the scenario, one after another (default 1)
   --seed N        seed for the clients' random draws (default: the file's)
