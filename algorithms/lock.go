@@ -221,8 +221,10 @@ type Factory func(p Params, c Conns) (Lock, error)
 type Info struct {
 	Name    string
 	Summary string
-	// Backend is "redis" or "zookeeper-ensemble" (the real go-zookeeper
-	// client against sim/zk/ensemble).
+	// Backend names the backend the algorithm runs on: Backend (Redis,
+	// this package) or the Backend constant of its sub-package (gozk's
+	// "zookeeper-ensemble", pglock's "postgres", …). What a backend means
+	// to a run is its descriptor (scenarios/backend.go).
 	Backend string
 	// MinNodes is the number of Redis nodes the algorithm needs (1, or N for Redlock).
 	MinNodes int
@@ -377,7 +379,7 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 		}
 		lock = &Fenced{Lock: lock, Tokens: tokens, Key: FenceKey(p.Key)}
 	default:
-		if info.Backend == "redis" {
+		if info.Backend == Backend {
 			return nil, fmt.Errorf("%s: unknown fencing %q; expected incr or none", name, f)
 		}
 	}
@@ -417,6 +419,11 @@ func needNodes(c Conns, n int, name string) error {
 	return nil
 }
 
+// Backend is the name of the Redis backend, whose algorithms are this
+// package's (the other backends' algorithms declare theirs in their
+// sub-package: pglock.Backend, gozk.Backend, …).
+const Backend = "redis"
+
 // Custom is the name under which a lock built outside the registry (a
 // user's own lock, see locktest) appears in scenarios.
 const Custom = "custom"
@@ -425,7 +432,7 @@ func init() {
 	Register(Info{
 		Name:     Custom,
 		Summary:  "your own lock, supplied by a factory in Go (locktest)",
-		Backend:  "redis",
+		Backend:  Backend,
 		MinNodes: 1,
 		Hidden:   true,
 		New: func(p Params, c Conns) (Lock, error) {

@@ -46,7 +46,7 @@ func init() {
 		Register(Info{
 			Name:     name,
 			Summary:  summary,
-			Backend:  "redis",
+			Backend:  Backend,
 			MinNodes: 3,
 			Params: []Param{{Name: "drift_factor", Expect: "a number in [0, 1), such as 0.01", Check: func(v string) error {
 				f, err := strconv.ParseFloat(v, 64)

@@ -69,7 +69,7 @@ func init() {
 	Register(Info{
 		Name:     "redlock-sequential",
 		Summary:  "Redlock asking node by node with a per-request timeout (validity: spec or the wiki's third-whole-seconds)",
-		Backend:  "redis",
+		Backend:  Backend,
 		MinNodes: 3,
 		Params: []Param{
 			{Name: "validity", Expect: "spec or third-whole-seconds", Check: OneOf(ValiditySpec, ValidityThirdWholeSeconds)},

@@ -34,7 +34,7 @@ func init() {
 	Register(Info{
 		Name:      "reentrant",
 		Summary:   "Redisson-style reentrant hash lock (HINCRBY count, PEXPIRE)",
-		Backend:   "redis",
+		Backend:   Backend,
 		MinNodes:  1,
 		Reentrant: true,
 		New: func(p Params, c Conns) (Lock, error) {

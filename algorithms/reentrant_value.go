@@ -29,7 +29,7 @@ func init() {
 	Register(Info{
 		Name:      "reentrant-by-value",
 		Summary:   "reentrant by value equality (GET == my value, then PEXPIRE), no hold count, compare-and-delete release",
-		Backend:   "redis",
+		Backend:   Backend,
 		MinNodes:  1,
 		Reentrant: true,
 		New: func(p Params, c Conns) (Lock, error) {

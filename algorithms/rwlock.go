@@ -78,7 +78,7 @@ func init() {
 	Register(Info{
 		Name:      "redis-rwlock",
 		Summary:   "reader-writer lock in a Redis hash with mode and per-holder counts (Redisson RReadWriteLock style)",
-		Backend:   "redis",
+		Backend:   Backend,
 		MinNodes:  1,
 		Primitive: PrimitiveReadWrite,
 		Params: []Param{

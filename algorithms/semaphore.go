@@ -63,7 +63,7 @@ func init() {
 	Register(Info{
 		Name:      "redis-semaphore",
 		Summary:   "fair counting semaphore on sorted sets (Redis in Action 6.3), expiry by client or server time",
-		Backend:   "redis",
+		Backend:   Backend,
 		MinNodes:  1,
 		Primitive: PrimitiveSemaphore,
 		Params: []Param{

@@ -95,7 +95,7 @@ func init() {
 	Register(Info{
 		Name:      "redis-permit-semaphore",
 		Summary:   "permit-expiring semaphore in Lua: a free counter and a sorted set of leases (Redisson RPermitExpirableSemaphore style)",
-		Backend:   "redis",
+		Backend:   Backend,
 		MinNodes:  1,
 		Primitive: PrimitiveSemaphore,
 		Params: []Param{

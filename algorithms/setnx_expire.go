@@ -21,7 +21,7 @@ func init() {
 	Register(Info{
 		Name:     "setnx-expire",
 		Summary:  "naive SETNX then EXPIRE, plain DEL release",
-		Backend:  "redis",
+		Backend:  Backend,
 		MinNodes: 1,
 		New: func(p Params, c Conns) (Lock, error) {
 			if err := needNodes(c, 1, "setnx-expire"); err != nil {

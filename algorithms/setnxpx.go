@@ -49,7 +49,7 @@ func init() {
 	Register(Info{
 		Name:     "set-nx-px-del",
 		Summary:  "SET NX PX, plain DEL release",
-		Backend:  "redis",
+		Backend:  Backend,
 		MinNodes: 1,
 		Params:   setNXPXParams,
 		New: func(p Params, c Conns) (Lock, error) {
@@ -59,7 +59,7 @@ func init() {
 	Register(Info{
 		Name:     "set-nx-px-lua",
 		Summary:  "SET NX PX, Lua compare-and-delete release",
-		Backend:  "redis",
+		Backend:  Backend,
 		MinNodes: 1,
 		Params:   setNXPXParams,
 		New: func(p Params, c Conns) (Lock, error) {
