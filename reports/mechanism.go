@@ -284,7 +284,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	}
 	for _, h := range res.Hosts {
 		clocks[h.Name] = newNodeClock(h, res.End)
-		if strings.HasPrefix(h.Role, "redis") {
+		if h.IsRedisNode() {
 			m.Nodes = append(m.Nodes, h.Name)
 			isNode[h.Name] = true
 		}

@@ -80,8 +80,14 @@ func (s *ensembleState) finish(m *mechanism, clients []string, hosts []scenarios
 	}
 }
 
-// isEnsembleServer is a host of the simulated ensemble.
-func isEnsembleServer(h scenarios.Host) bool { return strings.HasPrefix(h.Role, "zookeeper-ensemble") }
+// isEnsembleServer is a server of a backend that elects a leader among
+// its servers (the simulated ZooKeeper ensemble): a backend's host has the
+// backend's name as its role (scenarios.Run), and its descriptor says
+// whether the election events draw roles (scenarios.BackendInfo.ServerRoles).
+func isEnsembleServer(h scenarios.Host) bool {
+	b, ok := scenarios.LookupBackend(h.Role)
+	return ok && b.ServerRoles
+}
 
 // deriveEnsemble reads one event of an ensemble run and reports whether
 // it was one. Frames a client received (a CREATE of an ephemeral node

@@ -44,15 +44,14 @@ import (
 // the ensemble, which so does not close it again when the run ends, and
 // the new one dials the next server (c1 then starts on zk2).
 func init() {
-	RegisterBackend(gozk.Backend, ensembleHostNames, newEnsembleBackend)
-	crashableBackends[gozk.Backend] = true
+	b := BackendInfo{Name: gozk.Backend, Hosts: ensembleHostNames, Build: newEnsembleBackend, Crashable: true}
 	positive := func(v string) error {
 		if d, err := faults.ParseDuration(v); err != nil || d <= 0 || d.D() > time.Hour {
 			return fmt.Errorf("expected a positive duration such as 6s")
 		}
 		return nil
 	}
-	backendParams[gozk.Backend] = []algorithms.Param{
+	b.Params = []algorithms.Param{
 		{Name: "zk_servers", Expect: "1, 3 or 5", Check: algorithms.OneOf("1", "3", "5")},
 		{Name: "session_timeout", Expect: "a duration between 2ms and 1h, such as 6s", Check: zkSessionTimeout},
 		{Name: "election_time", Expect: "a duration between 1ns and 1h, such as 400ms", Check: positive},
@@ -68,7 +67,7 @@ func init() {
 			return err
 		}},
 	}
-	backendChecks[gozk.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+	b.Check = func(s *Scenario, bad func(field, format string, args ...any)) {
 		// lost_after is the delay of replace_handle_on_lost (the queue
 		// recipes check it too, but by then the clients have dialled).
 		if _, ok := s.Params["lost_after"]; ok {
@@ -87,7 +86,25 @@ func init() {
 			bad("params.apply_lag", "%v (params.zk_servers is %d)", err, zkServers(s))
 		}
 	}
-	backendMetrics[gozk.Backend] = []string{"watch_notifications", "sessions_expired", "elections", "zk_client_messages"}
+	b.Metrics = []string{"watch_notifications", "sessions_expired", "elections", "zk_client_messages"}
+	// The ensemble needs no Redis node (a node nobody uses would only
+	// draw faults that change nothing). ZooKeeper clamps a session to at
+	// least 2 ticks and expires it on a tick boundary, so with its 2 s
+	// tickTime a crashed holder blocks the lock for 4–6 s: longer than the
+	// 2×TTL+1s liveness bound every algorithm is held to. A 500 ms tick
+	// lets the session be the TTL (2 s, expired within 2.5 s), so the bound
+	// means the same here as for the Redis locks.
+	b.Matrix = func(algorithms.Info) (int, map[string]string) {
+		return 0, map[string]string{"session_timeout": MatrixTTL.String(), "tick_time": (MatrixTTL / 4).String()}
+	}
+	// The recipes wait on a watch, never on the file's wait policy.
+	b.OwnWait = true
+	b.ServerRoles = true
+	b.ClockIgnored = func(name string) (string, string) {
+		return "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move",
+			"the simulated ensemble counts ticks of true time and keeps no clock per server, so " + name + "'s rate changes nothing"
+	}
+	RegisterBackend(b)
 }
 
 // zkTickTime checks tick_time as ZooKeeper reads tickTime: a whole number

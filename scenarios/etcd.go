@@ -27,12 +27,12 @@ import (
 //
 //	etcd_members: 3        1, 3 or 5 members
 func init() {
-	RegisterBackend(etcdlock.Backend, etcdHostNames, newEtcdBackend)
-	crashableBackends[etcdlock.Backend] = true
-	backendParams[etcdlock.Backend] = []algorithms.Param{
+	b := BackendInfo{Name: etcdlock.Backend, Hosts: etcdHostNames, Build: newEtcdBackend, Crashable: true}
+	b.Params = []algorithms.Param{
 		{Name: "etcd_members", Expect: "1, 3 or 5", Check: algorithms.OneOf("1", "3", "5")},
 	}
-	backendMetrics[etcdlock.Backend] = []string{"db_segments"}
+	b.Metrics = []string{"db_segments"}
+	RegisterBackend(b)
 }
 
 func etcdMembers(sc *Scenario) int {

@@ -39,8 +39,7 @@ import (
 //	pid_reuse: c1      clients whose PID another process takes as soon as
 //	                   they exit (a PID lock file then looks alive)
 func init() {
-	RegisterBackend(fslock.Backend, fsHostNames, newFSBackend)
-	crashableBackends[fslock.Backend] = true
+	b := BackendInfo{Name: fslock.Backend, Hosts: fsHostNames, Build: newFSBackend, Crashable: true}
 	dur := func(name, example string) algorithms.Param {
 		return algorithms.Param{Name: name, Expect: "a duration between 1ms and 24h, such as " + example, Check: func(v string) error {
 			if d, err := faults.ParseDuration(v); err != nil || d.D() < time.Millisecond || d.D() > 24*time.Hour {
@@ -49,14 +48,14 @@ func init() {
 			return nil
 		}}
 	}
-	backendParams[fslock.Backend] = []algorithms.Param{
+	b.Params = []algorithms.Param{
 		{Name: "fs", Expect: "local or nfs", Check: algorithms.OneOf("local", "nfs")},
 		dur("lease", "90s"), dur("grace", "90s"), dur("timeo", "1s"),
 		{Name: "drc", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "pid_reuse", Expect: "client names, comma-separated, such as c1"},
 	}
-	backendMetrics[fslock.Backend] = []string{"fs_leases_expired"}
-	backendChecks[fslock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+	b.Metrics = []string{"fs_leases_expired"}
+	b.Check = func(s *Scenario, bad func(field, format string, args ...any)) {
 		if !fsNFS(s) {
 			for _, k := range []string{"lease", "grace", "drc", "timeo"} {
 				if _, ok := s.Params[k]; ok {
@@ -66,6 +65,7 @@ func init() {
 		}
 		checkClientList(s, "pid_reuse", bad)
 	}
+	RegisterBackend(b)
 }
 
 func fsNFS(sc *Scenario) bool { return sc.Params["fs"] == "nfs" }

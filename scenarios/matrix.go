@@ -22,8 +22,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/algorithms/pglock"
-	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 )
@@ -244,7 +242,8 @@ func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
 func MatrixScenario(algorithm string) (*Scenario, error) {
 	name, fenced := strings.CutSuffix(algorithm, "+fencing")
 	info, err := algorithms.Lookup(name)
-	if err != nil || (fenced && info.Backend != "redis" && info.Backend != pglock.Backend) {
+	backend := backendOf(info)
+	if err != nil || (fenced && backend.MatrixFencing == nil) {
 		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(MatrixRows(), ", "))
 	}
 	if fenced {
@@ -253,13 +252,7 @@ func MatrixScenario(algorithm string) (*Scenario, error) {
 		if sc.Params == nil {
 			sc.Params = map[string]string{}
 		}
-		switch info.Backend {
-		case pglock.Backend:
-			sc.Params["fencing"] = "table" // the fence row's version
-		default:
-			sc.Params["fencing"] = "incr"
-			sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
-		}
+		backend.MatrixFencing(sc)
 		return sc, sc.Validate()
 	}
 	sc := newMatrixScenario(info, "none")
@@ -276,12 +269,11 @@ func MatrixScenario(algorithm string) (*Scenario, error) {
 }
 
 func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
+	backend := backendOf(info)
 	nodes := 1
-	if info.Backend == "redis" {
-		nodes = max(info.MinNodes, 1)
-		if info.MinNodes >= 3 {
-			nodes = max(info.MinNodes, 5)
-		}
+	var params map[string]string
+	if backend.Matrix != nil {
+		nodes, params = backend.Matrix(info)
 	}
 	sc := &Scenario{
 		ID:        "matrix-" + info.Name,
@@ -293,31 +285,12 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		// Clients start together: contention at the start splits quorum
 		// votes, which is what many Redlock failures need.
 		Duration: Duration(MatrixDuration),
-	}
-	if info.Backend == gozk.Backend {
-		// The ensemble needs no Redis node (a node nobody uses would only
-		// draw faults that change nothing). ZooKeeper clamps a session to
-		// at least 2 ticks and expires it on a tick boundary, so with its
-		// 2 s tickTime a crashed holder blocks the lock for 4–6 s: longer
-		// than the 2×TTL+1s liveness bound every algorithm is held to.
-		// A 500 ms tick lets the session be the TTL (2 s, expired within
-		// 2.5 s), so the bound means the same here as for the Redis locks.
-		nodes = 0
-		sc.Params = map[string]string{"session_timeout": MatrixTTL.String(), "tick_time": (MatrixTTL / 4).String()}
-	}
-	if info.Backend == pglock.Backend {
-		// No Redis node; a session advisory lock lasts until the server's
-		// keepalive gives up on a silent client (Linux: over two hours).
-		// Keepalive at half the TTL, then three probes an eighth apart,
-		// frees a crashed or cut-off holder's lock within the TTL, so the
-		// liveness bound (2×TTL+1s) means the same as for the Redis locks.
-		nodes = 0
-		sc.Params = map[string]string{"keepalive_idle": (MatrixTTL / 2).String(), "keepalive_interval": (MatrixTTL / 8).String(), "keepalive_count": "3"}
+		Params:   params,
 	}
 	for i := range nodes {
 		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
 	}
-	if info.Name != algorithms.Custom && info.Backend != gozk.Backend {
+	if info.Name != algorithms.Custom && !backend.OwnWait {
 		// A waiter that finds the lock held tries again after TTL/8 (plus
 		// up to TTL/16), not every 100–150ms: polling a held key is the
 		// workload's cost, not the lock's. Measured against the fixed
@@ -383,7 +356,7 @@ func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
 func MatrixRows() []string {
 	var rows []string
 	for _, a := range algorithms.Names() {
-		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || info.Backend == pglock.Backend) {
+		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || backendOf(info).MatrixBubbleRows) {
 			rows = append(rows, a)
 		}
 	}
@@ -401,7 +374,7 @@ func MatrixRows() []string {
 func generatorNames(sc *Scenario) faults.Names {
 	all := sc.Names()
 	n := faults.Names{Clients: all.Clients}
-	if info, err := algorithms.Lookup(sc.Algorithm); err == nil && info.Backend != "redis" {
+	if info, err := algorithms.Lookup(sc.Algorithm); err == nil && !backendOf(info).RedisNodes {
 		for _, h := range all.Others {
 			if h != ResourceHost {
 				n.Others = append(n.Others, h)

@@ -45,27 +45,27 @@ import (
 //	pool_max_conns: 0       SetMaxOpenConns of each client's *sql.DB
 //	                        (0: no limit)
 func init() {
-	RegisterBackend(mssqllock.Backend, mssqlHostNames, newMSSQLBackend)
-	crashableBackends[mssqllock.Backend] = true
-	backendStandbys[mssqllock.Backend] = func(sc *Scenario) []string {
+	b := BackendInfo{Name: mssqllock.Backend, Hosts: mssqlHostNames, Build: newMSSQLBackend, Crashable: true}
+	b.Standbys = func(sc *Scenario) []string {
 		if mssqlSecondary(sc) {
 			return []string{"db2"}
 		}
 		return nil
 	}
-	backendParams[mssqllock.Backend] = append([]algorithms.Param{
+	b.Params = append([]algorithms.Param{
 		{Name: "secondary", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
 		{Name: "pool_max_conns", Expect: "a whole number between 0 and 100", Check: wholeNumber(0, 100, "4")},
 	}, keepaliveParams()...)
-	backendMetrics[mssqllock.Backend] = []string{"db_segments"}
-	backendChecks[mssqllock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+	b.Metrics = []string{"db_segments"}
+	b.Check = func(s *Scenario, bad func(field, format string, args ...any)) {
 		if _, ok := s.Params["confirm"]; ok && s.Params["connection"] == "pool" {
 			// The check asks on the lock's own session; through a pool
 			// it would ask whichever connection is free.
 			bad("params.confirm", "the check asks APPLOCK_MODE on the lock's own session, which a pool does not keep; expected connection: pinned, or no confirm")
 		}
 	}
+	RegisterBackend(b)
 }
 
 // sqlServerKeepalive is SQL Server's own keepalive on its TCP endpoint

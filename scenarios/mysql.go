@@ -43,9 +43,8 @@ import (
 //	keepalive_interval: 75s
 //	keepalive_count: 9
 func init() {
-	RegisterBackend(mysqllock.Backend, mysqlHostNames, newMySQLBackend)
-	crashableBackends[mysqllock.Backend] = true
-	backendParams[mysqllock.Backend] = append([]algorithms.Param{
+	b := BackendInfo{Name: mysqllock.Backend, Hosts: mysqlHostNames, Build: newMySQLBackend, Crashable: true}
+	b.Params = append([]algorithms.Param{
 		{Name: "nodes", Expect: "1 or 2", Check: algorithms.OneOf("1", "2")},
 		{Name: "route", Expect: "spread or first", Check: algorithms.OneOf("spread", "first")},
 		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
@@ -57,10 +56,11 @@ func init() {
 			return nil
 		}},
 	}, keepaliveParams()...)
-	backendMetrics[mysqllock.Backend] = []string{"db_segments"}
-	backendChecks[mysqllock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
+	b.Metrics = []string{"db_segments"}
+	b.Check = func(s *Scenario, bad func(field, format string, args ...any)) {
 		checkClientList(s, "own_pool", bad)
 	}
+	RegisterBackend(b)
 }
 
 func mysqlNodes(sc *Scenario) int {

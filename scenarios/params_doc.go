@@ -19,14 +19,10 @@ type ParamGroup struct {
 	Params     []algorithms.Param
 }
 
-// ParamGroups lists every param the registries declare, grouped by who
-// reads it, in a fixed order: the runner's, Redis's options, each backend's
-// (sorted), each algorithm's own (sorted). 'locklab help scenario' prints
-// it, so a param registered anywhere cannot be missing from the help
-// (issue 31 item 7).
-func ParamGroups() []ParamGroup {
-	byBackend := map[string][]string{}
-	var backends []string
+// AlgorithmsByBackend groups the listed algorithms by backend: the
+// backends' names, sorted, and each one's algorithms in registry order.
+func AlgorithmsByBackend() (backends []string, byBackend map[string][]string) {
+	byBackend = map[string][]string{}
 	for _, name := range algorithms.Names() {
 		info, _ := algorithms.Lookup(name)
 		if byBackend[info.Backend] == nil {
@@ -35,14 +31,31 @@ func ParamGroups() []ParamGroup {
 		byBackend[info.Backend] = append(byBackend[info.Backend], name)
 	}
 	sort.Strings(backends)
-	out := []ParamGroup{
-		{Title: "every algorithm", Algorithms: algorithms.Names(), Params: scenarioParams},
-		{Title: "every redis algorithm", Algorithms: byBackend["redis"], Params: algorithms.RedisParams},
-	}
-	for _, b := range backends {
-		if ps := backendParams[b]; len(ps) > 0 {
-			out = append(out, ParamGroup{Title: "backend " + b, Algorithms: byBackend[b], Params: ps})
+	return backends, byBackend
+}
+
+// ParamGroups lists every param the registries declare, grouped by who
+// reads it, in a fixed order: the runner's, Redis's options, each backend's
+// (sorted), each algorithm's own (sorted). 'locklab help scenario' prints
+// it, so a param registered anywhere cannot be missing from the help
+// (issue 31 item 7).
+func ParamGroups() []ParamGroup {
+	backends, byBackend := AlgorithmsByBackend()
+	out := []ParamGroup{{Title: "every algorithm", Algorithms: algorithms.Names(), Params: scenarioParams}}
+	// A backend that titles its params (Redis: "every redis algorithm")
+	// comes first, then the others as "backend NAME".
+	titled := func(name string) bool { return backendInfos[name].ParamsTitle != "" }
+	sort.SliceStable(backends, func(i, j int) bool { return titled(backends[i]) && !titled(backends[j]) })
+	for _, name := range backends {
+		b := backendInfos[name]
+		if len(b.Params) == 0 {
+			continue
 		}
+		title := b.ParamsTitle
+		if title == "" {
+			title = "backend " + name
+		}
+		out = append(out, ParamGroup{Title: title, Algorithms: byBackend[name], Params: b.Params})
 	}
 	for _, name := range algorithms.Names() {
 		info, _ := algorithms.Lookup(name)

@@ -54,15 +54,6 @@ func (s *Scenario) fieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{File: s.File, Line: line, Col: col, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// backendParams are the params a backend reads (ZooKeeper's session
-// settings), declared where the backend registers.
-var backendParams = map[string][]algorithms.Param{}
-
-// backendChecks check what a backend's params mean together (a server
-// named in one param must exist by another), after each param passed its
-// own check.
-var backendChecks = map[string]func(s *Scenario, bad func(field, format string, args ...any)){}
-
 // scenarioParams are params the runner itself reads, for any algorithm.
 var scenarioParams = []algorithms.Param{
 	{Name: "fence_start", Expect: "a whole number >= 0, the fencing counter's first value", Check: func(v string) error {
@@ -79,11 +70,7 @@ func acceptedParams(algorithm string) ([]algorithms.Param, bool) {
 	if err != nil || info.Name == algorithms.Custom {
 		return nil, false // a user's own lock reads what it likes
 	}
-	out := slices.Concat(scenarioParams, info.Params, backendParams[info.Backend])
-	if info.Backend == "redis" {
-		out = append(out, algorithms.RedisParams...)
-	}
-	return out, true
+	return slices.Concat(scenarioParams, info.Params, backendOf(info).Params), true
 }
 
 // Validate checks the meaning of the scenario (the shape of a file was
@@ -233,7 +220,7 @@ func (s *Scenario) Validate() error {
 			lockNodes++
 		}
 	}
-	if err == nil && info.Backend == "redis" && lockNodes < info.MinNodes {
+	if err == nil && backendOf(info).RedisNodes && lockNodes < info.MinNodes {
 		bad("nodes", "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), found %d", s.Algorithm, info.MinNodes, lockNodes)
 	}
 	// Host names: clients c1..cN, the resource, the backends' own hosts
@@ -241,10 +228,8 @@ func (s *Scenario) Validate() error {
 	reserved := map[string]string{ResourceHost: "the protected resource"}
 	for _, alg := range append([]string{s.Algorithm}, s.Compare...) {
 		if i, err := algorithms.Lookup(alg); err == nil {
-			if b, ok := backends[i.Backend]; ok {
-				for _, h := range b.hosts(s) {
-					reserved[h] = "the " + i.Backend + " server"
-				}
+			for _, h := range backendOf(i).hostNames(s) {
+				reserved[h] = "the " + i.Backend + " server"
 			}
 		}
 	}
@@ -347,7 +332,7 @@ func (s *Scenario) Validate() error {
 		// A compared algorithm runs on the same nodes: one that needs
 		// more Redis lock nodes than the file has is refused here, with
 		// its place, not after the main run (issue 25).
-		if ci.Backend == "redis" && lockNodes < ci.MinNodes {
+		if backendOf(ci).RedisNodes && lockNodes < ci.MinNodes {
 			bad(fmt.Sprintf("compare[%d]", i), "algorithm %s needs at least %d Redis lock node(s) (not replicas, not the tokens node), but the file's nodes give %d; add nodes or compare with another algorithm", a, ci.MinNodes, lockNodes)
 		}
 	}
@@ -357,7 +342,7 @@ func (s *Scenario) Validate() error {
 	// at_most bounds figures the backend reports; a name must be one of
 	// them (a typo would bound nothing).
 	if info.Name != "" {
-		known := backendMetrics[info.Backend]
+		known := backendOf(info).Metrics
 		for _, name := range sortedKeys(s.AtMost) {
 			field := "at_most." + Printable(name, 40)
 			switch {
@@ -401,7 +386,7 @@ func (s *Scenario) Validate() error {
 			}
 		}
 	}
-	if check := backendChecks[info.Backend]; info.Name != "" && check != nil {
+	if check := backendOf(info).Check; info.Name != "" && check != nil {
 		check(s, bad)
 	}
 	names := s.Names()
@@ -711,7 +696,7 @@ func (s *Scenario) clockDefaultWarning(f faults.Fault, names faults.Names) strin
 	}
 	// Only a Redis lease has a deadline on the client's clock; a ZooKeeper
 	// client never read its wall clock for anything, before or after.
-	if info, err := algorithms.Lookup(s.Algorithm); err != nil || info.Bubble || info.Backend != "redis" {
+	if info, err := algorithms.Lookup(s.Algorithm); err != nil || info.Bubble || !backendOf(info).RedisNodes {
 		return ""
 	}
 	return fmt.Sprintf("%s's clock jump leaves its lease alone: clients.clock is not set, and clients now default to the monotonic clock, which a step of the wall clock does not move (before, they read the wall clock and the jump moved the lease); write clients.clock: wall for the old meaning, or clients.clock: monotonic to keep this one", f.Target)

@@ -54,36 +54,48 @@ import (
 //	                           pool: database/sql, SetMaxOpenConns and
 //	                           SetConnMaxIdleTime of a *sql.DB
 func init() {
-	RegisterBackend(pglock.Backend, postgresHostNames, newPostgresBackend)
-	crashableBackends[pglock.Backend] = true
-	backendStandbys[pglock.Backend] = func(sc *Scenario) []string {
-		if postgresStandby(sc) {
-			return []string{"db2"}
-		}
-		return nil
-	}
-	backendParams[pglock.Backend] = slices.Concat([]algorithms.Param{
-		{Name: "pooler", Expect: "none, session or transaction", Check: algorithms.OneOf("none", "session", "transaction")},
-		{Name: "pool_size", Expect: "a whole number between 1 and 100", Check: wholeNumber(1, 100, "20")},
-		{Name: "server_reset_query", Expect: "DISCARD ALL, SELECT pg_advisory_unlock_all() or empty", Check: algorithms.OneOf("DISCARD ALL", "SELECT pg_advisory_unlock_all()", "")},
-		{Name: "server_reset_query_always", Expect: "true or false", Check: algorithms.BoolParam},
-		{Name: "server_lifetime", Expect: "a duration such as 1h", Check: durationAtLeast(time.Millisecond, "1h")},
-	}, keepaliveParams(), []algorithms.Param{
-		{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
-		{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
-		{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
-		{Name: "pool_max_conns", Expect: "a whole number between 1 and 100", Check: wholeNumber(1, 100, "4")},
-		{Name: "pool_max_conn_idle_time", Expect: "a duration such as 30m", Check: durationAtLeast(time.Millisecond, "30m")},
-		{Name: "pool_health_check_period", Expect: "a duration such as 1m", Check: durationAtLeast(time.Millisecond, "1m")},
+	RegisterBackend(BackendInfo{
+		Name:      pglock.Backend,
+		Hosts:     postgresHostNames,
+		Build:     newPostgresBackend,
+		Crashable: true,
+		Standbys: func(sc *Scenario) []string {
+			if postgresStandby(sc) {
+				return []string{"db2"}
+			}
+			return nil
+		},
+		Params: slices.Concat([]algorithms.Param{
+			{Name: "pooler", Expect: "none, session or transaction", Check: algorithms.OneOf("none", "session", "transaction")},
+			{Name: "pool_size", Expect: "a whole number between 1 and 100", Check: wholeNumber(1, 100, "20")},
+			{Name: "server_reset_query", Expect: "DISCARD ALL, SELECT pg_advisory_unlock_all() or empty", Check: algorithms.OneOf("DISCARD ALL", "SELECT pg_advisory_unlock_all()", "")},
+			{Name: "server_reset_query_always", Expect: "true or false", Check: algorithms.BoolParam},
+			{Name: "server_lifetime", Expect: "a duration such as 1h", Check: durationAtLeast(time.Millisecond, "1h")},
+		}, keepaliveParams(), []algorithms.Param{
+			{Name: "standby", Expect: "true or false", Check: algorithms.BoolParam},
+			{Name: "direct_clients", Expect: "client names, comma-separated, such as c5"},
+			{Name: "shared_pool", Expect: "true or false", Check: algorithms.BoolParam},
+			{Name: "pool_max_conns", Expect: "a whole number between 1 and 100", Check: wholeNumber(1, 100, "4")},
+			{Name: "pool_max_conn_idle_time", Expect: "a duration such as 30m", Check: durationAtLeast(time.Millisecond, "30m")},
+			{Name: "pool_health_check_period", Expect: "a duration such as 1m", Check: durationAtLeast(time.Millisecond, "1m")},
+		}),
+		Metrics: []string{"db_segments", "pooler_server_conns"},
+		Check: func(s *Scenario, bad func(field, format string, args ...any)) {
+			checkClientList(s, "direct_clients", bad)
+		},
+		// No Redis node; a session advisory lock lasts until the server's
+		// keepalive gives up on a silent client (Linux: over two hours).
+		// Keepalive at half the TTL, then three probes an eighth apart,
+		// frees a crashed or cut-off holder's lock within the TTL, so the
+		// liveness bound (2×TTL+1s) means the same as for the Redis locks.
+		Matrix: func(algorithms.Info) (int, map[string]string) {
+			return 0, map[string]string{"keepalive_idle": (MatrixTTL / 2).String(), "keepalive_interval": (MatrixTTL / 8).String(), "keepalive_count": "3"}
+		},
+		// Fencing tokens from the fence row's version.
+		MatrixFencing:    func(sc *Scenario) { sc.Params["fencing"] = "table" },
+		MatrixBubbleRows: true, // pgx in the bubble: its runs are short
 	})
-	backendMetrics[pglock.Backend] = []string{"db_segments", "pooler_server_conns"}
-	backendChecks[pglock.Backend] = func(s *Scenario, bad func(field, format string, args ...any)) {
-		checkClientList(s, "direct_clients", bad)
-	}
 }
-
-// backendStandbys lists, per backend, the servers a failover may promote.
-var backendStandbys = map[string]func(sc *Scenario) []string{}
 
 func postgresStandby(sc *Scenario) bool {
 	on, _ := strconv.ParseBool(sc.Params["standby"])

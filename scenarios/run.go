@@ -153,46 +153,6 @@ func (r *Result) Metric(name string) (int64, bool) {
 	return 0, false
 }
 
-// Backend builds non-Redis infrastructure (a ZooKeeper ensemble) inside a
-// world and connects clients to it.
-type Backend interface {
-	// Connect returns the client-side handle placed in algorithms.Conns.Backend.
-	Connect(host *sim.Host) any
-	// Hosts lists the backend's own hosts (for faults and reports).
-	Hosts() []*sim.Host
-	// Metrics reports backend figures after the run.
-	Metrics() []Metric
-}
-
-// ServerBackend is a Backend whose servers a node-crash fault may name
-// (a ZooKeeper ensemble's zk1…zkN).
-type ServerBackend interface {
-	Backend
-	Servers() map[string]faults.Server
-}
-
-// crashableBackends are the backends that implement ServerBackend: their
-// hosts are valid node-crash targets (faults.Names.Servers).
-var crashableBackends = map[string]bool{}
-
-// BackendFactory builds a backend for a scenario.
-type BackendFactory func(w *sim.World, sc *Scenario) (Backend, error)
-
-type backendEntry struct {
-	hosts func(sc *Scenario) []string
-	build BackendFactory
-}
-
-var backends = map[string]backendEntry{}
-
-// RegisterBackend makes a backend available to algorithms whose Info.Backend
-// is name. hosts lists the host names the backend will create for a scenario
-// (so fault schedules can name them before the run). Call it from an init
-// function.
-func RegisterBackend(name string, hosts func(sc *Scenario) []string, f BackendFactory) {
-	backends[name] = backendEntry{hosts: hosts, build: f}
-}
-
 // Env adapts a simulated process to the algorithms.Env interface; its Now
 // is the host's wall clock.
 func Env(p *sim.Process) algorithms.Env { return procEnv{p: p} }
@@ -251,7 +211,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		if opt.Factory == nil {
 			return nil, err
 		}
-		info = algorithms.Info{Name: sc.Algorithm, Backend: "redis"}
+		info = algorithms.Info{Name: sc.Algorithm, Backend: algorithms.Backend}
 	}
 	if info.Bubble && opt.Factory == nil && !opt.Bubble {
 		return runInBubble(sc, seed, opt, info)
@@ -333,12 +293,12 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	targets.Hosts[ResourceHost] = inv.Host
 
 	var backend Backend
-	if info.Backend != "redis" {
-		b, ok := backends[info.Backend]
-		if !ok {
-			return nil, fmt.Errorf("algorithm %s needs backend %q, which is not built in", sc.Algorithm, info.Backend)
-		}
-		if backend, err = b.build(w, sc); err != nil {
+	desc, ok := backendInfos[info.Backend]
+	if !ok {
+		return nil, fmt.Errorf("algorithm %s needs backend %q, which is not built in", sc.Algorithm, info.Backend)
+	}
+	if b := desc.Build; b != nil {
+		if backend, err = b(w, sc); err != nil {
 			return nil, err
 		}
 		for _, h := range backend.Hosts() {
@@ -679,11 +639,9 @@ func ignoredClocks(sc *Scenario, info algorithms.Info, opt Options, t faults.Tar
 			}
 		}
 	}
-	switch info.Backend {
-	case "zookeeper-ensemble":
+	if ignored := backendOf(info).ClockIgnored; ignored != nil {
 		for name := range t.Servers {
-			jump[name] = "ZooKeeper times sessions with a monotonic clock (System.nanoTime), which a step of " + name + "'s wall clock does not move"
-			drift[name] = "the simulated ensemble counts ticks of true time and keeps no clock per server, so " + name + "'s rate changes nothing"
+			jump[name], drift[name] = ignored(name)
 		}
 	}
 	return jump, drift

@@ -355,14 +355,13 @@ func (s *Scenario) Names() faults.Names {
 	others := []string{ResourceHost}
 	var servers, standbys []string
 	if info, err := algorithms.Lookup(s.Algorithm); err == nil {
-		if b, ok := backends[info.Backend]; ok {
-			others = append(others, b.hosts(s)...)
-			if crashableBackends[info.Backend] {
-				servers = b.hosts(s)
-			}
-			if f := backendStandbys[info.Backend]; f != nil {
-				standbys = f(s)
-			}
+		b := backendOf(info)
+		others = append(others, b.hostNames(s)...)
+		if b.Crashable {
+			servers = b.hostNames(s)
+		}
+		if b.Standbys != nil {
+			standbys = b.Standbys(s)
 		}
 	}
 	var replicas []string

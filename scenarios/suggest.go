@@ -35,10 +35,11 @@ func suggestChoice(found string, err error) string {
 // (issue 32).
 func nothingToPromote(algorithm string) string {
 	info, err := algorithms.Lookup(algorithm)
+	b := backendOf(info)
 	switch {
-	case err != nil || info.Backend == "" || info.Backend == "redis":
+	case err != nil || info.Backend == "" || b.RedisNodes:
 		return ""
-	case backendStandbys[info.Backend] != nil:
+	case b.Standbys != nil:
 		return fmt.Sprintf("this scenario has no standby to promote; set params.standby: true for a %s standby (db2) that a failover promotes", info.Backend)
 	}
 	return fmt.Sprintf("the %s backend has no replica or standby for a failover to promote (a failover promotes a Redis replica, a node with replica_of, or a Postgres standby, params.standby: true)", info.Backend)

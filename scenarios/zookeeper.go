@@ -16,10 +16,6 @@ import (
 // Each translation is a warning, so the file's author learns the new
 // names.
 
-// backendMetrics lists, per backend, the metrics its Metrics reports, for
-// validating expect.at_most before a run.
-var backendMetrics = map[string][]string{}
-
 // retiredZK maps each retired algorithm to its replacement.
 var retiredZK = map[string]string{
 	"zk-simple":      "gozk-simple",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/locklab/locklab/algorithms"
@@ -171,16 +170,7 @@ const algorithmsPlaceholder = "{{ALGORITHMS}}"
 func scenarioHelpText() string {
 	var b strings.Builder
 	b.WriteString("Algorithms ('locklab list' shows them in use), by backend:\n")
-	byBackend := map[string][]string{}
-	var backends []string
-	for _, name := range algorithms.Names() {
-		info, _ := algorithms.Lookup(name)
-		if byBackend[info.Backend] == nil {
-			backends = append(backends, info.Backend)
-		}
-		byBackend[info.Backend] = append(byBackend[info.Backend], name)
-	}
-	sort.Strings(backends)
+	backends, byBackend := scenarios.AlgorithmsByBackend()
 	for _, backend := range backends {
 		line := "  " + backend + ":"
 		for _, name := range byBackend[backend] {

@@ -453,7 +453,7 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, stream *recordS
 	fmt.Fprintf(w, "%s — %s\n", term(sc.ID, false), term(sc.Title, false))
 	info, _ := algorithms.Lookup(sc.Algorithm)
 	where := "nodes " + strings.Join(sc.NodeNames(), ",")
-	if info.Backend != "redis" {
+	if !scenarios.BackendOf(sc.Algorithm).RedisNodes {
 		where = info.Backend
 	}
 	fmt.Fprintf(w, "algorithm %s (%s) · %d clients · %s · seed %d · %.3fs simulated\n\n",
