@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/algorithms/mysqllock"
-	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 )
@@ -28,19 +26,9 @@ func (e *NotExpressible) Error() string {
 // live fabric, the client hosts and the server processes can apply.
 func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
 	var why []string
-	switch info.Backend {
-	case "redis":
-		why = redisExpressible(sc)
-	case gozk.Backend:
-		why = paramsExpressible(sc, zkLiveParams)
-		if n := sc.Params["zk_servers"]; n != "1" {
-			why = append(why, fmt.Sprintf("params.zk_servers is %s: live mode starts one ZooKeeper server so far (zk_servers: \"1\"), not an ensemble", orDefault(n, "3 (the default)")))
-		}
-	case "postgres":
-		why = postgresExpressible(sc)
-	case mysqllock.Backend:
-		why = mysqlExpressible(sc)
-	default:
+	if lb, ok := liveBackends[info.Backend]; ok {
+		why = lb.expressible(sc)
+	} else {
 		why = append(why, fmt.Sprintf("algorithm %s runs on the %s backend, which live mode does not start yet", sc.Algorithm, info.Backend))
 	}
 	if sc.Clients.Reenter != nil {
@@ -56,11 +44,6 @@ func expressible(sc *scenarios.Scenario, info algorithms.Info) error {
 	}
 	return nil
 }
-
-// zkLiveParams are the params a live ZooKeeper run honours: the session's
-// and the recipes' own. The simulated ensemble's (election_time,
-// tick_time, sync_limit, apply_lag) have no live counterpart.
-var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", "fencing"}
 
 // paramsExpressible names every param of sc outside known and the
 // algorithm's own params (which its client-side code reads, live or not).
@@ -81,23 +64,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// redisExpressible checks a Redis scenario's nodes.
-func redisExpressible(sc *scenarios.Scenario) []string {
-	var why []string
-	for _, n := range sc.Nodes {
-		if n.Replica != "" {
-			why = append(why, fmt.Sprintf("node %s replicates from %s: replication between live servers is not wired yet", n.Name, n.Replica))
-		}
-		if n.Offset != 0 || n.PPM != 0 {
-			why = append(why, fmt.Sprintf("node %s has a clock offset or rate: a live redis-server runs on the host's clock (libfaketime cannot be loaded into redis-server, see docs/live.md)", n.Name))
-		}
-		if n.MinReplicasToWrite > 0 {
-			why = append(why, fmt.Sprintf("node %s sets min_replicas_to_write, which needs replicas", n.Name))
-		}
-	}
-	return why
 }
 
 // faultExpressible says why f cannot be made live, or "".
@@ -149,9 +115,4 @@ func faultExpressible(sc *scenarios.Scenario, f faults.Fault) string {
 		return "Sentinel failover needs replicas, which live mode does not start yet"
 	}
 	return "unknown fault kind"
-}
-
-// postgresExpressible is filled in by postgres.go.
-var postgresExpressible = func(sc *scenarios.Scenario) []string {
-	return []string{"the Postgres backend is not wired live yet"}
 }

@@ -22,6 +22,17 @@ import (
 	"github.com/locklab/locklab/scenarios"
 )
 
+// The MySQL backend live: one real MariaDB server, db1.
+func init() {
+	registerLive(mysqllock.Backend, liveBackend{
+		new:         func(sc *scenarios.Scenario) (backend, error) { return &myBackend{sc: sc}, nil },
+		expressible: mysqlExpressible,
+		installed: func(*scenarios.Scenario) []func() error {
+			return []func() error{func() error { _, _, err := mariadbBinaries(); return err }}
+		},
+	})
+}
+
 // myLiveParams are the MySQL backend's params a live run honours: one
 // MariaDB server. A multi-primary cluster (nodes: 2) and TCP keepalive
 // settings have no live counterpart yet.

@@ -27,13 +27,23 @@ import (
 )
 
 func init() {
-	postgresExpressible = func(sc *scenarios.Scenario) []string {
-		why := paramsExpressible(sc, pgLiveParams)
-		if on, _ := strconv.ParseBool(sc.Params["standby"]); on {
-			why = append(why, "params.standby: a live standby (streaming replication and promotion) is not wired yet")
-		}
-		return why
-	}
+	registerLive(pglock.Backend, liveBackend{
+		new: func(sc *scenarios.Scenario) (backend, error) { return &pgBackend{sc: sc}, nil },
+		expressible: func(sc *scenarios.Scenario) []string {
+			why := paramsExpressible(sc, pgLiveParams)
+			if on, _ := strconv.ParseBool(sc.Params["standby"]); on {
+				why = append(why, "params.standby: a live standby (streaming replication and promotion) is not wired yet")
+			}
+			return why
+		},
+		installed: func(sc *scenarios.Scenario) []func() error {
+			need := []func() error{func() error { _, err := pgBinary("initdb"); return err }}
+			if p := sc.Params["pooler"]; p == "session" || p == "transaction" {
+				need = append(need, func() error { _, err := pgbouncerBinary(); return err })
+			}
+			return need
+		},
+	})
 }
 
 // pgRole is the one role every client logs in as: the workers of one

@@ -24,6 +24,36 @@ import (
 	"github.com/locklab/locklab/sim/zk/wire"
 )
 
+// The ZooKeeper backend live: one real ZooKeeper server, zk1.
+func init() {
+	registerLive(gozk.Backend, liveBackend{
+		new: func(sc *scenarios.Scenario) (backend, error) {
+			timeout := 6 * time.Second // scenarios' default session timeout
+			if v, ok := sc.Params["session_timeout"]; ok {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return nil, fmt.Errorf("params.session_timeout: %v", err)
+				}
+				timeout = d
+			}
+			return &zkBackend{sc: sc, timeout: timeout}, nil
+		},
+		expressible: func(sc *scenarios.Scenario) []string {
+			why := paramsExpressible(sc, zkLiveParams)
+			if n := sc.Params["zk_servers"]; n != "1" {
+				why = append(why, fmt.Sprintf("params.zk_servers is %s: live mode starts one ZooKeeper server so far (zk_servers: \"1\"), not an ensemble", orDefault(n, "3 (the default)")))
+			}
+			return why
+		},
+		installed: func(*scenarios.Scenario) []func() error { return []func() error{zkInstalled} },
+	})
+}
+
+// zkLiveParams are the params a live ZooKeeper run honours: the session's
+// and the recipes' own. The simulated ensemble's (election_time,
+// tick_time, sync_limit, apply_lag) have no live counterpart.
+var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", "fencing"}
+
 // zkJar is Debian's ZooKeeper 3.8 (scripts/install-zookeeper.sh).
 const zkJar = "/usr/share/java/zookeeper.jar"
 
