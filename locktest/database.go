@@ -205,7 +205,7 @@ func RunMySQLDSN(t *testing.T, f DSNFactory, opt Options) {
 // runDatabase is Run for a database lock on the backend of algorithm.
 func runDatabase(t *testing.T, algorithm string, b dbBuilder, opt Options) {
 	t.Helper()
-	if err := opt.refuseForeign("database"); err != nil {
+	if err := opt.refuseForeign(routeDatabase); err != nil {
 		t.Fatal(err)
 	}
 	// Stall draws Redis faults (EVALSHA and DEL): a database's classes

@@ -348,14 +348,25 @@ func Token(ctx context.Context) string {
 	return fmt.Sprintf("%016x", rand.Uint64())
 }
 
-// refuseForeign refuses the options of another route than the one called
-// (route: "redis", "database" or "zookeeper"): an option that would be
-// ignored is an error, not a silence.
-func (o *Options) refuseForeign(route string) error {
-	if route != "database" && (len(o.Database.Params) > 0 || o.Database.PoolSize != 0) {
+// route is the way a locktest entry point builds its scenario: Run and
+// RunShared on Redis nodes, RunPostgres, RunSQL and RunMySQLDSN on a
+// database, RunZooKeeper on the ensemble. Each route reads its own part of
+// Options (Database, ZooKeeper).
+type route int
+
+const (
+	routeRedis route = iota
+	routeDatabase
+	routeZooKeeper
+)
+
+// refuseForeign refuses the options of another route than the one called:
+// an option that would be ignored is an error, not a silence.
+func (o *Options) refuseForeign(r route) error {
+	if r != routeDatabase && (len(o.Database.Params) > 0 || o.Database.PoolSize != 0) {
 		return fmt.Errorf("locktest: Options.Database is for RunPostgres, RunSQL and RunMySQLDSN; this test's lock is not on a database")
 	}
-	if route != "zookeeper" && len(o.ZooKeeper.Params) > 0 {
+	if r != routeZooKeeper && len(o.ZooKeeper.Params) > 0 {
 		return fmt.Errorf("locktest: Options.ZooKeeper is for RunZooKeeper; this test's lock is not on ZooKeeper")
 	}
 	return nil

@@ -174,7 +174,7 @@ func (o *Options) keepWorkload() bool { return o.Clients > 0 || o.Cycles > 0 || 
 // process-wide random sources (math/rand, crypto/rand) are seeded per run.
 func Run(t *testing.T, f Factory, opt Options) {
 	t.Helper()
-	if err := opt.refuseForeign("redis"); err != nil {
+	if err := opt.refuseForeign(routeRedis); err != nil {
 		t.Fatal(err)
 	}
 	if err := opt.defaults(); err != nil {

@@ -97,7 +97,7 @@ func (s *rwSide) Unlock(ctx context.Context) error {
 // runShared is Run with the base setup adjusted by shape (permits, modes).
 func runShared(t *testing.T, f Factory, opt Options, shape func(*scenarios.Scenario)) {
 	t.Helper()
-	if err := opt.refuseForeign("redis"); err != nil {
+	if err := opt.refuseForeign(routeRedis); err != nil {
 		t.Fatal(err)
 	}
 	if err := opt.defaults(); err != nil {

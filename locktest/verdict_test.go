@@ -167,19 +167,19 @@ func TestReportResult(t *testing.T) {
 func TestForeignOptionsAreRefused(t *testing.T) {
 	for _, c := range []struct {
 		opt   Options
-		route string
+		route route
 		want  string
 	}{
-		{Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}, "redis", "Options.ZooKeeper is for RunZooKeeper"},
-		{Options{Database: Database{Params: map[string]string{"pooler": "session"}}}, "redis", "Options.Database is for RunPostgres"},
-		{Options{Database: Database{PoolSize: 3}}, "zookeeper", "Options.Database is for RunPostgres"},
-		{Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}, "database", "Options.ZooKeeper is for RunZooKeeper"},
+		{Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}, routeRedis, "Options.ZooKeeper is for RunZooKeeper"},
+		{Options{Database: Database{Params: map[string]string{"pooler": "session"}}}, routeRedis, "Options.Database is for RunPostgres"},
+		{Options{Database: Database{PoolSize: 3}}, routeZooKeeper, "Options.Database is for RunPostgres"},
+		{Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}, routeDatabase, "Options.ZooKeeper is for RunZooKeeper"},
 	} {
 		if err := c.opt.refuseForeign(c.route); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s route: %v, want %q", c.route, err, c.want)
+			t.Errorf("route %d: %v, want %q", c.route, err, c.want)
 		}
 	}
-	if err := (&Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}).refuseForeign("zookeeper"); err != nil {
+	if err := (&Options{ZooKeeper: ZooKeeper{Params: map[string]string{"zk_servers": "5"}}}).refuseForeign(routeZooKeeper); err != nil {
 		t.Errorf("zookeeper route refuses its own params: %v", err)
 	}
 }

@@ -80,7 +80,7 @@ func RunZooKeeper(t *testing.T, f ZooKeeperFactory, opt Options) {
 	if f == nil {
 		t.Fatal("locktest: RunZooKeeper: the factory is nil")
 	}
-	if err := opt.refuseForeign("zookeeper"); err != nil {
+	if err := opt.refuseForeign(routeZooKeeper); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range opt.Classes {
