@@ -43,7 +43,14 @@ func (wl *workload) run() {
 				continue
 			}
 			if err != nil {
-				e.Sleep(sc.Wait.Delay.D() + scenarios.Draw(wl.rng, scenarios.Range{Max: sc.Wait.Jitter.D()}))
+				// Any other error is the lock's answer too; the
+				// application calls again after its think time, as in a
+				// simulated run (a user's own lock after the wait delay).
+				if info.Hidden {
+					e.Sleep(sc.Wait.Delay.D() + scenarios.Draw(wl.rng, scenarios.Range{Max: sc.Wait.Jitter.D()}))
+				} else {
+					e.Sleep(scenarios.Draw(wl.rng, wl.plan.Think))
+				}
 				continue
 			}
 			lease = l

@@ -32,11 +32,14 @@ duration: 24h
 faults:
   - {kind: drop, at: 0s, dir: request}
 `, liveness: checker.Violated},
+	// Each client's application calls again after every timeout, after
+	// its think time (issue 31): 100-150 ms, so that the budget lasts
+	// past the liveness bound (21 s) before it cuts the run.
 	{name: "dropped replies, 100 clients", yaml: `id: dropped-replies-100-clients
 algorithm: set-nx-px-lua
 ttl: 10s
 nodes: [A]
-clients: {count: 100, cycles: 3}
+clients: {count: 100, cycles: 3, think: 100ms..150ms}
 duration: 24h
 faults:
   - {kind: drop, at: 0s, dir: reply}

@@ -219,12 +219,11 @@ func TestMySQLWaitTimeoutEndsTheSessionAtTheServer(t *testing.T) {
 // holders take from the row on either node are one sequence, so the store
 // refuses the older holder's write. Before, fencing: table with nodes: 2
 // was refused, and the fix the mysql-galera-get-lock narrative recommends
-// could not be tried. The scenario is a file under testdata, not in the
-// catalogue: the course's 5 MB budget (TestCourseSizeAndSharedAssets) has
-// no room for a third run in the mysql-galera-get-lock lesson.
+// could not be tried. The scenario is the catalogue's
+// mysql-galera-get-lock-fenced, a twin of mysql-galera-get-lock.
 func TestGaleraFenceRowIsOneSequence(t *testing.T) {
 	bubblehost.Bind(t)
-	sc, err := Load("testdata/mysql-galera-get-lock-fenced.yaml")
+	sc, err := Get("mysql-galera-get-lock-fenced")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 package scenarios
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -72,5 +75,81 @@ faults:
 	// when it expires at 2 s, while the paused c1 still believes it holds.
 	if v := run("0").Report.Verdict.MutualExclusion; v != checker.Violated {
 		t.Fatalf("attempts 0: mutual exclusion %s, want violated", v)
+	}
+}
+
+// errorsAsBusy is set-nx-px-lua with a broken wait policy: it retries
+// every error itself, after its wait delay, as if the lock were busy,
+// instead of reporting it to its caller (as go-redis's redislock does).
+type errorsAsBusy struct {
+	algorithms.Lock
+	delay time.Duration
+}
+
+func (l errorsAsBusy) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
+	for {
+		lease, err := l.Lock.Acquire(env)
+		if err == nil || errors.Is(err, algorithms.ErrNotAcquired) {
+			return lease, err
+		}
+		env.Sleep(l.delay)
+	}
+}
+
+// Which errors a lock retries is its wait policy's business, and it can
+// change a verdict (issue 31): the workload calls again after an error
+// only as the application would, after its think time. Here the master
+// dies under c1's lock and c2's calls time out until B is promoted at 1 s.
+// The correct lock reports each timeout, c2's application calls again
+// within 50 ms and takes the lock on B while c1 still works: two holders.
+// The broken lock sleeps its 3 s busy-lock delay after the timeout and
+// comes back after c1 released: one holder. Before, the workload itself
+// waited the lock's wait delay after every error, so the two gave the same
+// verdict.
+func TestWaitPolicyErrorsChangeVerdict(t *testing.T) {
+	sc, err := Parse("x.yaml", []byte(`id: errors-retried
+algorithm: set-nx-px-lua
+ttl: 10s
+wait: {delay: 3s}
+nodes:
+  - A
+  - {name: B, replica_of: A, lag: 100ms}
+clients:
+  count: 2
+  cycles: 1
+  each:
+    c1: {start: 0s, work: 2500ms}
+    c2: {start: 5ms..20ms}
+duration: 40s
+faults:
+  - kind: node-crash
+    target: A
+    after: {client: c1, op: SET}
+  - kind: failover
+    target: B
+    at: 1s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	correct := mustRun(t, sc, 1, Options{KeepTrace: true})
+	if v := correct.Report.Verdict.MutualExclusion; v != checker.Violated {
+		t.Fatalf("set-nx-px-lua: mutual exclusion %s, want violated (c2 back within its think time)", v)
+	}
+	timeouts := 0
+	for _, e := range correct.Events {
+		if e.Kind == event.AcquireFailed && e.Client == "c2" && strings.Contains(e.Reason, "timeout") {
+			timeouts++
+		}
+	}
+	if timeouts < 2 {
+		t.Fatalf("c2's calls failed %d times with a timeout, want the application's retries recorded", timeouts)
+	}
+	broken := mustRun(t, sc, 1, Options{Factory: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
+		l, err := algorithms.Build("set-nx-px-lua", p, c)
+		return errorsAsBusy{Lock: l, delay: p.Wait.Delay}, err
+	}})
+	if v := broken.Report.Verdict; v.MutualExclusion != checker.OK || v.Resource != checker.OK {
+		t.Fatalf("errors retried as busy: verdict %+v, want ok (c2 back after c1 released)", v)
 	}
 }

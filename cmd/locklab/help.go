@@ -76,7 +76,8 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     count: 3                      # clients are named c1..cN
     cycles: 3                     # lock cycles per client
     work: 50ms..150ms             # critical section length
-    think: 10ms..50ms             # pause between cycles
+    think: 10ms..50ms             # pause between cycles, and before the
+                                  # application calls again after a lock error
     start: 0s..10ms               # start time
     timeout: 50ms                 # go-redis read timeout (client's clock)
     library_retries: false        # keep go-redis default retries
