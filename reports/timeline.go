@@ -41,7 +41,10 @@ type shape struct {
 	ID      string
 	Clients string // data-clients: the clients a witness element is about
 	Label   string // data-label: machine-readable description for tests
-	Halo    bool   // text with a white outline, readable over lines
+	// Events: data-events, the ids of the events the element is drawn
+	// from (eventIDs: positions in the run's event log).
+	Events string
+	Halo   bool // text with a white outline, readable over lines
 }
 
 // timeline is one SVG picture of (part of) a run.

@@ -1,0 +1,250 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/event"
+)
+
+// The claims the timeline draws, re-derived from the event log alone: each
+// element's data-label states its claim and data-events the events it is
+// drawn from; the functions here recompute the claim from those events and
+// the rest of the log with their own rules (sharing no code with the
+// drawing), and check the other way round that every event of the kind is
+// drawn. Each contradiction of issue 34 — a 5-node Redlock counted as 3, a
+// reply the client never heard counted as a vote, a validity back-off drawn
+// as a lost quorum, attempt intervals shifted by one attempt — fails here.
+func TestDrawnClaimsAreEvents(t *testing.T) {
+	for _, r := range catalogueMechanisms(t) {
+		if r.m == nil {
+			continue
+		}
+		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
+		for _, err := range claimMismatches(r.res, tl) {
+			t.Errorf("%s: %s", r.id, err)
+		}
+	}
+}
+
+func allShapes(tl *timeline) []shape {
+	return slices.Concat(tl.Back, tl.Plot, tl.Over)
+}
+
+// labelFields splits "kind word k=v k=v" into its words and fields.
+func labelFields(label string) ([]string, map[string]string) {
+	var words []string
+	kv := map[string]string{}
+	for _, f := range strings.Fields(label) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			kv[k] = v
+		} else {
+			words = append(words, f)
+		}
+	}
+	return words, kv
+}
+
+func parseIDs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("data-events %q: %v", s, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func claimMismatches(res *scenarios.Result, tl *timeline) []string {
+	var errs []string
+	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
+	for _, s := range allShapes(tl) {
+		if !strings.HasPrefix(s.Label, "attempts ") {
+			continue
+		}
+		ids, err := parseIDs(s.Events)
+		if err != nil || len(ids) == 0 {
+			errf("%q: no events named (%v)", s.Label, err)
+			continue
+		}
+		for _, id := range ids {
+			if e := res.Events[id]; e.Kind == event.CommandSent {
+				drawnSets[id]++
+			}
+		}
+		errs = append(errs, attemptClaim(res, s.Label, ids)...)
+	}
+	// The other way round: every SET of the lock a client sent to a lock
+	// node is in exactly one drawn attempt, when the votes lane is drawn.
+	if len(drawnSets) > 0 {
+		lock := claimLockNodes(res.Scenario)
+		for i, e := range res.Events {
+			if e.Kind == event.CommandSent && len(e.Args) >= 3 && strings.EqualFold(e.Args[0], "set") && e.Args[1] == res.Scenario.Key && lock[e.Node] {
+				if drawnSets[i] != 1 {
+					errf("%s's SET of %s to %s at %v (event %d) is in %d drawn attempts", e.Actor, e.Args[2], e.Node, e.At, i, drawnSets[i])
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// claimLockNodes are the configured Redlock nodes, by the scenario's own
+// definition: masters that are no token store.
+func claimLockNodes(sc *scenarios.Scenario) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range sc.Nodes {
+		if n.Replica == "" && n.Role == "" {
+			out[n.Name] = true
+		}
+	}
+	return out
+}
+
+// attemptClaim re-derives a drawn group of Redlock attempts.
+func attemptClaim(res *scenarios.Result, label string, ids []int) []string {
+	var errs []string
+	errf := func(format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
+	}
+	words, kv := labelFields(label)
+	if len(words) != 2 {
+		return []string{fmt.Sprintf("%q: not an attempts label", label)}
+	}
+	client, key := words[1], res.Scenario.Key
+	lock := claimLockNodes(res.Scenario)
+	var tokens []string
+	for _, id := range ids {
+		e := res.Events[id]
+		if e.Kind == event.CommandSent && e.Actor == client && len(e.Args) >= 3 && e.Args[1] == key && !slices.Contains(tokens, e.Args[2]) {
+			tokens = append(tokens, e.Args[2])
+		}
+	}
+	if want := kv["n"]; strconv.Itoa(len(tokens)) != want {
+		errf("drawn as %s attempts, its events hold %d tokens", want, len(tokens))
+		return errs
+	}
+	if want := strconv.Itoa(len(lock)); kv["of"] != want {
+		errf("votes out of %s nodes; the scenario configures %s lock nodes", kv["of"], want)
+	}
+	if want := strconv.Itoa(len(lock)/2 + 1); kv["quorum"] != want {
+		errf("quorum %s; a majority of %d lock nodes is %s", kv["quorum"], len(lock), want)
+	}
+	for k, tok := range tokens {
+		from, to, yes, outcome := rederiveAttempt(res, client, tok, lock)
+		if k == 0 && strconv.FormatInt(int64(from), 10) != kv["from"] {
+			errf("drawn from %s ns; %s's first SET of %s was sent at %d ns", kv["from"], client, tok, from)
+		}
+		if k == len(tokens)-1 && strconv.FormatInt(int64(to), 10) != kv["to"] {
+			errf("drawn to %s ns; %s decided on %s at %d ns", kv["to"], client, tok, to)
+		}
+		if strconv.Itoa(yes) != kv["yes"] {
+			errf("drawn with %s yes votes; %d replies of +OK to %s's SET of %s reached it", kv["yes"], yes, client, tok)
+		}
+		if outcome != kv["outcome"] {
+			errf("drawn as %s; the events of %s's attempt with %s say %s", kv["outcome"], client, tok, outcome)
+		}
+	}
+	return errs
+}
+
+// rederiveAttempt reads one attempt (client, token) from the whole log: when
+// its first SET went out, when the client acted on the count (its next
+// command on the lock, a hold, a refusal; a client that does nothing until
+// its next attempt decided at its last answer), the +OK replies that
+// reached it, and the outcome: held, or why not (validity: a quorum said
+// yes; timeout: an asked node's answer never came; quorum otherwise).
+func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]bool) (from, to time.Duration, yes int, outcome string) {
+	key := res.Scenario.Key
+	asked := map[string]bool{}
+	granted := map[string]bool{}
+	ran := map[string]bool{}
+	unheard := map[string]bool{}
+	first, lastSet := -1, -1
+	for i, e := range res.Events {
+		if e.Kind == event.CommandSent && e.Actor == client && len(e.Args) >= 3 && e.Args[1] == key && e.Args[2] == tok && lock[e.Node] {
+			if first < 0 {
+				first = i
+			}
+			lastSet = i
+			asked[e.Node] = true
+		}
+	}
+	from = res.Events[first].At
+	decided, lastAnswer := -1, from
+	for i := lastSet + 1; i < len(res.Events) && decided < 0; i++ {
+		e := res.Events[i]
+		if e.Actor != client {
+			continue
+		}
+		switch e.Kind {
+		case event.HoldBegan, event.AcquireFailed, event.AcquireGaveUp:
+			decided = i
+		case event.CommandSent:
+			if len(e.Args) >= 3 && strings.EqualFold(e.Args[0], "set") && e.Args[1] == key {
+				decided = -2 // the next attempt: no decision of its own
+			} else if slices.Contains(e.Args[1:], key) || slices.Contains(e.Args[1:], "fence:"+key) {
+				decided = i
+			}
+		}
+		if decided == -2 {
+			break
+		}
+	}
+	end := res.End
+	if decided >= 0 {
+		end = res.Events[decided].At
+	}
+	for i := first; i < len(res.Events) && res.Events[i].At <= end; i++ {
+		e := res.Events[i]
+		switch {
+		case e.Kind == event.CommandExecuted && lock[e.Node] && len(e.Args) >= 3 && e.Args[1] == key && e.Args[2] == tok && asked[e.Node]:
+			ran[e.Node], granted[e.Node] = true, e.Reply == "+OK"
+			lastAnswer = max(lastAnswer, e.At)
+		case (e.Kind == event.MessageDropped || e.Kind == event.MessageLost) && e.Dir == "reply" && e.To == client && strings.Contains(e.Command, tok):
+			unheard[e.From] = true
+			lastAnswer = max(lastAnswer, e.At)
+		case e.Kind == event.ReplyTimeout && e.Actor == client && asked[e.Node]:
+			unheard[e.Node] = true
+			lastAnswer = max(lastAnswer, e.At)
+		}
+	}
+	to = lastAnswer
+	if decided >= 0 {
+		to = res.Events[decided].At
+	}
+	missing := false
+	for n := range asked {
+		if granted[n] && !unheard[n] {
+			yes++
+		}
+		if !ran[n] || unheard[n] {
+			missing = true
+		}
+	}
+	held := false
+	for _, e := range res.Events {
+		if e.Kind == event.HoldBegan && e.Actor == client && e.Token == tok {
+			held = true
+		}
+	}
+	switch {
+	case held:
+		outcome = "held"
+	case yes >= len(lock)/2+1:
+		outcome = failValidity
+	case missing:
+		outcome = failTimeout
+	default:
+		outcome = failQuorum
+	}
+	return from, to, yes, outcome
+}
