@@ -21,15 +21,35 @@ import (
 // reply the client never heard counted as a vote, a validity back-off drawn
 // as a lost quorum, attempt intervals shifted by one attempt — fails here.
 func TestDrawnClaimsAreEvents(t *testing.T) {
+	seen := map[string]int{}
 	for _, r := range catalogueMechanisms(t) {
 		if r.m == nil {
 			continue
 		}
 		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
+		for _, s := range allShapes(tl) {
+			if k, _, ok := strings.Cut(s.Label, " "); ok {
+				seen[k]++
+			}
+			// A reader-writer hold names its holder: "as a reader", "as a
+			// writer" (never "writeer").
+			if strings.Contains(s.Class, "hold") && strings.Contains(s.Title, " as a ") &&
+				!strings.Contains(s.Title, " as a reader ") && !strings.Contains(s.Title, " as a writer ") {
+				t.Errorf("%s: hold tooltip %q", r.id, s.Title)
+			}
+		}
 		for _, err := range claimMismatches(r.res, tl) {
 			t.Errorf("%s: %s", r.id, err)
 		}
 	}
+	// Every kind of claim is drawn somewhere in the catalogue, so none of
+	// the checks above passes for want of elements.
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s element drawn in the whole catalogue", k)
+		}
+	}
+	t.Logf("claims checked: %v", seen)
 }
 
 func allShapes(tl *timeline) []shape {
@@ -67,7 +87,14 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
 	for _, s := range allShapes(tl) {
-		if !strings.HasPrefix(s.Label, "attempts ") {
+		switch {
+		case strings.HasPrefix(s.Label, "subtitle "):
+			errs = append(errs, subtitleClaim(res, s)...)
+			continue
+		case strings.HasPrefix(s.Label, "nokey ") || strings.HasPrefix(s.Label, "lockdata "):
+			errs = append(errs, lockDataClaim(res, s.Label)...)
+			continue
+		case !strings.HasPrefix(s.Label, "attempts "):
 			continue
 		}
 		ids, err := parseIDs(s.Events)
@@ -247,4 +274,83 @@ func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]
 		outcome = failQuorum
 	}
 	return from, to, yes, outcome
+}
+
+// subtitleClaim re-derives a server row's subtitle: a host that was
+// promoted says when (its last change of role); one that dials database
+// servers for the clients is a pool (a pooler when the clients dial it);
+// no other host is called either.
+func subtitleClaim(res *scenarios.Result, s shape) []string {
+	f := strings.SplitN(s.Label, " ", 3)
+	host, sub := f[1], f[2]
+	last := ""
+	dials, dialed := false, false
+	for _, e := range res.Events {
+		switch {
+		case (e.Kind == event.Promoted || e.Kind == event.DBPromoted) && e.Node == host:
+			last = "promoted at " + fmt.Sprintf("%.3fs", e.At.Seconds())
+		case e.Kind == event.MasterRejoined && e.Node == host:
+			last = "replica of " + e.To + " at " + fmt.Sprintf("%.3fs", e.At.Seconds())
+		case e.Kind == event.DBConnOpened && e.Client == host:
+			dials = true
+		case e.Kind == event.DBConnOpened && e.Node == host:
+			dialed = true
+		}
+	}
+	var want string
+	switch {
+	case last != "":
+		want = last
+	case dials && dialed:
+		want = "pooler in front of"
+	case dials:
+		want = "shared connection pool to"
+	}
+	switch {
+	case want != "" && !strings.HasPrefix(sub, want):
+		return []string{fmt.Sprintf("%s's subtitle %q; its events say %q", host, sub, want)}
+	case want == "" && (strings.Contains(sub, "pool") || strings.Contains(sub, "promoted")):
+		return []string{fmt.Sprintf("%s's subtitle %q; no event says so", host, sub)}
+	case want != "" && s.Events == "":
+		return []string{fmt.Sprintf("%s's subtitle %q names no event", host, sub)}
+	}
+	return nil
+}
+
+// lockDataClaim: a node lane that reads "no lock key" ran no command on
+// the lock's structures beyond its plain key, and one that names them
+// names exactly those its node touched.
+func lockDataClaim(res *scenarios.Result, label string) []string {
+	f := strings.Fields(label)
+	node, key := f[1], res.Scenario.Key
+	var touched []string
+	for _, e := range res.Events {
+		if e.Kind != event.CommandExecuted || e.Node != node || len(e.Args) < 2 {
+			continue
+		}
+		var names []string
+		for _, a := range e.Args[1:] {
+			if a == key || strings.HasPrefix(a, key+":") {
+				names = append(names, a)
+			}
+		}
+		plain := len(names) == 1 && names[0] == key && !strings.EqualFold(e.Args[0], "zadd") &&
+			!strings.EqualFold(e.Args[0], "zrem") && !strings.EqualFold(e.Args[0], "zremrangebyscore") && !strings.EqualFold(e.Args[0], "zrank")
+		if plain {
+			continue
+		}
+		for _, n := range names {
+			if !slices.Contains(touched, n) {
+				touched = append(touched, n)
+			}
+		}
+	}
+	drawn := ""
+	if f[0] == "lockdata" {
+		drawn = f[2]
+	}
+	if got := strings.Join(touched, ","); got != drawn {
+		return []string{fmt.Sprintf("%s's lane: %q; the node ran commands on the lock's structures %q", node, label, got)}
+	}
+	return nil
 }

@@ -170,7 +170,12 @@ func (b *tlBuilder) keyLane(node string, r row) {
 	t := b.t
 	y := r.y + keyBarTop
 	if len(b.mech.Keys[node]) == 0 {
-		t.Plot = append(t.Plot, shape{Kind: "text", X: t.X0 + 4, Y: y + 13, Text: "no lock key", Size: 10, Fill: "#94a3b8"})
+		s := shape{Kind: "text", X: t.X0 + 4, Y: y + 13, Text: "no lock key", Size: 10, Fill: "#94a3b8", Label: "nokey " + node}
+		if d := b.mech.Structures[node]; d != nil {
+			s.Text, s.Fill, s.Events = lockDataText(d), "#475569", eventIDs(d.Events)
+			s.Label = "lockdata " + node + " " + strings.Join(d.Names, ",")
+		}
+		t.Plot = append(t.Plot, s)
 	}
 	lastEnd := -1e9
 	spans := b.mech.Keys[node]

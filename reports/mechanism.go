@@ -182,6 +182,10 @@ type mechanism struct {
 	Znodes     []znodeSpan
 	Notifies   []notify
 	Servers    []serverSpan // ensemble servers' roles, in the order they end
+	// Structures: per Redis node, the commands it ran on the lock's data
+	// other than its plain string key (a semaphore's sorted set of
+	// permits, a reader-writer lock's hash): lockStructures.
+	Structures map[string]*lockData
 	Redlock    bool
 	ZK         bool
 }
@@ -406,6 +410,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				*s = keyState{}
 			}
 		case isNode[actor] && e.Kind == event.CommandExecuted:
+			m.noteStructure(actor, i, e, sc.Key)
 			f, reply := words(e), e.Reply
 			for range replicasOf(masterOf, actor) {
 				if changed(reply) {

@@ -96,6 +96,9 @@ type tlBuilder struct {
 type rowSpec struct {
 	name, sub, kind string
 	h               float64
+	// subTitle and subEvents: a server row subtitle's tooltip and the
+	// events it is derived from (hostSubtitle).
+	subTitle, subEvents string
 }
 
 type row struct{ y, h float64 }
@@ -266,7 +269,8 @@ func (b *tlBuilder) layout(clients []string) {
 		case h.Name == scenarios.ResourceHost || h.Role == "resource":
 			specs = append(specs, rowSpec{name: h.Name, sub: "protected resource", kind: "store", h: 46})
 		default:
-			specs = append(specs, rowSpec{name: h.Name, sub: h.Role + " node", kind: "node", h: b.nodeRowHeight(h.Name, trivialClock(h))})
+			sub, title, ids := hostSubtitle(h, res.Events)
+			specs = append(specs, rowSpec{name: h.Name, sub: sub, subTitle: title, subEvents: eventIDs(ids), kind: "node", h: b.nodeRowHeight(h.Name, trivialClock(h))})
 		}
 	}
 	for _, c := range clients {
@@ -305,7 +309,11 @@ func (b *tlBuilder) layout(clients []string) {
 				ly = y + 15 // tall rows and key lanes: the name at the top
 			}
 			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: ly, Text: s.name, Size: 12.5, Weight: "700", Fill: nameFill, Class: "row-label"})
-			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: ly + 12, Text: s.sub, Size: 10, Fill: "#64748b"})
+			sub := shape{Kind: "text", X: 8, Y: ly + 12, Text: s.sub, Size: 10, Fill: "#64748b", Title: s.subTitle, Events: s.subEvents}
+			if s.kind == "node" {
+				sub.Label = "subtitle " + s.name + " " + s.sub
+			}
+			t.Over = append(t.Over, sub)
 		}
 		if i > 0 && s.kind != "client" && specs[i-1].kind == "client" {
 			t.Over = append(t.Over, shape{Kind: "line", X: 0, Y: y, X2: t.Width, Y2: y, Stroke: "#94a3b8", SW: 1.2})
@@ -642,6 +650,18 @@ func holdVerb(iv checker.Interval) string {
 	return "holds"
 }
 
+// modeNoun names the holder of a reader-writer lock's mode: a read hold's
+// is a reader, a write hold's a writer.
+func modeNoun(mode string) string {
+	switch mode {
+	case checker.ModeRead:
+		return "reader"
+	case checker.ModeWrite:
+		return "writer"
+	}
+	return mode + " holder"
+}
+
 func (b *tlBuilder) interval(iv checker.Interval) {
 	r, ok := b.rowOf[iv.Client]
 	if !ok || !b.visible(iv.Start, iv.End) {
@@ -652,7 +672,7 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	w := math.Max(x1-x0, 2)
 	title := fmt.Sprintf("%s holds the lock %s → %s (%s); ends: %s", iv.Client, checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
 	if iv.Mode != "" {
-		title = fmt.Sprintf("%s holds the lock as a %ser %s → %s (%s); ends: %s", iv.Client, iv.Mode, checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
+		title = fmt.Sprintf("%s holds the lock as a %s %s → %s (%s); ends: %s", iv.Client, modeNoun(iv.Mode), checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
 	}
 	if iv.Token != "" {
 		title += "; token " + iv.Token
