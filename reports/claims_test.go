@@ -236,7 +236,7 @@ func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]
 		case e.Kind == event.CommandExecuted && lock[e.Node] && len(e.Args) >= 3 && e.Args[1] == key && e.Args[2] == tok && asked[e.Node]:
 			ran[e.Node], granted[e.Node] = true, e.Reply == "+OK"
 			lastAnswer = max(lastAnswer, e.At)
-		case (e.Kind == event.MessageDropped || e.Kind == event.MessageLost) && e.Dir == "reply" && e.To == client && strings.Contains(e.Command, tok):
+		case (e.Kind == event.MessageDropped || e.Kind == event.MessageLost) && e.Dir == "reply" && e.To == client && e.Op == "SET" && asked[e.From]:
 			unheard[e.From] = true
 			lastAnswer = max(lastAnswer, e.At)
 		case e.Kind == event.ReplyTimeout && e.Actor == client && asked[e.Node]:

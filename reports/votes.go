@@ -114,7 +114,9 @@ func (vt *voteTracker) event(i int, e *event.Event, client string) {
 		if e.Dir == "reply" {
 			node = e.From
 		}
-		if o = vt.open[e.Client]; o == nil || o.votes[node] == nil || !strings.Contains(e.Command, " "+vt.key+" "+o.a.Token) {
+		// The message's op says it is a SET: the one this attempt sent
+		// that node (a client has one SET to a node per attempt).
+		if o = vt.open[e.Client]; o == nil || o.votes[node] == nil || !strings.EqualFold(e.Op, "SET") {
 			return
 		}
 		if e.Dir == "reply" {
