@@ -86,6 +86,7 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
+	var sessions []string
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -93,6 +94,9 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			continue
 		case strings.HasPrefix(s.Label, "nokey ") || strings.HasPrefix(s.Label, "lockdata "):
 			errs = append(errs, lockDataClaim(res, s.Label)...)
+			continue
+		case strings.HasPrefix(s.Label, "session "):
+			sessions = append(sessions, s.Label)
 			continue
 		case !strings.HasPrefix(s.Label, "attempts "):
 			continue
@@ -109,6 +113,7 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		}
 		errs = append(errs, attemptClaim(res, s.Label, ids)...)
 	}
+	errs = append(errs, sessionClaims(res, sessions)...)
 	// The other way round: every SET of the lock a client sent to a lock
 	// node is in exactly one drawn attempt, when the votes lane is drawn.
 	if len(drawnSets) > 0 {
@@ -353,4 +358,76 @@ func lockDataClaim(res *scenarios.Result, label string) []string {
 		return []string{fmt.Sprintf("%s's lane: %q; the node ran commands on the lock's structures %q", node, label, got)}
 	}
 	return nil
+}
+
+// sessionClaims re-derives the ZooKeeper connection states drawn: a
+// SUSPENDED span begins where the client's link to a server was cut, a
+// LOST one where the ensemble expired a session of that client; and the
+// other way round, at the instant the ensemble expires a client's latest
+// session, the client is not drawn CONNECTED.
+func sessionClaims(res *scenarios.Result, labels []string) []string {
+	var errs []string
+	type span struct {
+		state string
+		from  float64
+	}
+	drawn := map[string][]span{}
+	for _, l := range labels {
+		f := strings.Fields(l)
+		from, _ := strconv.ParseFloat(strings.TrimSuffix(f[len(f)-1], "s"), 64)
+		drawn[f[1]] = append(drawn[f[1]], span{strings.Join(f[2:len(f)-1], " "), from})
+	}
+	sec := func(d time.Duration) float64 {
+		v, _ := strconv.ParseFloat(fmt.Sprintf("%.3f", d.Seconds()), 64)
+		return v
+	}
+	clientOf := map[string]string{}
+	last := map[string]string{} // client → its latest session
+	var cuts, expiries, closes []event.Event
+	for _, e := range res.Events {
+		switch e.Kind {
+		case event.SessionCreated:
+			clientOf[e.Session] = e.Client
+			last[e.Client] = e.Session
+		case event.LinkCut:
+			cuts = append(cuts, e)
+		case event.ConnClosedBy, event.ConnReset:
+			closes = append(closes, e)
+		case event.SessionExpired:
+			if c := clientOf[e.Session]; last[c] == e.Session && len(drawn[c]) > 0 {
+				expiries = append(expiries, e)
+			}
+		}
+	}
+	for c, spans := range drawn {
+		for _, sp := range spans {
+			ok := true
+			switch sp.state {
+			case "SUSPENDED":
+				ok = slices.ContainsFunc(cuts, func(e event.Event) bool { return (e.From == c || e.To == c) && sec(e.At) == sp.from })
+			case "LOST", "LOST (" + strings.TrimPrefix(sp.state, "LOST ("):
+				// An expiry, or after one the server closing the
+				// connection it still answered on.
+				ok = slices.ContainsFunc(expiries, func(e event.Event) bool { return clientOf[e.Session] == c && sec(e.At) == sp.from }) ||
+					sp.state == "LOST" && slices.ContainsFunc(closes, func(e event.Event) bool { return e.Client == c && sec(e.At) == sp.from }) &&
+						slices.ContainsFunc(expiries, func(e event.Event) bool { return clientOf[e.Session] == c && sec(e.At) < sp.from })
+			}
+			if !ok {
+				errs = append(errs, fmt.Sprintf("%s drawn %s from %.3fs: no event of that kind for %s then", c, sp.state, sp.from, c))
+			}
+		}
+	}
+	for _, e := range expiries {
+		c := clientOf[e.Session]
+		state := ""
+		for _, sp := range drawn[c] {
+			if sp.from <= sec(e.At) {
+				state = sp.state
+			}
+		}
+		if strings.HasPrefix(state, "CONNECTED") {
+			errs = append(errs, fmt.Sprintf("%s drawn %s at %.3fs, when the server expired its session cut off from it", c, state, sec(e.At)))
+		}
+	}
+	return errs
 }
