@@ -730,8 +730,8 @@ func (b *tlBuilder) mechLegend() []legendItem {
 	}
 	if len(b.sessionClients) > 0 {
 		if b.ensembleSessions() {
-			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "connected to a server (named)"}, legendItem{Swatch: "sw-session-suspended", Text: "DISCONNECTED, or SUSPENDED (the link to its server cut: frames wait, reconnects go unanswered)"},
-				legendItem{Swatch: "sw-session-lost", Text: "LOST (the ensemble expired the session; the client does not know yet) or EXPIRED (the server refused the session)"})
+			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "connected to a server (named)"}, legendItem{Swatch: "sw-session-suspended", Text: "DISCONNECTED; SUSPENDED (link cut)"},
+				legendItem{Swatch: "sw-session-lost", Text: "LOST (session expired); EXPIRED (refused)"})
 		} else {
 			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
 		}
