@@ -2,12 +2,14 @@ package reports
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -44,7 +46,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -87,6 +89,7 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
 	var sessions []string
+	backendGrants := 0
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -94,6 +97,9 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			continue
 		case strings.HasPrefix(s.Label, "nokey ") || strings.HasPrefix(s.Label, "lockdata "):
 			errs = append(errs, lockDataClaim(res, s.Label)...)
+			continue
+		case strings.HasPrefix(s.Label, "backendhold "):
+			backendGrants += backendHoldClaim(res, s.Label, &errs)
 			continue
 		case strings.HasPrefix(s.Label, "session "):
 			sessions = append(sessions, s.Label)
@@ -114,6 +120,24 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		errs = append(errs, attemptClaim(res, s.Label, ids)...)
 	}
 	errs = append(errs, sessionClaims(res, sessions)...)
+	// Every grant to a backend is in a drawn hold, when the lane is drawn.
+	if backendGrants > 0 {
+		dials := map[string]bool{}
+		for _, e := range res.Events {
+			if e.Kind == event.DBConnOpened {
+				dials[e.Client] = true
+			}
+		}
+		n := 0
+		for _, e := range res.Events {
+			if e.Kind == event.DBLockGranted && !dials[e.Node] {
+				n++
+			}
+		}
+		if n != backendGrants {
+			errf("%d locks granted to backends, %d drawn", n, backendGrants)
+		}
+	}
 	// The other way round: every SET of the lock a client sent to a lock
 	// node is in exactly one drawn attempt, when the votes lane is drawn.
 	if len(drawnSets) > 0 {
@@ -430,4 +454,87 @@ func sessionClaims(res *scenarios.Result, labels []string) []string {
 		}
 	}
 	return errs
+}
+
+// backendHoldClaim re-derives one backend's hold of a database lock: it
+// begins at a grant to that connection, counts the grants and releases
+// between its ends, ends as its end says (the release that balances the
+// grants, the transaction's end, the session's end, or never), and says
+// for how long no client held the lock. It returns the grants counted.
+func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
+	errf := func(format string, args ...any) {
+		*errs = append(*errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
+	}
+	words, kv := labelFields(label)
+	conn, key := words[1], words[2]
+	from, _ := strconv.ParseInt(kv["from"], 10, 64)
+	to, _ := strconv.ParseInt(kv["to"], 10, 64)
+	end := time.Duration(to)
+	if to < 0 {
+		end = res.End
+	}
+	grants, releases := 0, 0
+	at := func(e event.Event, kind event.Kind, t time.Duration) bool {
+		return e.Kind == kind && e.Conn == conn && e.At == t
+	}
+	began, ended := false, to < 0
+	for _, e := range res.Events {
+		if e.Conn != conn || e.At < time.Duration(from) || e.At > end {
+			continue
+		}
+		switch {
+		case e.Kind == event.DBLockGranted && e.Key == key:
+			grants++
+			began = began || e.At == time.Duration(from)
+		case e.Kind == event.DBLockReleased && e.Key == key:
+			releases++
+		}
+		switch why, _ := url.QueryUnescape(kv["end"]); {
+		case why == "released":
+			ended = ended || at(e, event.DBLockReleased, end)
+		case strings.HasPrefix(why, "session ended: "):
+			ended = ended || at(e, event.DBSessionEnded, end) && why == "session ended: "+e.Reason
+		case why == "commit" || why == "rollback":
+			ended = ended || at(e, event.DBSegmentReceived, end) && strings.EqualFold(e.Op, why)
+		}
+	}
+	for _, e := range res.Events {
+		if e.Kind == event.DBServerCrashed && e.At == end && kv["end"] == "server+crashed" {
+			ended = true
+		}
+	}
+	if !began {
+		errf("no grant of %s to %s at %d ns", key, conn, from)
+	}
+	if !ended {
+		errf("no event ends it as %q at %v", kv["end"], end)
+	}
+	if strconv.Itoa(grants) != kv["grants"] || strconv.Itoa(releases) != kv["releases"] {
+		errf("the server granted %d× and released %d× in it", grants, releases)
+	}
+	if kv["end"] == "released" && grants != releases {
+		errf("ends released with %d grants and %d releases", grants, releases)
+	}
+	// Unheld: the instants of [from, end] that no client hold covers,
+	// summed over the pieces between every hold's ends.
+	cuts := []time.Duration{time.Duration(from), end}
+	for _, iv := range res.History.Intervals {
+		cuts = append(cuts, iv.Start, iv.End)
+	}
+	slices.Sort(cuts)
+	gap := time.Duration(0)
+	for i := 0; i+1 < len(cuts); i++ {
+		a, b := max(cuts[i], time.Duration(from)), min(cuts[i+1], end)
+		if a >= b {
+			continue
+		}
+		covered := slices.ContainsFunc(res.History.Intervals, func(iv checker.Interval) bool { return iv.Start <= a && b <= iv.End })
+		if !covered {
+			gap += b - a
+		}
+	}
+	if strconv.FormatInt(int64(gap), 10) != kv["unheld"] {
+		errf("no client holds the lock for %d ns of it", gap)
+	}
+	return grants
 }

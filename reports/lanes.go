@@ -45,6 +45,10 @@ func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 			b.sessionClients = who
 		}
 	}
+	if bl := deriveBackends(b.res.Events); len(bl) > 0 && len(bl) <= 12 {
+		b.backends = bl
+		out = append(out, rowSpec{name: "backends", sub: "database sessions", kind: "backends", h: backendTop + 4 + subLineH*float64(len(bl))})
+	}
 	if m.ZK && len(m.Znodes) > 0 && len(m.Znodes) <= 14 {
 		out = append(out, rowSpec{name: "znodes", sub: "lock queue", kind: "queue", h: 10 + subLineH*float64(len(m.Znodes))})
 	}
@@ -115,6 +119,9 @@ func (b *tlBuilder) drawMechanism() {
 	b.replication()
 	if r, ok := b.rowOf["votes:votes"]; ok {
 		b.votes(r)
+	}
+	if r, ok := b.rowOf["backends:backends"]; ok {
+		b.drawBackends(r)
 	}
 	if r, ok := b.rowOf["sessions:sessions"]; ok {
 		b.sessions(r)
@@ -735,6 +742,9 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		} else {
 			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
 		}
+	}
+	if len(b.backends) > 0 {
+		out = append(out, legendItem{Swatch: "sw-key", Text: "a lock the database server granted a backend (a server session), until released, committed, or the session ended (✗, with why)"})
 	}
 	if len(m.Notifies) > 0 {
 		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})

@@ -90,6 +90,7 @@ type tlBuilder struct {
 	mech     *mechanism
 
 	voteClients, sessionClients []string
+	backends                    []*backendLine // database backends drawn (backends.go)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
