@@ -45,6 +45,10 @@ func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 			b.sessionClients = who
 		}
 	}
+	if bl := deriveBackends(b.res.Events); len(bl) > 0 && len(bl) <= 12 {
+		b.backends = bl
+		out = append(out, rowSpec{name: "backends", sub: "database sessions", kind: "backends", h: backendTop + 4 + subLineH*float64(len(bl))})
+	}
 	if m.ZK && len(m.Znodes) > 0 && len(m.Znodes) <= 14 {
 		out = append(out, rowSpec{name: "znodes", sub: "lock queue", kind: "queue", h: 10 + subLineH*float64(len(m.Znodes))})
 	}
@@ -116,6 +120,9 @@ func (b *tlBuilder) drawMechanism() {
 	if r, ok := b.rowOf["votes:votes"]; ok {
 		b.votes(r)
 	}
+	if r, ok := b.rowOf["backends:backends"]; ok {
+		b.drawBackends(r)
+	}
 	if r, ok := b.rowOf["sessions:sessions"]; ok {
 		b.sessions(r)
 	}
@@ -170,7 +177,12 @@ func (b *tlBuilder) keyLane(node string, r row) {
 	t := b.t
 	y := r.y + keyBarTop
 	if len(b.mech.Keys[node]) == 0 {
-		t.Plot = append(t.Plot, shape{Kind: "text", X: t.X0 + 4, Y: y + 13, Text: "no lock key", Size: 10, Fill: "#94a3b8"})
+		s := shape{Kind: "text", X: t.X0 + 4, Y: y + 13, Text: "no lock key", Size: 10, Fill: "#94a3b8", Label: "nokey " + node}
+		if d := b.mech.Structures[node]; d != nil {
+			s.Text, s.Fill, s.Events = lockDataText(d), "#475569", eventIDs(d.Events)
+			s.Label = "lockdata " + node + " " + strings.Join(d.Names, ",")
+		}
+		t.Plot = append(t.Plot, s)
 	}
 	lastEnd := -1e9
 	spans := b.mech.Keys[node]
@@ -467,103 +479,6 @@ type lostRun struct {
 	x, y        float64 // where the first was lost
 }
 
-// votes draws each Redlock attempt on its client's line: a tick per node
-// answer, the tally against the quorum, and for a granted lock the validity
-// window the client computed.
-func (b *tlBuilder) votes(r row) {
-	t := b.t
-	line := map[string]float64{}
-	for i, c := range b.voteClients {
-		line[c] = r.y + 6 + subLineH*float64(i)
-		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 10, Fill: b.color[c], Weight: "700", Anchor: "end"})
-	}
-	quorum := len(b.mech.Voters)/2 + 1
-	lastEnd := map[string]float64{}
-	// Failed attempts in a row share one path of ticks and one tooltip.
-	type failRun struct {
-		idx      int // index of the path in t.Plot
-		n        int
-		from, to time.Duration
-	}
-	fails := map[string]*failRun{}
-	for _, a := range b.mech.Attempts {
-		y, ok := line[a.Client]
-		if !ok || !b.visible(a.From, a.To) {
-			continue
-		}
-		if !a.Held {
-			x := b.x(a.To)
-			fr := fails[a.Client]
-			if fr == nil {
-				fr = &failRun{idx: len(t.Plot), from: a.To}
-				fails[a.Client] = fr
-				t.Plot = append(t.Plot, shape{Kind: "path", Stroke: "#94a3b8", SW: 3, Fill: "none", Class: "vote vote-failed"})
-			}
-			fr.n++
-			fr.to = a.To
-			p := &t.Plot[fr.idx]
-			p.D += fmt.Sprintf("M%.1f %.1fv13", x, y+1)
-			p.Title = fmt.Sprintf("%d failed attempt(s) by %s from %s to %s: fewer than %d of %d nodes said yes", fr.n, a.Client, checker.Sec(fr.from), checker.Sec(fr.to), quorum, len(b.mech.Voters))
-			if x+6 > lastEnd[a.Client] && fr.n == 1 {
-				label := fmt.Sprintf("%d/%d votes, quorum %d not reached", a.Yes(), len(b.mech.Voters), quorum)
-				if w := boldWidth(label, 10); x+6+w < t.X1 {
-					t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
-					lastEnd[a.Client] = x + 6 + w + 4
-				}
-			}
-			continue
-		}
-		delete(fails, a.Client)
-		x := b.x(a.To)
-		color := "#94a3b8"
-		if a.Held {
-			color = b.color[a.Client]
-		}
-		var tally []string
-		for _, v := range a.Votes {
-			mark := "✗"
-			switch v.Got {
-			case "yes":
-				mark = "✓"
-			case "lost":
-				mark = "–"
-			}
-			tally = append(tally, v.Node+mark)
-		}
-		title := fmt.Sprintf("%s's attempt %s → %s: %s; %d of %d nodes, quorum %d", a.Client, checker.Sec(a.From), checker.Sec(a.To), strings.Join(tally, " "), a.Yes(), len(b.mech.Voters), quorum)
-		if a.Held {
-			title += fmt.Sprintf("; granted, valid until %s", checker.Sec(a.Validity))
-			vx := b.x(a.Validity)
-			// As tall as the vote mark: the attempt's label sits inside
-			// its validity, not half over the outline.
-			t.Plot = append(t.Plot, shape{Kind: "rect", X: x, Y: y + 1, W: math.Max(vx-x, 1), H: 13, Fill: color, Opacity: 0.18, Stroke: color, SW: 1, Class: "validity", Title: title,
-				Label: fmt.Sprintf("validity %s %s %s", a.Client, checker.Sec(a.To), checker.Sec(a.Validity))})
-			t.Plot = append(t.Plot, shape{Kind: "line", X: vx, Y: y, X2: vx, Y2: y + 15, Stroke: color, SW: 2, Title: a.Client + "'s computed validity ends at " + checker.Sec(a.Validity)})
-		}
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 2, Y: y + 1, W: 4, H: 13, Fill: color, Title: title, Class: "vote"})
-		label := fmt.Sprintf("%d/%d votes", a.Yes(), len(b.mech.Voters))
-		if a.Held {
-			var yes []string
-			for _, v := range a.Votes {
-				if v.Got == "yes" {
-					yes = append(yes, v.Node)
-				}
-			}
-			label = fmt.Sprintf("%s (%s), quorum %d → validity %s", label, strings.Join(yes, " "), quorum, dur(a.Validity-a.To))
-		} else {
-			label += fmt.Sprintf(", quorum %d not reached", quorum)
-		}
-		w := boldWidth(label, 10)
-		if x+6 > lastEnd[a.Client] && x+6+w < t.X1 {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
-			lastEnd[a.Client] = x + 6 + w + 4
-		} else if a.Held && x-6-w > t.X0 && x-6-w > lastEnd[a.Client] {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x - 6, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Anchor: "end", Halo: true})
-			lastEnd[a.Client] = x + 4
-		}
-	}
-}
-
 var sessionColors = map[string]string{
 	"CONNECTED":   "#bbf7d0",
 	"RECONNECTED": "#bbf7d0",
@@ -822,10 +737,14 @@ func (b *tlBuilder) mechLegend() []legendItem {
 	}
 	if len(b.sessionClients) > 0 {
 		if b.ensembleSessions() {
-			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "connected to a server (named)"}, legendItem{Swatch: "sw-session-suspended", Text: "DISCONNECTED"}, legendItem{Swatch: "sw-session-lost", Text: "EXPIRED (the server refused the session)"})
+			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "connected to a server (named)"}, legendItem{Swatch: "sw-session-suspended", Text: "DISCONNECTED; SUSPENDED (link cut)"},
+				legendItem{Swatch: "sw-session-lost", Text: "LOST (session expired); EXPIRED (refused)"})
 		} else {
 			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
 		}
+	}
+	if len(b.backends) > 0 {
+		out = append(out, legendItem{Swatch: "sw-key", Text: "a lock the database server granted a backend (a server session), until released, committed, or the session ended (✗, with why)"})
 	}
 	if len(m.Notifies) > 0 {
 		out = append(out, legendItem{Swatch: "sw-notify", Text: "watch notification"})

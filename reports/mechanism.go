@@ -57,17 +57,22 @@ type fenceIssue struct {
 // vote is one node's answer to a Redlock acquire attempt.
 type vote struct {
 	Node string
-	Got  string // "yes", "no", "lost" (no reply)
+	Got  string // voteYes, voteNo, voteUnheard, voteNoAnswer, voteNotAsked (votes.go)
 }
 
 // voteAttempt is one Redlock acquire attempt: a SET to every node.
 type voteAttempt struct {
 	Client   string
 	Token    string
-	From, To time.Duration
+	From, To time.Duration // the first SET sent, the client's decision
+	// Votes has one answer per configured lock node, in host order.
 	Votes    []vote
+	Quorum   int // of the configured lock nodes: len(Votes)/2+1
 	Held     bool
+	HoldAt   time.Duration
 	Validity time.Duration // true time the client's validity ends (Held only)
+	Reason   string        // a failed attempt: failQuorum, failTimeout or failValidity
+	Events   []int         // the events it is drawn from (indexes in res.Events)
 }
 
 // Yes counts the votes for the client.
@@ -177,6 +182,10 @@ type mechanism struct {
 	Znodes     []znodeSpan
 	Notifies   []notify
 	Servers    []serverSpan // ensemble servers' roles, in the order they end
+	// Structures: per Redis node, the commands it ran on the lock's data
+	// other than its plain string key (a semaphore's sorted set of
+	// permits, a reader-writer lock's hash): lockStructures.
+	Structures map[string]*lockData
 	Redlock    bool
 	ZK         bool
 }
@@ -295,14 +304,9 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	}
 	owner, state := kt.owner, kt.state
 
-	// Redlock attempts in progress, per client.
-	open := map[string]*voteAttempt{}
-	finish := func(c string, at time.Duration) {
-		if a := open[c]; a != nil {
-			a.To = at
-			m.Attempts = append(m.Attempts, *a)
-			delete(open, c)
-		}
+	var vt *voteTracker
+	if m.Redlock {
+		vt = newVoteTracker(m, clocks, sc.Key, lockNodes(sc, isNode))
 	}
 	// Pending master writes, for replication lag: summary → times.
 	masterOf := map[string]string{}
@@ -342,21 +346,18 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
 			continue
 		}
+		if vt != nil {
+			client := ""
+			if isClient[base] {
+				client = base
+			}
+			vt.event(i, e, client)
+		}
 		switch {
 		case isClient[base] && e.Kind == event.CommandSent:
-			to := e.Node
 			f := words(e)
 			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
 				owner[f[2]] = base
-				if m.Redlock && isNode[to] {
-					a := open[base]
-					if a == nil || a.Token != f[2] {
-						finish(base, e.At)
-						a = &voteAttempt{Client: base, Token: f[2], From: e.At}
-						open[base] = a
-					}
-					a.Votes = append(a.Votes, vote{Node: to, Got: "lost"})
-				}
 			}
 			for _, w := range f {
 				if looksLikeToken(w) {
@@ -365,14 +366,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 					}
 				}
 			}
-		case isClient[base] && e.Kind == event.HoldBegan:
-			if a := open[base]; a != nil {
-				a.Held = true
-				a.Validity = clocks[base].trueAt(0, e.Validity)
-				finish(base, e.At)
-			}
-		case isClient[base] && e.Kind == event.AcquireFailed:
-			finish(base, e.At)
 		case isClient[base] && e.Kind == event.RenewalFailed:
 			m.RenewFails = append(m.RenewFails, renewFail{Client: e.Client, Reason: e.Reason, At: e.At})
 		case isNode[actor] && e.Kind == event.ReplicationApplied:
@@ -417,6 +410,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				*s = keyState{}
 			}
 		case isNode[actor] && e.Kind == event.CommandExecuted:
+			m.noteStructure(actor, i, e, sc.Key)
 			f, reply := words(e), e.Reply
 			for range replicasOf(masterOf, actor) {
 				if changed(reply) {
@@ -430,28 +424,14 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				}
 			}
 			kt.apply(actor, f, reply, e.At, false)
-			if m.Redlock {
-				if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
-					if a := open[owner[f[2]]]; a != nil && a.Token == f[2] {
-						for j := range a.Votes {
-							if a.Votes[j].Node == actor {
-								a.Votes[j].Got = "no"
-								if reply == "+OK" {
-									a.Votes[j].Got = "yes"
-								}
-							}
-						}
-					}
-				}
-			}
 		}
 	}
 	for _, n := range m.Nodes {
 		kt.expire(n, res.End)
 		kt.close(n, res.End, "end of run")
 	}
-	for _, c := range sortedOpen(open) {
-		finish(c, res.End)
+	if vt != nil {
+		vt.end(sc.ClientNames())
 	}
 	if ensemble {
 		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
@@ -464,15 +444,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	sort.SliceStable(m.Attempts, func(i, j int) bool { return m.Attempts[i].From < m.Attempts[j].From })
 	m.Voters = voters(m)
 	return m
-}
-
-func sortedOpen(open map[string]*voteAttempt) []string {
-	var out []string
-	for c := range open {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func replicasOf(masterOf map[string]string, node string) []string {
@@ -510,7 +481,9 @@ func voters(m *mechanism) []string {
 	asked := map[string]bool{}
 	for _, a := range m.Attempts {
 		for _, v := range a.Votes {
-			asked[v.Node] = true
+			if v.Got != voteNotAsked {
+				asked[v.Node] = true
+			}
 		}
 	}
 	var out []string

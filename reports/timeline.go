@@ -41,7 +41,10 @@ type shape struct {
 	ID      string
 	Clients string // data-clients: the clients a witness element is about
 	Label   string // data-label: machine-readable description for tests
-	Halo    bool   // text with a white outline, readable over lines
+	// Events: data-events, the ids of the events the element is drawn
+	// from (eventIDs: positions in the run's event log).
+	Events string
+	Halo   bool // text with a white outline, readable over lines
 }
 
 // timeline is one SVG picture of (part of) a run.
@@ -87,12 +90,16 @@ type tlBuilder struct {
 	mech     *mechanism
 
 	voteClients, sessionClients []string
+	backends                    []*backendLine // database backends drawn (backends.go)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
 type rowSpec struct {
 	name, sub, kind string
 	h               float64
+	// subTitle and subEvents: a server row subtitle's tooltip and the
+	// events it is derived from (hostSubtitle).
+	subTitle, subEvents string
 }
 
 type row struct{ y, h float64 }
@@ -263,7 +270,8 @@ func (b *tlBuilder) layout(clients []string) {
 		case h.Name == scenarios.ResourceHost || h.Role == "resource":
 			specs = append(specs, rowSpec{name: h.Name, sub: "protected resource", kind: "store", h: 46})
 		default:
-			specs = append(specs, rowSpec{name: h.Name, sub: h.Role + " node", kind: "node", h: b.nodeRowHeight(h.Name, trivialClock(h))})
+			sub, title, ids := hostSubtitle(h, res.Events)
+			specs = append(specs, rowSpec{name: h.Name, sub: sub, subTitle: title, subEvents: eventIDs(ids), kind: "node", h: b.nodeRowHeight(h.Name, trivialClock(h))})
 		}
 	}
 	for _, c := range clients {
@@ -302,7 +310,11 @@ func (b *tlBuilder) layout(clients []string) {
 				ly = y + 15 // tall rows and key lanes: the name at the top
 			}
 			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: ly, Text: s.name, Size: 12.5, Weight: "700", Fill: nameFill, Class: "row-label"})
-			t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: ly + 12, Text: s.sub, Size: 10, Fill: "#64748b"})
+			sub := shape{Kind: "text", X: 8, Y: ly + 12, Text: s.sub, Size: 10, Fill: "#64748b", Title: s.subTitle, Events: s.subEvents}
+			if s.kind == "node" {
+				sub.Label = "subtitle " + s.name + " " + s.sub
+			}
+			t.Over = append(t.Over, sub)
 		}
 		if i > 0 && s.kind != "client" && specs[i-1].kind == "client" {
 			t.Over = append(t.Over, shape{Kind: "line", X: 0, Y: y, X2: t.Width, Y2: y, Stroke: "#94a3b8", SW: 1.2})
@@ -639,6 +651,18 @@ func holdVerb(iv checker.Interval) string {
 	return "holds"
 }
 
+// modeNoun names the holder of a reader-writer lock's mode: a read hold's
+// is a reader, a write hold's a writer.
+func modeNoun(mode string) string {
+	switch mode {
+	case checker.ModeRead:
+		return "reader"
+	case checker.ModeWrite:
+		return "writer"
+	}
+	return mode + " holder"
+}
+
 func (b *tlBuilder) interval(iv checker.Interval) {
 	r, ok := b.rowOf[iv.Client]
 	if !ok || !b.visible(iv.Start, iv.End) {
@@ -649,7 +673,7 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	w := math.Max(x1-x0, 2)
 	title := fmt.Sprintf("%s holds the lock %s → %s (%s); ends: %s", iv.Client, checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
 	if iv.Mode != "" {
-		title = fmt.Sprintf("%s holds the lock as a %ser %s → %s (%s); ends: %s", iv.Client, iv.Mode, checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
+		title = fmt.Sprintf("%s holds the lock as a %s %s → %s (%s); ends: %s", iv.Client, modeNoun(iv.Mode), checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
 	}
 	if iv.Token != "" {
 		title += "; token " + iv.Token

@@ -26,17 +26,24 @@ type ensembleState struct {
 	current   map[string]string // client → its connection in use
 	state     map[string]*sessionSpan
 	role      map[string]*serverSpan // server → its current role
+	redialed  map[string]bool        // client → it redialed unanswered since its last CONNECT reply
 }
 
 func newEnsembleState() *ensembleState {
 	return &ensembleState{sessionOf: map[string]string{}, clientOf: map[string]string{}, znodeSess: map[int]string{},
-		current: map[string]string{}, state: map[string]*sessionSpan{}, role: map[string]*serverSpan{}}
+		current: map[string]string{}, state: map[string]*sessionSpan{}, role: map[string]*serverSpan{}, redialed: map[string]bool{}}
 }
 
 // connClient is the client of a connection name "c1#2>zk3".
 func connClient(conn string) string {
 	c, _, _ := strings.Cut(conn, "#")
 	return c
+}
+
+// connServer is the server of a connection name "c1#2>zk3".
+func connServer(conn string) string {
+	_, srv, _ := strings.Cut(conn, ">")
+	return srv
 }
 
 // setState starts a new connection state span of a client.
@@ -174,6 +181,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		switch {
 		case e.Op == "CONNECT" && e.Session != "":
 			s.sessionOf[conn], s.clientOf[e.Session], s.current[who] = e.Session, who, conn
+			s.redialed[who] = false
 			s.setState(m, who, "CONNECTED "+e.Node, e.At)
 		case e.Op == "CONNECT" && e.Reply == "SESSIONEXPIRED":
 			s.current[who] = conn
@@ -201,7 +209,33 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "CONNECTED") {
 			s.setState(m, who, "DISCONNECTED", e.At)
 		}
+		if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "LOST (") {
+			s.setState(m, who, "LOST", e.At) // its server no longer answers either
+		}
 
+	// The client's link to the server of its connection cut: its frames
+	// wait, it hears no pings and then redials unanswered — SUSPENDED in
+	// Curator's words — until the link heals or the server expires the
+	// session (LOST: the client cannot know it yet).
+	case event.LinkCut, event.LinkHealed:
+		who, server := e.From, e.To
+		if !client {
+			who, server = e.To, e.From
+		}
+		st := s.state[who]
+		if st == nil || connServer(s.current[who]) != server {
+			return true
+		}
+		switch {
+		case e.Kind == event.LinkCut && strings.HasPrefix(st.State, "CONNECTED"):
+			s.setState(m, who, "SUSPENDED", e.At)
+		case e.Kind == event.LinkHealed && st.State == "SUSPENDED" && !s.redialed[who]:
+			s.setState(m, who, "CONNECTED "+server, e.At)
+		}
+	case event.ConnectNoAnswer:
+		if client {
+			s.redialed[e.Client] = true
+		}
 	case event.SessionCreated:
 		s.sessionOf[e.Conn], s.clientOf[e.Session] = e.Session, e.Client
 	case event.SessionExpired:
@@ -210,6 +244,16 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 			return true
 		}
 		m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At})
+		// The client's current session is gone, whether or not it still
+		// talks to a server: one cut off from the quorum answers it until
+		// it notices (the minority-partition lessons).
+		if st := s.state[who]; st != nil && s.sessionOf[s.current[who]] == e.Session {
+			lost := "LOST"
+			if srv, ok := strings.CutPrefix(st.State, "CONNECTED "); ok {
+				lost = "LOST (" + srv + " still answers)"
+			}
+			s.setState(m, who, lost, e.At)
+		}
 		// Closing the session deletes its ephemeral nodes (the leader
 		// commits closeSession; every server applies it).
 		for i := range m.Znodes {

@@ -1,0 +1,254 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/event"
+)
+
+// The database mechanism: a database's lock belongs to a server session (a
+// backend), not to a client. A pool keeps the backend, and its session
+// locks, after the client is done with it; PgBouncer hands one backend to
+// whichever client sends the next transaction; a server ends a session on
+// wait_timeout, a failed keepalive, a KILL or a crash, and its locks go
+// with it. So the lane draws one line per backend — a connection to a
+// database server (sim/dbnet names them "c1#1>db1") — with the locks the
+// server granted it, how each ended, and how the session ended, all from
+// the db.* events (sim/event/kinds.go). A lock a backend holds while no
+// client holds the lock is said so: "held by pgbouncer#1 (no client holds
+// it: idle in the pool)", not "nobody holds".
+
+// backendHold is one lock a server granted a backend.
+type backendHold struct {
+	Conn, Key, Op string
+	From, To      time.Duration
+	End           string // "released", "commit", "rollback", "session ended: <reason>", "server crashed", "end of run"
+	// Grants and Releases count the server's grants and releases while
+	// the backend held it: a session-level advisory lock stacks, so it is
+	// held until as many unlocks as grants (PostgreSQL's "Advisory
+	// Locks"), or until the session ends.
+	Grants, Releases int
+	Events           []int
+}
+
+// backendMark is a session's end or its connection's trouble.
+type backendMark struct {
+	Conn, What string // What: "session ended: wait_timeout", "reset", "closed by server", "keepalive 3/3 unanswered"
+	At         time.Duration
+	Event      int
+}
+
+// backendLine is one backend: a connection to a database server.
+type backendLine struct {
+	Conn, Server, Owner string
+	Holds               []backendHold
+	Marks               []backendMark
+}
+
+// deriveBackends reads the backends of a database run from its events.
+func deriveBackends(events []event.Event) []*backendLine {
+	dials := map[string]bool{} // hosts that open connections to servers
+	for _, e := range events {
+		if e.Kind == event.DBConnOpened {
+			dials[e.Client] = true
+		}
+	}
+	var lines []*backendLine
+	byConn := map[string]*backendLine{}
+	open := map[string]*backendHold{} // conn+"|"+key → the hold open on it
+	end := func(conn string, at time.Duration, why string, i int, xactOnly bool) {
+		for _, k := range sortedKeysOf(open) {
+			h := open[k]
+			if h.Conn != conn || xactOnly && !strings.Contains(h.Op, "xact") {
+				continue
+			}
+			h.To, h.End = at, why
+			if i >= 0 {
+				h.Events = append(h.Events, i)
+			}
+			byConn[conn].Holds = append(byConn[conn].Holds, *h)
+			delete(open, k)
+		}
+	}
+	for i, e := range events {
+		l := byConn[e.Conn]
+		switch e.Kind {
+		case event.DBConnOpened:
+			// A connection to a host that itself dials servers reaches a
+			// pooler, not a backend.
+			if !dials[e.Node] && l == nil {
+				l = &backendLine{Conn: e.Conn, Server: e.Node, Owner: e.Client}
+				byConn[e.Conn] = l
+				lines = append(lines, l)
+			}
+		case event.DBLockGranted:
+			if l == nil {
+				break
+			}
+			h := open[e.Conn+"|"+e.Key]
+			if h == nil {
+				h = &backendHold{Conn: e.Conn, Key: e.Key, Op: e.Op, From: e.At}
+				open[e.Conn+"|"+e.Key] = h
+			}
+			h.Grants++
+			h.Events = append(h.Events, i)
+		case event.DBLockReleased:
+			if h := open[e.Conn+"|"+e.Key]; h != nil {
+				h.Releases++
+				h.Events = append(h.Events, i)
+				if h.Releases >= h.Grants {
+					h.To, h.End = e.At, "released"
+					l.Holds = append(l.Holds, *h)
+					delete(open, e.Conn+"|"+e.Key)
+				}
+			}
+		case event.DBSegmentReceived:
+			// The server receives COMMIT or ROLLBACK: the transaction's
+			// locks (pg_advisory_xact_lock's) go with it.
+			if l != nil && e.Actor == l.Server && e.Dir == "request" && (e.Op == "COMMIT" || e.Op == "ROLLBACK") {
+				end(e.Conn, e.At, strings.ToLower(e.Op), i, true)
+			}
+		case event.DBSessionEnded:
+			if l != nil {
+				end(e.Conn, e.At, "session ended: "+e.Reason, i, false)
+				l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: "session ended: " + e.Reason, At: e.At, Event: i})
+			}
+		case event.DBConnReset:
+			if l != nil {
+				l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: "reset: " + e.Reason, At: e.At, Event: i})
+			}
+		case event.DBKeepaliveFailed:
+			if l != nil {
+				l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: fmt.Sprintf("keepalive %d/%d unanswered", e.Count, e.Total), At: e.At, Event: i})
+			}
+		case event.DBServerCrashed:
+			for _, bl := range lines {
+				if bl.Server == e.Node {
+					end(bl.Conn, e.At, "server crashed", i, false)
+					bl.Marks = append(bl.Marks, backendMark{Conn: bl.Conn, What: "server crashed", At: e.At, Event: i})
+				}
+			}
+		}
+	}
+	for _, k := range sortedKeysOf(open) {
+		h := open[k]
+		h.End = "end of run"
+		h.To = -1
+		byConn[h.Conn].Holds = append(byConn[h.Conn].Holds, *h)
+	}
+	out := lines[:0]
+	for _, l := range lines {
+		if len(l.Holds) > 0 || len(l.Marks) > 0 {
+			slices.SortStableFunc(l.Holds, func(a, b backendHold) int { return int(a.From - b.From) })
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unheld is how much of [from, to] no client's hold covers.
+func unheld(res *scenarios.Result, from, to time.Duration) time.Duration {
+	var ivs []checker.Interval
+	for _, iv := range res.History.Intervals {
+		if iv.End > from && iv.Start < to {
+			ivs = append(ivs, iv)
+		}
+	}
+	slices.SortFunc(ivs, func(a, b checker.Interval) int { return int(a.Start - b.Start) })
+	gap, at := time.Duration(0), from
+	for _, iv := range ivs {
+		if iv.Start > at {
+			gap += iv.Start - at
+		}
+		at = max(at, iv.End)
+	}
+	if at < to {
+		gap += to - at
+	}
+	return gap
+}
+
+// backendName is a backend's name on its line: the connection without its
+// server when the run has one server.
+func backendName(l *backendLine, servers int) string {
+	if servers > 1 {
+		return l.Conn
+	}
+	name, _, _ := strings.Cut(l.Conn, ">")
+	return name
+}
+
+// backendTop is where the first backend line starts in its row: below the
+// row's name and subtitle, which sit at the row's top on the left.
+const backendTop = 30.0
+
+// drawBackends draws the backend lines in row r.
+func (b *tlBuilder) drawBackends(r row) {
+	t := b.t
+	servers := map[string]bool{}
+	for _, l := range b.backends {
+		servers[l.Server] = true
+	}
+	for i, l := range b.backends {
+		y := r.y + backendTop + subLineH*float64(i)
+		name := backendName(l, len(servers))
+		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: y + 11, Text: name, Size: 11, Fill: b.ownerColor(l.Owner), Weight: "700", Anchor: "end",
+			Title: fmt.Sprintf("backend %s: %s's connection to %s", l.Conn, l.Owner, l.Server)})
+		lastEnd := -1e9
+		for _, h := range l.Holds {
+			to := h.To
+			if to < 0 {
+				to = b.res.End
+			}
+			if !b.visible(h.From, to) {
+				continue
+			}
+			x0, x1 := b.xc(h.From), b.xc(to)
+			gap := unheld(b.res, h.From, to)
+			idle := gap > time.Millisecond
+			title := fmt.Sprintf("%s on %s holds %s (%s) from %s to %s (granted %d×, released %d×); ends: %s", name, l.Server, h.Key, h.Op, checker.Sec(h.From), checker.Sec(to), h.Grants, h.Releases, h.End)
+			text := name + " holds"
+			if h.Grants > 1 {
+				text += fmt.Sprintf(" (granted %d×, released %d×)", h.Grants, h.Releases)
+			}
+			if idle {
+				title += fmt.Sprintf("; for %s of it no client holds the lock: the backend keeps it (idle in the pool)", dur(gap))
+				text = fmt.Sprintf("held by %s, no client holding for %s (idle in the pool)", name, dur(gap))
+			}
+			t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(x1-x0, 2), H: 13, Fill: b.ownerColor(l.Owner), Opacity: 0.55, Class: "backend-hold", Title: title,
+				Events: eventIDs(h.Events), Label: fmt.Sprintf("backendhold %s %s from=%d to=%d grants=%d releases=%d unheld=%d end=%s", h.Conn, h.Key, h.From, h.To, h.Grants, h.Releases, gap, url.QueryEscape(h.End))})
+			if w := textWidth(text, 10); x0+3 > lastEnd && x0+3+w < t.X1 && (idle || w+6 < x1-x0) {
+				t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 11, Text: text, Size: 10, Fill: "#0f172a", Halo: true, Events: eventIDs(h.Events)})
+				lastEnd = x0 + 3 + w
+			}
+		}
+		for _, m := range l.Marks {
+			if !b.visible(m.At, m.At) {
+				continue
+			}
+			x := b.x(m.At)
+			t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl8 8m0 -8l-8 8", x-4, y+3), Stroke: witnessRed, SW: 2, Fill: "none", Class: "backend-end",
+				Title: fmt.Sprintf("%s at %s: %s", name, checker.Sec(m.At), m.What), Events: eventIDs([]int{m.Event}), Label: fmt.Sprintf("backendmark %s %d %s", m.Conn, m.At, url.QueryEscape(m.What))})
+			if w := textWidth(m.What, 10); x+7 > lastEnd && x+7+w < t.X1 {
+				t.Plot = append(t.Plot, shape{Kind: "text", X: x + 7, Y: y + 11, Text: m.What, Size: 10, Fill: witnessRed, Halo: true, Events: eventIDs([]int{m.Event})})
+				lastEnd = x + 7 + w
+			}
+		}
+	}
+}

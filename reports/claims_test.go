@@ -1,0 +1,540 @@
+package reports
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/event"
+)
+
+// The claims the timeline draws, re-derived from the event log alone: each
+// element's data-label states its claim and data-events the events it is
+// drawn from; the functions here recompute the claim from those events and
+// the rest of the log with their own rules (sharing no code with the
+// drawing), and check the other way round that every event of the kind is
+// drawn. Each contradiction of issue 34 — a 5-node Redlock counted as 3, a
+// reply the client never heard counted as a vote, a validity back-off drawn
+// as a lost quorum, attempt intervals shifted by one attempt — fails here.
+func TestDrawnClaimsAreEvents(t *testing.T) {
+	seen := map[string]int{}
+	for _, r := range catalogueMechanisms(t) {
+		if r.m == nil {
+			continue
+		}
+		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
+		for _, s := range allShapes(tl) {
+			if k, _, ok := strings.Cut(s.Label, " "); ok {
+				seen[k]++
+			}
+			// A reader-writer hold names its holder: "as a reader", "as a
+			// writer" (never "writeer").
+			if strings.Contains(s.Class, "hold") && strings.Contains(s.Title, " as a ") &&
+				!strings.Contains(s.Title, " as a reader ") && !strings.Contains(s.Title, " as a writer ") {
+				t.Errorf("%s: hold tooltip %q", r.id, s.Title)
+			}
+		}
+		for _, err := range claimMismatches(r.res, tl) {
+			t.Errorf("%s: %s", r.id, err)
+		}
+	}
+	// Every kind of claim is drawn somewhere in the catalogue, so none of
+	// the checks above passes for want of elements.
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s element drawn in the whole catalogue", k)
+		}
+	}
+	t.Logf("claims checked: %v", seen)
+}
+
+func allShapes(tl *timeline) []shape {
+	return slices.Concat(tl.Back, tl.Plot, tl.Over)
+}
+
+// labelFields splits "kind word k=v k=v" into its words and fields.
+func labelFields(label string) ([]string, map[string]string) {
+	var words []string
+	kv := map[string]string{}
+	for _, f := range strings.Fields(label) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			kv[k] = v
+		} else {
+			words = append(words, f)
+		}
+	}
+	return words, kv
+}
+
+func parseIDs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("data-events %q: %v", s, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func claimMismatches(res *scenarios.Result, tl *timeline) []string {
+	var errs []string
+	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
+	var sessions []string
+	backendGrants := 0
+	for _, s := range allShapes(tl) {
+		switch {
+		case strings.HasPrefix(s.Label, "subtitle "):
+			errs = append(errs, subtitleClaim(res, s)...)
+			continue
+		case strings.HasPrefix(s.Label, "nokey ") || strings.HasPrefix(s.Label, "lockdata "):
+			errs = append(errs, lockDataClaim(res, s.Label)...)
+			continue
+		case strings.HasPrefix(s.Label, "backendhold "):
+			backendGrants += backendHoldClaim(res, s.Label, &errs)
+			continue
+		case strings.HasPrefix(s.Label, "session "):
+			sessions = append(sessions, s.Label)
+			continue
+		case !strings.HasPrefix(s.Label, "attempts "):
+			continue
+		}
+		ids, err := parseIDs(s.Events)
+		if err != nil || len(ids) == 0 {
+			errf("%q: no events named (%v)", s.Label, err)
+			continue
+		}
+		for _, id := range ids {
+			if e := res.Events[id]; e.Kind == event.CommandSent {
+				drawnSets[id]++
+			}
+		}
+		errs = append(errs, attemptClaim(res, s.Label, ids)...)
+	}
+	errs = append(errs, sessionClaims(res, sessions)...)
+	// Every grant to a backend is in a drawn hold, when the lane is drawn.
+	if backendGrants > 0 {
+		dials := map[string]bool{}
+		for _, e := range res.Events {
+			if e.Kind == event.DBConnOpened {
+				dials[e.Client] = true
+			}
+		}
+		n := 0
+		for _, e := range res.Events {
+			if e.Kind == event.DBLockGranted && !dials[e.Node] {
+				n++
+			}
+		}
+		if n != backendGrants {
+			errf("%d locks granted to backends, %d drawn", n, backendGrants)
+		}
+	}
+	// The other way round: every SET of the lock a client sent to a lock
+	// node is in exactly one drawn attempt, when the votes lane is drawn.
+	if len(drawnSets) > 0 {
+		lock := claimLockNodes(res.Scenario)
+		for i, e := range res.Events {
+			if e.Kind == event.CommandSent && len(e.Args) >= 3 && strings.EqualFold(e.Args[0], "set") && e.Args[1] == res.Scenario.Key && lock[e.Node] {
+				if drawnSets[i] != 1 {
+					errf("%s's SET of %s to %s at %v (event %d) is in %d drawn attempts", e.Actor, e.Args[2], e.Node, e.At, i, drawnSets[i])
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// claimLockNodes are the configured Redlock nodes, by the scenario's own
+// definition: masters that are no token store.
+func claimLockNodes(sc *scenarios.Scenario) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range sc.Nodes {
+		if n.Replica == "" && n.Role == "" {
+			out[n.Name] = true
+		}
+	}
+	return out
+}
+
+// attemptClaim re-derives a drawn group of Redlock attempts.
+func attemptClaim(res *scenarios.Result, label string, ids []int) []string {
+	var errs []string
+	errf := func(format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
+	}
+	words, kv := labelFields(label)
+	if len(words) != 2 {
+		return []string{fmt.Sprintf("%q: not an attempts label", label)}
+	}
+	client, key := words[1], res.Scenario.Key
+	lock := claimLockNodes(res.Scenario)
+	var tokens []string
+	for _, id := range ids {
+		e := res.Events[id]
+		if e.Kind == event.CommandSent && e.Actor == client && len(e.Args) >= 3 && e.Args[1] == key && !slices.Contains(tokens, e.Args[2]) {
+			tokens = append(tokens, e.Args[2])
+		}
+	}
+	if want := kv["n"]; strconv.Itoa(len(tokens)) != want {
+		errf("drawn as %s attempts, its events hold %d tokens", want, len(tokens))
+		return errs
+	}
+	if want := strconv.Itoa(len(lock)); kv["of"] != want {
+		errf("votes out of %s nodes; the scenario configures %s lock nodes", kv["of"], want)
+	}
+	if want := strconv.Itoa(len(lock)/2 + 1); kv["quorum"] != want {
+		errf("quorum %s; a majority of %d lock nodes is %s", kv["quorum"], len(lock), want)
+	}
+	for k, tok := range tokens {
+		from, to, yes, outcome := rederiveAttempt(res, client, tok, lock)
+		if k == 0 && strconv.FormatInt(int64(from), 10) != kv["from"] {
+			errf("drawn from %s ns; %s's first SET of %s was sent at %d ns", kv["from"], client, tok, from)
+		}
+		if k == len(tokens)-1 && strconv.FormatInt(int64(to), 10) != kv["to"] {
+			errf("drawn to %s ns; %s decided on %s at %d ns", kv["to"], client, tok, to)
+		}
+		if strconv.Itoa(yes) != kv["yes"] {
+			errf("drawn with %s yes votes; %d replies of +OK to %s's SET of %s reached it", kv["yes"], yes, client, tok)
+		}
+		if outcome != kv["outcome"] {
+			errf("drawn as %s; the events of %s's attempt with %s say %s", kv["outcome"], client, tok, outcome)
+		}
+	}
+	return errs
+}
+
+// rederiveAttempt reads one attempt (client, token) from the whole log: when
+// its first SET went out, when the client acted on the count (its next
+// command on the lock, a hold, a refusal; a client that does nothing until
+// its next attempt decided at its last answer), the +OK replies that
+// reached it, and the outcome: held, or why not (validity: a quorum said
+// yes; timeout: an asked node's answer never came; quorum otherwise).
+func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]bool) (from, to time.Duration, yes int, outcome string) {
+	key := res.Scenario.Key
+	asked := map[string]bool{}
+	granted := map[string]bool{}
+	ran := map[string]bool{}
+	unheard := map[string]bool{}
+	first, lastSet := -1, -1
+	for i, e := range res.Events {
+		if e.Kind == event.CommandSent && e.Actor == client && len(e.Args) >= 3 && e.Args[1] == key && e.Args[2] == tok && lock[e.Node] {
+			if first < 0 {
+				first = i
+			}
+			lastSet = i
+			asked[e.Node] = true
+		}
+	}
+	from = res.Events[first].At
+	decided, lastAnswer := -1, from
+	for i := lastSet + 1; i < len(res.Events) && decided < 0; i++ {
+		e := res.Events[i]
+		if e.Actor != client {
+			continue
+		}
+		switch e.Kind {
+		case event.HoldBegan, event.AcquireFailed, event.AcquireGaveUp:
+			decided = i
+		case event.CommandSent:
+			if len(e.Args) >= 3 && strings.EqualFold(e.Args[0], "set") && e.Args[1] == key {
+				decided = -2 // the next attempt: no decision of its own
+			} else if slices.Contains(e.Args[1:], key) || slices.Contains(e.Args[1:], "fence:"+key) {
+				decided = i
+			}
+		}
+		if decided == -2 {
+			break
+		}
+	}
+	end := res.End
+	if decided >= 0 {
+		end = res.Events[decided].At
+	}
+	for i := first; i < len(res.Events) && res.Events[i].At <= end; i++ {
+		e := res.Events[i]
+		switch {
+		case e.Kind == event.CommandExecuted && lock[e.Node] && len(e.Args) >= 3 && e.Args[1] == key && e.Args[2] == tok && asked[e.Node]:
+			ran[e.Node], granted[e.Node] = true, e.Reply == "+OK"
+			lastAnswer = max(lastAnswer, e.At)
+		case (e.Kind == event.MessageDropped || e.Kind == event.MessageLost) && e.Dir == "reply" && e.To == client && e.Op == "SET" && asked[e.From]:
+			unheard[e.From] = true
+			lastAnswer = max(lastAnswer, e.At)
+		case e.Kind == event.ReplyTimeout && e.Actor == client && asked[e.Node]:
+			unheard[e.Node] = true
+			lastAnswer = max(lastAnswer, e.At)
+		}
+	}
+	to = lastAnswer
+	if decided >= 0 {
+		to = res.Events[decided].At
+	}
+	missing := false
+	for n := range asked {
+		if granted[n] && !unheard[n] {
+			yes++
+		}
+		if !ran[n] || unheard[n] {
+			missing = true
+		}
+	}
+	held := false
+	for _, e := range res.Events {
+		if e.Kind == event.HoldBegan && e.Actor == client && e.Token == tok {
+			held = true
+		}
+	}
+	switch {
+	case held:
+		outcome = "held"
+	case yes >= len(lock)/2+1:
+		outcome = failValidity
+	case missing:
+		outcome = failTimeout
+	default:
+		outcome = failQuorum
+	}
+	return from, to, yes, outcome
+}
+
+// subtitleClaim re-derives a server row's subtitle: a host that was
+// promoted says when (its last change of role); one that dials database
+// servers for the clients is a pool (a pooler when the clients dial it);
+// no other host is called either.
+func subtitleClaim(res *scenarios.Result, s shape) []string {
+	f := strings.SplitN(s.Label, " ", 3)
+	host, sub := f[1], f[2]
+	last := ""
+	dials, dialed := false, false
+	for _, e := range res.Events {
+		switch {
+		case (e.Kind == event.Promoted || e.Kind == event.DBPromoted) && e.Node == host:
+			last = "promoted at " + fmt.Sprintf("%.3fs", e.At.Seconds())
+		case e.Kind == event.MasterRejoined && e.Node == host:
+			last = "replica of " + e.To + " at " + fmt.Sprintf("%.3fs", e.At.Seconds())
+		case e.Kind == event.DBConnOpened && e.Client == host:
+			dials = true
+		case e.Kind == event.DBConnOpened && e.Node == host:
+			dialed = true
+		}
+	}
+	var want string
+	switch {
+	case last != "":
+		want = last
+	case dials && dialed:
+		want = "pooler in front of"
+	case dials:
+		want = "shared connection pool to"
+	}
+	switch {
+	case want != "" && !strings.HasPrefix(sub, want):
+		return []string{fmt.Sprintf("%s's subtitle %q; its events say %q", host, sub, want)}
+	case want == "" && (strings.Contains(sub, "pool") || strings.Contains(sub, "promoted")):
+		return []string{fmt.Sprintf("%s's subtitle %q; no event says so", host, sub)}
+	case want != "" && s.Events == "":
+		return []string{fmt.Sprintf("%s's subtitle %q names no event", host, sub)}
+	}
+	return nil
+}
+
+// lockDataClaim: a node lane that reads "no lock key" ran no command on
+// the lock's structures beyond its plain key, and one that names them
+// names exactly those its node touched.
+func lockDataClaim(res *scenarios.Result, label string) []string {
+	f := strings.Fields(label)
+	node, key := f[1], res.Scenario.Key
+	var touched []string
+	for _, e := range res.Events {
+		if e.Kind != event.CommandExecuted || e.Node != node || len(e.Args) < 2 {
+			continue
+		}
+		var names []string
+		for _, a := range e.Args[1:] {
+			if a == key || strings.HasPrefix(a, key+":") {
+				names = append(names, a)
+			}
+		}
+		plain := len(names) == 1 && names[0] == key && !strings.EqualFold(e.Args[0], "zadd") &&
+			!strings.EqualFold(e.Args[0], "zrem") && !strings.EqualFold(e.Args[0], "zremrangebyscore") && !strings.EqualFold(e.Args[0], "zrank")
+		if plain {
+			continue
+		}
+		for _, n := range names {
+			if !slices.Contains(touched, n) {
+				touched = append(touched, n)
+			}
+		}
+	}
+	drawn := ""
+	if f[0] == "lockdata" {
+		drawn = f[2]
+	}
+	if got := strings.Join(touched, ","); got != drawn {
+		return []string{fmt.Sprintf("%s's lane: %q; the node ran commands on the lock's structures %q", node, label, got)}
+	}
+	return nil
+}
+
+// sessionClaims re-derives the ZooKeeper connection states drawn: a
+// SUSPENDED span begins where the client's link to a server was cut, a
+// LOST one where the ensemble expired a session of that client; and the
+// other way round, at the instant the ensemble expires a client's latest
+// session, the client is not drawn CONNECTED.
+func sessionClaims(res *scenarios.Result, labels []string) []string {
+	var errs []string
+	type span struct {
+		state string
+		from  float64
+	}
+	drawn := map[string][]span{}
+	for _, l := range labels {
+		f := strings.Fields(l)
+		from, _ := strconv.ParseFloat(strings.TrimSuffix(f[len(f)-1], "s"), 64)
+		drawn[f[1]] = append(drawn[f[1]], span{strings.Join(f[2:len(f)-1], " "), from})
+	}
+	sec := func(d time.Duration) float64 {
+		v, _ := strconv.ParseFloat(fmt.Sprintf("%.3f", d.Seconds()), 64)
+		return v
+	}
+	clientOf := map[string]string{}
+	last := map[string]string{} // client → its latest session
+	var cuts, expiries, closes []event.Event
+	for _, e := range res.Events {
+		switch e.Kind {
+		case event.SessionCreated:
+			clientOf[e.Session] = e.Client
+			last[e.Client] = e.Session
+		case event.LinkCut:
+			cuts = append(cuts, e)
+		case event.ConnClosedBy, event.ConnReset:
+			closes = append(closes, e)
+		case event.SessionExpired:
+			if c := clientOf[e.Session]; last[c] == e.Session && len(drawn[c]) > 0 {
+				expiries = append(expiries, e)
+			}
+		}
+	}
+	for c, spans := range drawn {
+		for _, sp := range spans {
+			ok := true
+			switch sp.state {
+			case "SUSPENDED":
+				ok = slices.ContainsFunc(cuts, func(e event.Event) bool { return (e.From == c || e.To == c) && sec(e.At) == sp.from })
+			case "LOST", "LOST (" + strings.TrimPrefix(sp.state, "LOST ("):
+				// An expiry, or after one the server closing the
+				// connection it still answered on.
+				ok = slices.ContainsFunc(expiries, func(e event.Event) bool { return clientOf[e.Session] == c && sec(e.At) == sp.from }) ||
+					sp.state == "LOST" && slices.ContainsFunc(closes, func(e event.Event) bool { return e.Client == c && sec(e.At) == sp.from }) &&
+						slices.ContainsFunc(expiries, func(e event.Event) bool { return clientOf[e.Session] == c && sec(e.At) < sp.from })
+			}
+			if !ok {
+				errs = append(errs, fmt.Sprintf("%s drawn %s from %.3fs: no event of that kind for %s then", c, sp.state, sp.from, c))
+			}
+		}
+	}
+	for _, e := range expiries {
+		c := clientOf[e.Session]
+		state := ""
+		for _, sp := range drawn[c] {
+			if sp.from <= sec(e.At) {
+				state = sp.state
+			}
+		}
+		if strings.HasPrefix(state, "CONNECTED") {
+			errs = append(errs, fmt.Sprintf("%s drawn %s at %.3fs, when the server expired its session cut off from it", c, state, sec(e.At)))
+		}
+	}
+	return errs
+}
+
+// backendHoldClaim re-derives one backend's hold of a database lock: it
+// begins at a grant to that connection, counts the grants and releases
+// between its ends, ends as its end says (the release that balances the
+// grants, the transaction's end, the session's end, or never), and says
+// for how long no client held the lock. It returns the grants counted.
+func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
+	errf := func(format string, args ...any) {
+		*errs = append(*errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
+	}
+	words, kv := labelFields(label)
+	conn, key := words[1], words[2]
+	from, _ := strconv.ParseInt(kv["from"], 10, 64)
+	to, _ := strconv.ParseInt(kv["to"], 10, 64)
+	end := time.Duration(to)
+	if to < 0 {
+		end = res.End
+	}
+	grants, releases := 0, 0
+	at := func(e event.Event, kind event.Kind, t time.Duration) bool {
+		return e.Kind == kind && e.Conn == conn && e.At == t
+	}
+	began, ended := false, to < 0
+	for _, e := range res.Events {
+		if e.Conn != conn || e.At < time.Duration(from) || e.At > end {
+			continue
+		}
+		switch {
+		case e.Kind == event.DBLockGranted && e.Key == key:
+			grants++
+			began = began || e.At == time.Duration(from)
+		case e.Kind == event.DBLockReleased && e.Key == key:
+			releases++
+		}
+		switch why, _ := url.QueryUnescape(kv["end"]); {
+		case why == "released":
+			ended = ended || at(e, event.DBLockReleased, end)
+		case strings.HasPrefix(why, "session ended: "):
+			ended = ended || at(e, event.DBSessionEnded, end) && why == "session ended: "+e.Reason
+		case why == "commit" || why == "rollback":
+			ended = ended || at(e, event.DBSegmentReceived, end) && strings.EqualFold(e.Op, why)
+		}
+	}
+	for _, e := range res.Events {
+		if e.Kind == event.DBServerCrashed && e.At == end && kv["end"] == "server+crashed" {
+			ended = true
+		}
+	}
+	if !began {
+		errf("no grant of %s to %s at %d ns", key, conn, from)
+	}
+	if !ended {
+		errf("no event ends it as %q at %v", kv["end"], end)
+	}
+	if strconv.Itoa(grants) != kv["grants"] || strconv.Itoa(releases) != kv["releases"] {
+		errf("the server granted %d× and released %d× in it", grants, releases)
+	}
+	if kv["end"] == "released" && grants != releases {
+		errf("ends released with %d grants and %d releases", grants, releases)
+	}
+	// Unheld: the instants of [from, end] that no client hold covers,
+	// summed over the pieces between every hold's ends.
+	cuts := []time.Duration{time.Duration(from), end}
+	for _, iv := range res.History.Intervals {
+		cuts = append(cuts, iv.Start, iv.End)
+	}
+	slices.Sort(cuts)
+	gap := time.Duration(0)
+	for i := 0; i+1 < len(cuts); i++ {
+		a, b := max(cuts[i], time.Duration(from)), min(cuts[i+1], end)
+		if a >= b {
+			continue
+		}
+		covered := slices.ContainsFunc(res.History.Intervals, func(iv checker.Interval) bool { return iv.Start <= a && b <= iv.End })
+		if !covered {
+			gap += b - a
+		}
+	}
+	if strconv.FormatInt(int64(gap), 10) != kv["unheld"] {
+		errf("no client holds the lock for %d ns of it", gap)
+	}
+	return grants
+}
