@@ -475,7 +475,11 @@ func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, 
 		lv.Rows = append(lv.Rows, row)
 	}
 	lv.Predict = newPredict(first, cl.Meta.Predict)
-	lv.Edit = newEdit(first, lv.Runs, inputs, cl.Meta.Edit)
+	var twins []*scenarios.Scenario
+	for _, in := range inputs[1:] {
+		twins = append(twins, in.Result.Scenario)
+	}
+	lv.Edit = newEdit(first, twins, cl.Meta.Edit)
 	lv.Instructor = cl.Meta.Instructor
 	// Glossary links, in reading order, so each term links where the
 	// page first uses it.
