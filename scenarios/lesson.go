@@ -15,7 +15,7 @@ type LessonNotes struct {
 	// the lesson (issue 34, item 7): shown folded with the instructor
 	// notes, never on the handout.
 	Answers []string `yaml:"answers,omitempty"`
-	Try        []string `yaml:"try,omitempty"`
+	Try     []string `yaml:"try,omitempty"`
 	// Sources are read beside the narrative's own sources.
 	Sources []string `yaml:"sources,omitempty"`
 	// Predict overrides the question of the predict-then-run exercise;
