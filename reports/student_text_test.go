@@ -14,7 +14,8 @@ import (
 // derived from the registries — every algorithm id and every scenario id
 // of the catalogue with a hyphen in it (the single words, "redlock", are
 // the English names too) — and the checker's own words. A name may appear
-// as a command to run ("locklab run gc-pause-beyond-ttl"), never as prose.
+// as a command to run ("locklab run gc-pause-beyond-ttl") or in a
+// repository's path (swarthy/redis-semaphore), never as prose.
 // The course's intros, glossary and every listed lesson's objectives,
 // questions and exercise texts are checked for all of them; the stories
 // (narratives) of the lessons' scenarios, which reports share, for
@@ -75,7 +76,7 @@ func TestStudentTextNamesNoIdentifiers(t *testing.T) {
 }
 
 var (
-	hyphenated   = regexp.MustCompile(`(locklab run )?\b[a-z0-9]+(?:-[a-z0-9]+)+\b`)
+	hyphenated   = regexp.MustCompile(`(locklab run |/)?\b[a-z0-9]+(?:-[a-z0-9]+)+\b`)
 	checkerWords = regexp.MustCompile(`(?i)\bporcupine\b|\bIllegal\b|\btrace hash|\bdigest\b|\b0x[0-9a-f]{8,}`)
 )
 
