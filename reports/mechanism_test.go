@@ -277,7 +277,7 @@ func TestSyllabusCoversTheCatalogue(t *testing.T) {
 			}
 		}
 	}
-	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing|Semaphores and reader-writer locks|Database locks|File-system locks"
+	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing|Semaphores and reader-writer locks|Database locks|SQL Server application locks|etcd leases|File-system locks"
 	if got := strings.Join(titles, "|"); got != want {
 		t.Errorf("sections: %s\nwant:     %s", got, want)
 	}
