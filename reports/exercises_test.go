@@ -126,8 +126,11 @@ func checkCourseApparatus(t *testing.T, dir string, all []*scenarios.Scenario) {
 			if len(cl.Meta.Instructor) > 0 && !strings.Contains(page, "<summary>Instructor notes</summary>") {
 				t.Errorf("lesson %s: the page does not carry its instructor notes", cl.First.ID)
 			}
+			if len(cl.Meta.Answers) > 0 && !strings.Contains(page, "<b>Answers to the questions to discuss</b>") {
+				t.Errorf("lesson %s: the instructor notes do not answer its questions", cl.First.ID)
+			}
 			handout, _ := os.ReadFile(filepath.Join(dir, cl.HandoutFile()))
-			if strings.Contains(string(handout), "Instructor notes") || strings.Contains(string(handout), "One answer:") {
+			if strings.Contains(string(handout), "Instructor notes") || strings.Contains(string(handout), "One answer:") || strings.Contains(string(handout), "Answers to the questions") {
 				t.Errorf("lesson %s: the handout gives away answers or instructor notes", cl.First.ID)
 			}
 			for _, l := range termLink.FindAllStringSubmatch(page, -1) {
