@@ -16,10 +16,11 @@ import (
 // the English names too) — and the checker's own words. A name may appear
 // as a command to run ("locklab run gc-pause-beyond-ttl") or in a
 // repository's path (swarthy/redis-semaphore), never as prose.
-// The course's intros, glossary and every listed lesson's objectives,
-// questions and exercise texts are checked for all of them; the stories
-// (narratives) of the lessons' scenarios, which reports share, for
-// algorithm ids and checker words.
+// The course's intros, glossary, every listed lesson's objectives,
+// questions and exercise texts, and the stories (narratives) of the
+// lessons' scenarios are checked for all of them: a story names another
+// scenario as the command that runs it ("the failure (locklab run
+// del-wrong-client)").
 func TestStudentTextNamesNoIdentifiers(t *testing.T) {
 	syl, err := DefaultSyllabus()
 	if err != nil {
@@ -68,7 +69,7 @@ func TestStudentTextNamesNoIdentifiers(t *testing.T) {
 			}
 			for _, sc := range cl.Scenarios() {
 				for _, x := range []string{sc.Title, sc.Narrative.What, sc.Narrative.Why, sc.Narrative.Fix} {
-					check("story of "+sc.ID, x, nil)
+					check("story of "+sc.ID, x, ids)
 				}
 			}
 		}
