@@ -49,8 +49,10 @@ type editExercise struct {
 	// fix says that mutual exclusion is still lost and the resource safe.
 	Goal string
 	// Fenced says the fix keeps the resource safe while mutual exclusion
-	// is still lost, so the page teaches it as what it is.
+	// is still lost, so the page teaches it as what it is; Guard says
+	// how: the storage's fencing check, or the late holder itself.
 	Fenced bool
+	Guard  string
 	// Changes are what the twin changes, field by field, as the page
 	// prints them; steps are the same changes as data (edit_apply.go
 	// applies them in the test that runs every answer).
@@ -117,6 +119,12 @@ func newEdit(first *scenarios.Scenario, twins []*scenarios.Scenario, hint string
 		}
 	}
 	e.Goal, e.Fenced = editGoal(twin.Expect)
+	if e.Fenced {
+		e.Guard = "and the fix keeps the writes of the one whose turn is over off the resource (it checks its lease before writing, or it no longer deletes the other's key)"
+		if f := twin.Resource.Fencing; f != "" && f != "none" {
+			e.Guard = "and the storage refuses the writes of the one whose turn is over: their fencing token is older than one it has seen"
+		}
+	}
 	return e
 }
 

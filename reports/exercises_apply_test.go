@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,13 +165,16 @@ const sampleClients = 20
 func TestEditGoalTeachesFencedFixesAsWhatTheyAre(t *testing.T) {
 	for _, c := range []struct {
 		start, answer, goal string
-		fenced              bool
+		fenced, storage     bool
 	}{
-		{"gc-pause-beyond-ttl", "gc-pause-beyond-ttl-fenced", "the resource safe while mutual exclusion is still violated", true},
-		{"delayed-grant", "delayed-grant-fixed", "no violation", false},
+		{"gc-pause-beyond-ttl", "gc-pause-beyond-ttl-fenced", "the resource safe while mutual exclusion is still violated", true, true},
+		// Compare-and-delete: no token, the late holder no longer
+		// deletes the new holder's key.
+		{"del-wrong-client", "del-wrong-client-fixed", "the resource safe while mutual exclusion is still violated", true, false},
+		{"delayed-grant", "delayed-grant-fixed", "no violation", false, false},
 		// PgBouncer: the reset on every release still loses mutual
 		// exclusion and the resource; the answer is session pooling.
-		{"pgbouncer-transaction-pooling", "pgbouncer-transaction-pooling-fixed", "no violation", false},
+		{"pgbouncer-transaction-pooling", "pgbouncer-transaction-pooling-fixed", "no violation", false, false},
 	} {
 		first, err := scenarios.Get(c.start)
 		if err != nil {
@@ -186,6 +190,11 @@ func TestEditGoalTeachesFencedFixesAsWhatTheyAre(t *testing.T) {
 		e := newEdit(first, l.Twins, "")
 		if e == nil || e.Answer != c.answer || e.Goal != c.goal || e.Fenced != c.fenced {
 			t.Errorf("%s: edit exercise %+v; want answer %s, goal %q, fenced %v", c.start, e, c.answer, c.goal, c.fenced)
+			continue
+		}
+		// Only a fix with fencing tokens credits the storage.
+		if storage := strings.Contains(e.Guard, "storage"); e.Fenced && storage != c.storage {
+			t.Errorf("%s: the fix is explained as %q", c.start, e.Guard)
 		}
 	}
 }
