@@ -45,6 +45,38 @@ func (l *etcdMutex) Lock(ctx context.Context) error {
 
 func (l *etcdMutex) Unlock(ctx context.Context) error { return l.m.Unlock(ctx) }
 
+// etcdElection is concurrency.Election used as a lock, as leader election
+// often is: Campaign to take it, Resign to give it back, on a session
+// whose lease lives for the TTL.
+type etcdElection struct {
+	cli *clientv3.Client
+	s   *concurrency.Session
+	e   *concurrency.Election
+}
+
+func (l *etcdElection) Lock(ctx context.Context) error {
+	if l.s != nil {
+		select {
+		case <-l.s.Done(): // the lease is gone: a new session
+			l.s = nil
+		default:
+		}
+	}
+	if l.s == nil {
+		s, err := concurrency.NewSession(l.cli, concurrency.WithTTL(2))
+		if err != nil {
+			return err
+		}
+		l.s = s
+	}
+	l.e = concurrency.NewElection(l.s, "/locktest-election")
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return l.e.Campaign(ctx, "worker")
+}
+
+func (l *etcdElection) Unlock(ctx context.Context) error { return l.e.Resign(ctx) }
+
 // RunEtcd hands each client an unmodified clientv3 client of the
 // simulated cluster; concurrency.Mutex, unfenced, lets two workers hold
 // when a holder pauses past its session's TTL: the pause class finds it

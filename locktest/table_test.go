@@ -17,6 +17,7 @@ import (
 	"github.com/locklab/locklab/examples/renewal"
 	"github.com/locklab/locklab/faults"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 var updateTable = flag.Bool("locktest.update-table", false, "rewrite the library × fault table in README.md")
@@ -151,6 +152,24 @@ func tableRows() []tableRow {
 			run: func(t *testing.T, opt Options) { RunSQL(t, DriverMySQL, getLockPinned, opt) }},
 		{name: "mysql-get-lock-pool", what: "go-sql-driver/mysql, GET_LOCK/RELEASE_LOCK each through the *sql.DB", opt: Options{TTL: 2 * time.Second},
 			run: func(t *testing.T, opt Options) { RunSQL(t, DriverMySQL, getLockPool, opt) }},
+		// SQL Server's application lock through go-mssqldb (issue 35): the
+		// Session-owned lock on a pinned *sql.Conn, and through the pool,
+		// where the next goroutine's call resets the connection
+		// (sqlserver_test.go).
+		{name: "mssql-applock-pinned", what: "go-mssqldb v1.9.3, sp_getapplock/sp_releaseapplock (owner Session, timeout 0) on one *sql.Conn", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) { RunSQL(t, DriverSQLServer, appLockPinned, opt) }},
+		{name: "mssql-applock-pool", what: "go-mssqldb v1.9.3, sp_getapplock/sp_releaseapplock (owner Session, timeout 0) each through the *sql.DB", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) { RunSQL(t, DriverSQLServer, appLockPool, opt) }},
+		// etcd's concurrency package through the real clientv3 on the
+		// simulated cluster (issue 37, etcd_test.go).
+		{name: "etcd-mutex", what: "etcd clientv3 v3.7.3 concurrency.Mutex, 2s session, a new session once the old one is done", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) {
+				RunEtcd(t, func(cli *clientv3.Client) Lock { return &etcdMutex{cli: cli} }, opt)
+			}},
+		{name: "etcd-election", what: "etcd clientv3 v3.7.3 concurrency.Election, Campaign/Resign as a lock, 2s session", opt: Options{TTL: 2 * time.Second},
+			run: func(t *testing.T, opt Options) {
+				RunEtcd(t, func(cli *clientv3.Client) Lock { return &etcdElection{cli: cli} }, opt)
+			}},
 		{name: "zk-newlock", what: "go-zookeeper v1.0.4 zk.NewLock, 3-server ensemble, 4s session", opt: Options{TTL: 4 * time.Second},
 			run: func(t *testing.T, opt Options) { RunZooKeeper(t, zkNewLock, opt) }},
 		{name: "gozk-queue", what: "the project's queue recipe (algorithms/zklock/gozk NewQueue: protected create, guaranteed delete), 4s session", opt: Options{TTL: 4 * time.Second},

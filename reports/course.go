@@ -398,6 +398,8 @@ type lessonView struct {
 	Predict    predictExercise
 	Edit       *editExercise
 	Instructor []string
+	// Answers answer the questions to discuss, for the instructor.
+	Answers []string
 	// Linked is the lesson's student text with glossary terms linked.
 	Linked struct {
 		Objectives, Questions []template.HTML
@@ -475,8 +477,13 @@ func newLessonView(cl courseLesson, sec courseSection, inputs []RunInput, prev, 
 		lv.Rows = append(lv.Rows, row)
 	}
 	lv.Predict = newPredict(first, cl.Meta.Predict)
-	lv.Edit = newEdit(first, lv.Runs, inputs, cl.Meta.Edit)
+	var twins []*scenarios.Scenario
+	for _, in := range inputs[1:] {
+		twins = append(twins, in.Result.Scenario)
+	}
+	lv.Edit = newEdit(first, twins, cl.Meta.Edit)
 	lv.Instructor = cl.Meta.Instructor
+	lv.Answers = cl.Meta.Answers
 	// Glossary links, in reading order, so each term links where the
 	// page first uses it.
 	lv.Linked.Objectives = gl.linkAll(lv.Objectives)

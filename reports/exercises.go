@@ -35,23 +35,48 @@ type expectedVerdict struct {
 	Expected checker.Status
 }
 
-// editExercise asks the student to turn the failing scenario into one that
-// passes; the answer is the catalogue's fixed twin.
+// editExercise asks the student to turn the failing scenario into its fix;
+// the answer is the catalogue's fixed twin, given as a complete change to
+// the failing scenario's file: every setup field the twin changes and the
+// expect: block it claims (issue 34, item 7), so that applying the answer
+// to a copy makes `locklab run` match, not print a MISMATCH.
 type editExercise struct {
-	Start   string // the failing scenario's id
-	Answer  string // the fixed twin's id
-	Hint    string
-	Changes []string // what the twin changes, field by field
+	Start  string // the failing scenario's id
+	Answer string // the fixed twin's id
+	Hint   string
+	// Goal is what the fixed scenario's run reports, in words: "no
+	// violation" only when the twin claims every property holds; a fenced
+	// fix says that mutual exclusion is still lost and the resource safe.
+	Goal string
+	// Fenced says the fix keeps the resource safe while mutual exclusion
+	// is still lost, so the page teaches it as what it is; Guard says
+	// how: the storage's fencing check, or the late holder itself.
+	Fenced bool
+	Guard  string
+	// Changes are what the twin changes, field by field, as the page
+	// prints them; steps are the same changes as data (edit_apply.go
+	// applies them in the test that runs every answer).
+	Changes []string
+	steps   []editStep
 	// SameFaults says the twin keeps the failure's faults, so the task
 	// can say "change the lock or its setup, not the faults".
 	SameFaults bool
+}
+
+// editStep is one change of the answer: the value at path (map keys and
+// list indices, from the file's top) becomes value, or is removed.
+type editStep struct {
+	path   []any
+	old    any // the failure's value; nil when the step adds the field
+	value  any
+	remove bool
 }
 
 // newPredict derives the predict-then-run exercise of a lesson from its
 // first scenario's expectation. question overrides the default wording.
 func newPredict(first *scenarios.Scenario, question string) predictExercise {
 	if question == "" {
-		question = fmt.Sprintf("Before you run %s, read its story and its parameters. Which of mutual exclusion, resource safety and liveness will hold, and which will be violated?", first.ID)
+		question = "Before you run it, read its story and its parameters. Which of mutual exclusion, resource safety and liveness will hold, and which will be violated?"
 	}
 	p := predictExercise{Question: question, Command: "locklab run " + first.ID}
 	for _, e := range []expectedVerdict{
@@ -67,42 +92,83 @@ func newPredict(first *scenarios.Scenario, question string) predictExercise {
 }
 
 // newEdit derives the edit exercise from the lesson's first scenario and
-// its fixed twin (nil when the lesson has none: a lesson whose first run
-// already passes has nothing to fix).
-func newEdit(first *scenarios.Scenario, runs []*runView, inputs []RunInput, hint string) *editExercise {
-	for k, v := range runs {
-		if k == 0 || v.HeadingClass != "fixed" {
+// its fixed twins (nil when the lesson has none: a lesson whose first run
+// already passes has nothing to fix). Of several fixes the answer is the
+// one that leaves the fewest properties violated, in lesson order: the
+// PgBouncer lesson's answer is the pooler setting that restores mutual
+// exclusion, not the reset that still loses it.
+func newEdit(first *scenarios.Scenario, twins []*scenarios.Scenario, hint string) *editExercise {
+	var twin *scenarios.Scenario
+	for k, tw := range twins {
+		if _, class := roleOf(tw, first, k+1); class != "fixed" {
 			continue
 		}
-		twin := inputs[k].Result.Scenario
-		changes := scenarioChanges(first, twin)
-		same := !slices.ContainsFunc(changes, func(c string) bool { return strings.HasPrefix(c, "faults") })
-		return &editExercise{Start: first.ID, Answer: twin.ID, Hint: hint, Changes: changes, SameFaults: same}
+		if twin == nil || len(violations(tw)) < len(violations(twin)) {
+			twin = tw
+		}
 	}
-	return nil
+	if twin == nil {
+		return nil
+	}
+	steps := scenarioChanges(first, twin)
+	e := &editExercise{Start: first.ID, Answer: twin.ID, Hint: hint, SameFaults: true, steps: steps}
+	for _, st := range steps {
+		e.Changes = append(e.Changes, st.String())
+		if len(st.path) > 0 && st.path[0] == "faults" {
+			e.SameFaults = false
+		}
+	}
+	e.Goal, e.Fenced = editGoal(twin.Expect)
+	if e.Fenced {
+		e.Guard = "and the fix keeps the writes of the one whose turn is over off the resource (it checks its lease before writing, or it no longer deletes the other's key)"
+		if f := twin.Resource.Fencing; f != "" && f != "none" {
+			e.Guard = "and the storage refuses the writes of the one whose turn is over: their fencing token is older than one it has seen"
+		}
+	}
+	return e
+}
+
+// editGoal says in words what the fixed twin claims, property by property.
+func editGoal(x scenarios.Expect) (string, bool) {
+	held, lost := []string{}, []string{}
+	for _, p := range []struct {
+		name string
+		s    checker.Status
+	}{{"mutual exclusion", x.MutualExclusion}, {"resource safety", x.Resource}, {"liveness", x.Liveness}} {
+		switch p.s {
+		case checker.OK:
+			held = append(held, p.name)
+		case checker.Violated:
+			lost = append(lost, p.name)
+		}
+	}
+	fenced := x.MutualExclusion == checker.Violated && x.Resource == checker.OK
+	switch {
+	case len(lost) == 0:
+		return "no violation", false
+	case fenced:
+		return "the resource safe while mutual exclusion is still violated", true
+	default:
+		return strings.Join(held, " and ") + " holding, " + strings.Join(lost, " and ") + " still violated", false
+	}
 }
 
 // ignoredInDiff are the fields that name or explain a scenario rather than
-// set up its run: the edit exercise is about what the fix changes.
-var ignoredInDiff = []string{"id", "title", "narrative", "course", "expect", "twin", "seed", "at_most", "compare", "counterexample"}
+// set up or judge its run. The expectation, the seed and the bounds
+// (at_most) are part of the answer: a copy that keeps the failure's
+// expect: block cannot match the fix's run.
+var ignoredInDiff = []string{"id", "title", "narrative", "course", "twin", "compare", "counterexample", "made_for"}
 
-// maxChanges bounds the answer's list: a twin that differs in more places
-// is better read side by side under "The scenario as YAML".
-const maxChanges = 8
-
-// scenarioChanges lists, field by field, how twin differs from first.
-func scenarioChanges(first, twin *scenarios.Scenario) []string {
+// scenarioChanges lists, field by field, how twin differs from first. The
+// list is complete, however long: it is the answer a student applies.
+func scenarioChanges(first, twin *scenarios.Scenario) []editStep {
 	a, errA := scenarioTree(first)
 	b, errB := scenarioTree(twin)
 	if errA != nil || errB != nil {
 		return nil
 	}
-	var out []string
-	diffTree("", a, b, &out)
-	if len(out) > maxChanges {
-		more := len(out) - maxChanges
-		out = append(out[:maxChanges], fmt.Sprintf("… and %d more (compare the two scenarios' YAML below)", more))
-	}
+	var out []editStep
+	diffTree(nil, a, b, &out)
 	return out
 }
 
@@ -123,15 +189,10 @@ func scenarioTree(sc *scenarios.Scenario) (map[string]any, error) {
 	return m, nil
 }
 
-// diffTree appends one line per leaf where a and b differ, named by its
-// path in the scenario file (faults[0].at), in a fixed order.
-func diffTree(path string, a, b any, out *[]string) {
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
+// diffTree appends one step per leaf where a and b differ, at its path in
+// the scenario file, in a fixed order.
+func diffTree(path []any, a, b any, out *[]editStep) {
+	at := func(k any) []any { return append(slices.Clone(path), k) }
 	switch av := a.(type) {
 	case map[string]any:
 		if bv, ok := b.(map[string]any); ok {
@@ -151,7 +212,7 @@ func diffTree(path string, a, b any, out *[]string) {
 				if k == "note" {
 					continue // a fault's note explains it; it changes nothing
 				}
-				diffTree(join(k), av[k], bv[k], out)
+				diffTree(at(k), av[k], bv[k], out)
 			}
 			return
 		}
@@ -167,20 +228,37 @@ func diffTree(path string, a, b any, out *[]string) {
 				if i < len(bv) {
 					be = bv[i]
 				}
-				diffTree(fmt.Sprintf("%s[%d]", path, i), ae, be, out)
+				diffTree(at(i), ae, be, out)
 			}
 			return
 		}
 	}
-	as, bs := yamlText(a), yamlText(b)
+	if yamlText(a) != yamlText(b) {
+		*out = append(*out, editStep{path: path, value: b, remove: b == nil, old: a})
+	}
+}
+
+// String is the step as the page prints it: "faults[0].at: 1s → 2s".
+func (st editStep) String() string {
+	var p strings.Builder
+	for _, k := range st.path {
+		switch k := k.(type) {
+		case int:
+			fmt.Fprintf(&p, "[%d]", k)
+		default:
+			if p.Len() > 0 {
+				p.WriteByte('.')
+			}
+			fmt.Fprint(&p, k)
+		}
+	}
 	switch {
-	case as == bs:
-	case a == nil:
-		*out = append(*out, fmt.Sprintf("%s: add %s", path, bs))
-	case b == nil:
-		*out = append(*out, fmt.Sprintf("%s: remove (was %s)", path, as))
+	case st.old == nil:
+		return fmt.Sprintf("%s: add %s", p.String(), yamlText(st.value))
+	case st.remove:
+		return fmt.Sprintf("%s: remove (was %s)", p.String(), yamlText(st.old))
 	default:
-		*out = append(*out, fmt.Sprintf("%s: %s → %s", path, as, bs))
+		return fmt.Sprintf("%s: %s → %s", p.String(), yamlText(st.old), yamlText(st.value))
 	}
 }
 

@@ -278,9 +278,14 @@ func TestSyllabusCoversTheCatalogue(t *testing.T) {
 			if len(l.Meta.Objectives) == 0 || len(l.Meta.Questions) == 0 {
 				t.Errorf("lesson %s has no objectives or no questions", l.First.ID)
 			}
+			// Issue 34, item 7: the instructor notes answer every
+			// question to discuss, one answer per question.
+			if len(l.Meta.Answers) != len(l.Meta.Questions) {
+				t.Errorf("lesson %s has %d answers for its %d questions", l.First.ID, len(l.Meta.Answers), len(l.Meta.Questions))
+			}
 		}
 	}
-	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing|Database locks|File-system locks"
+	want := "One Redis node|Leases and release bugs|Replication and failover|Redlock and clocks|ZooKeeper sessions|Fencing|Semaphores and reader-writer locks|Database locks|SQL Server application locks|etcd leases|File-system locks"
 	if got := strings.Join(titles, "|"); got != want {
 		t.Errorf("sections: %s\nwant:     %s", got, want)
 	}

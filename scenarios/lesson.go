@@ -11,7 +11,11 @@ import "slices"
 type LessonNotes struct {
 	Objectives []string `yaml:"objectives,omitempty"`
 	Questions  []string `yaml:"questions,omitempty"`
-	Try        []string `yaml:"try,omitempty"`
+	// Answers answer the questions, in their order, for whoever teaches
+	// the lesson (issue 34, item 7): shown folded with the instructor
+	// notes, never on the handout.
+	Answers []string `yaml:"answers,omitempty"`
+	Try     []string `yaml:"try,omitempty"`
 	// Sources are read beside the narrative's own sources.
 	Sources []string `yaml:"sources,omitempty"`
 	// Predict overrides the question of the predict-then-run exercise;
@@ -38,6 +42,7 @@ func (n *LessonNotes) clone() *LessonNotes {
 	c := *n
 	c.Objectives = slices.Clone(n.Objectives)
 	c.Questions = slices.Clone(n.Questions)
+	c.Answers = slices.Clone(n.Answers)
 	c.Try = slices.Clone(n.Try)
 	c.Sources = slices.Clone(n.Sources)
 	c.Instructor = slices.Clone(n.Instructor)
