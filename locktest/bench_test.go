@@ -39,6 +39,7 @@ func inBubble(b *testing.B, body func(t *testing.T)) {
 func benchBubble(b *testing.B, sc *scenarios.Scenario, f builder, opt Options) {
 	// The benchmark's timer reads the clock of the goroutine that calls
 	// it, virtual inside the bubble: it is reset and read outside.
+	defer exploreGC()() // as runClass does
 	b.ResetTimer()
 	cpu0, msgs := processCPU(), 0
 	inBubble(b, func(t *testing.T) {
