@@ -41,7 +41,7 @@ func benchBubble(b *testing.B, sc *scenarios.Scenario, f builder, opt Options) {
 	// it, virtual inside the bubble: it is reset and read outside.
 	defer exploreGC()() // as runClass does
 	b.ResetTimer()
-	cpu0, msgs := processCPU(), 0
+	cpu0, msgs := cpuTime(), 0
 	inBubble(b, func(t *testing.T) {
 		for i := 0; i < b.N; i++ {
 			res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{
@@ -60,12 +60,10 @@ func benchBubble(b *testing.B, sc *scenarios.Scenario, f builder, opt Options) {
 		}
 	})
 	b.StopTimer()
-	cpu := processCPU() - cpu0
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 	b.ReportMetric(float64(msgs)/float64(b.N), "msgs/run")
-	if cpu > 0 {
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/run")
-	}
+	b.ReportMetric(cpu*1000/float64(b.N), "cpu-ms/run")
 }
 
 // pausedRun is the benchmarks' run of opt's setup: client c2 pauses at
