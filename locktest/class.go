@@ -55,6 +55,7 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 			t.Fatal(err)
 		}
 	}
+	defer exploreGC()()
 	stop := make(chan struct{})
 	defer close(stop)
 	go watchdog(t.Name(), stop)

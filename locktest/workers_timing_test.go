@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/faults"
 )
 
 // TestRedsyncSweepTimedAcrossWorkers times one sweep of redsync's 5-pool
@@ -52,4 +54,34 @@ func cpuTime() float64 {
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
 	s := func(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
 	return s(self.Utime) + s(self.Stime) + s(kids.Utime) + s(kids.Stime)
+}
+
+// TestRedsyncRunTimed times a whole Run of redsync's 5-pool Redlock with
+// the default options (every class, default runs per class; each class
+// expected Any, so that none fails) and logs each class's outcome and
+// runs, and the wall and CPU time of the whole: the figures of
+// BENCHMARKS.md's "The bubble path at exploration speed". It runs only
+// when asked:
+//
+//	LOCKLAB_TIME_RUN=1 go test -count=1 -run TestRedsyncRunTimed -v ./locktest
+func TestRedsyncRunTimed(t *testing.T) {
+	if os.Getenv("LOCKLAB_TIME_RUN") != "1" {
+		t.Skip("set LOCKLAB_TIME_RUN=1 to time a whole Run of redsync with the default options")
+	}
+	t.Chdir(t.TempDir()) // no failfile replayed or left behind
+	got := observeFindings(t)
+	expect := Expect{}
+	for _, c := range append(faults.Classes(), Stall) {
+		expect[c] = Any
+	}
+	start, cpu := time.Now(), cpuTime()
+	Run(t, redlock, Options{TTL: 8 * time.Second, Nodes: 5, Expect: expect})
+	wall, used := time.Since(start).Seconds(), cpuTime()-cpu
+	total := 0
+	for _, c := range append(faults.Classes(), Stall) {
+		f := got[c]
+		total += f.runs
+		t.Logf("%s: %s after %d runs", c, f.prop.found(), f.runs)
+	}
+	t.Logf("whole Run: %d runs explored in %.2f s of wall time, %.2f s of CPU", total, wall, used)
 }

@@ -39,11 +39,11 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +62,14 @@ type bubble struct {
 	// events it schedules are keyed by who and a per-who count.
 	who      string
 	counters map[string]uint64
+	// msgs counts each stream's messages (bubbleKey); msgKey is the
+	// buffer a message's key is built in.
+	msgs   map[string]uint64
+	msgKey []byte
+	// msgRands are the sources of the draws about a message
+	// (messageRand), one per nesting level of Network.Send and Judge.
+	msgRands []*messageSource
+	msgDepth int
 	kernel   *rand.Rand
 	conns    []*redisConn
 	dials    map[string]int
@@ -99,6 +107,7 @@ func (w *World) UseBubble() {
 		kick:       make(chan struct{}, 1),
 		waitingFor: -1,
 		counters:   map[string]uint64{},
+		msgs:       map[string]uint64{},
 		kernel:     w.rng,
 		dials:      map[string]int{},
 		fifo:       map[string]time.Duration{},
@@ -179,14 +188,48 @@ func (w *World) noteScheduled(t time.Duration) {
 // contentRand is a random source seeded by the world's seed and a message's
 // content: draws about a message do not depend on who sent first.
 func (w *World) contentRand(key string) *rand.Rand {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return rand.New(rand.NewPCG(w.Seed, h.Sum64()))
+	return rand.New(rand.NewPCG(w.Seed, fnv64a(key)))
+}
+
+// fnv64a is hash/fnv's 64-bit FNV-1a of s, without its allocations.
+func fnv64a(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// messageSource is a reusable contentRand.
+type messageSource struct {
+	pcg *rand.PCG
+	r   *rand.Rand
+}
+
+// messageRand makes the world's source contentRand(key) for the draws
+// about one message, and returns what undoes it. The draws end before
+// Network.Send or Judge returns, so the source is the bubble's own,
+// reseeded per message instead of allocated (one per nesting level):
+// the same draws, without the garbage.
+func (w *World) messageRand(key string) (restore func()) {
+	b := w.b
+	if b.msgDepth == len(b.msgRands) {
+		pcg := rand.NewPCG(0, 0)
+		b.msgRands = append(b.msgRands, &messageSource{pcg: pcg, r: rand.New(pcg)})
+	}
+	src := b.msgRands[b.msgDepth]
+	b.msgDepth++
+	src.pcg.Seed(w.Seed, fnv64a(key))
+	saved := w.rng
+	w.rng = src.r
+	return func() { w.rng = saved; b.msgDepth-- }
 }
 
 // bubbleKey orders a message by its content and draws its jitter and
 // filter decisions from that content. stream is the connection it travels
-// on (or who sent it); n counts the stream's messages.
+// on (or who sent it); n counts the stream's messages. The key reads
+// "to<from dir summary @stream#n".
 func (n *Network) bubbleKey(m *Message) string {
 	w := n.w
 	stream := m.order
@@ -196,9 +239,21 @@ func (n *Network) bubbleKey(m *Message) string {
 			stream = "kernel"
 		}
 	}
-	c := w.b.counters["msg "+stream] + 1
-	w.b.counters["msg "+stream] = c
-	return fmt.Sprintf("%s<%s %s %s @%s#%d", m.To, m.From, m.Dir, m.Summary, stream, c)
+	c := w.b.msgs[stream] + 1
+	w.b.msgs[stream] = c
+	k := append(w.b.msgKey[:0], m.To...)
+	k = append(k, '<')
+	k = append(k, m.From...)
+	k = append(k, ' ')
+	k = append(k, m.Dir...)
+	k = append(k, ' ')
+	k = append(k, m.Summary...)
+	k = append(k, " @"...)
+	k = append(k, stream...)
+	k = append(k, '#')
+	k = strconv.AppendUint(k, c, 10)
+	w.b.msgKey = k
+	return string(k)
 }
 
 // bubbleArrival keeps each stream in order, as TCP does per connection.

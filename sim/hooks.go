@@ -142,9 +142,7 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		if m.order == "" {
 			m.order = m.Stream
 		}
-		saved := w.rng
-		w.rng = w.contentRand(n.bubbleKey(m))
-		defer func() { w.rng = saved }()
+		defer w.messageRand(n.bubbleKey(m))()
 	}
 	for _, f := range n.filters {
 		d, extra, why := f(m)

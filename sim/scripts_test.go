@@ -152,6 +152,14 @@ func TestNativeScriptsEquivalent(t *testing.T) {
 		owner := func() string { return rapid.SampledFrom(owners).Draw(t, "owner") }
 		ttl := func() string { return rapid.SampledFrom(ttls).Draw(t, "ttl") }
 		value := func() string { return rapid.SampledFrom(values).Draw(t, "value") }
+		// redislock's values are a token and its metadata; the token's
+		// length (ARGV[2] of its obtain) says which prefix must match.
+		token := func() string {
+			return rapid.SampledFrom([]string{"a", "ab", "abc", "b", "ba", "a" + "1"}).Draw(t, "token")
+		}
+		tokenLen := func() string {
+			return rapid.SampledFrom([]string{"1", "1", "2", "3", "7", "0", "-1", "01", "x", "1.0", ""}).Draw(t, "tokenlen")
+		}
 
 		// script draws a script (a native one, or one that is not) and
 		// arguments shaped as an algorithm sends them, with the odd
@@ -170,6 +178,8 @@ func TestNativeScriptsEquivalent(t *testing.T) {
 					rest = append(rest, owner())
 				case s.src == ScriptCompareAndPExpire:
 					rest = append(rest, owner(), ttl())
+				case s.src == ScriptRedislockObtain:
+					rest = append(rest, token(), tokenLen(), ttl())
 				default:
 					rest = append(rest, ttl(), owner())
 				}
@@ -255,6 +265,29 @@ func TestNativeScriptsEquivalent(t *testing.T) {
 					run(args...)
 				}
 			},
+			// redislock obtains (and re-obtains) a key, then refreshes
+			// and releases it.
+			"redislock-session": func(t *rapid.T) {
+				k, v := key(), token()
+				for range rapid.IntRange(1, 3).Draw(t, "obtains") {
+					args := []string{"EVAL", ScriptRedislockObtain, "1", k, v, tokenLen(), ttl()}
+					if rapid.Bool().Draw(t, "evalsha") {
+						args[1] = scriptSHA1(ScriptRedislockObtain)
+						args[0] = "EVALSHA"
+					}
+					run(args...)
+					if rapid.Bool().Draw(t, "other") {
+						v = token()
+					}
+				}
+				for range rapid.IntRange(0, 2).Draw(t, "then") {
+					args := []string{"EVAL", ScriptCompareAndPExpire, "1", k, v, ttl()}
+					if rapid.Bool().Draw(t, "release") {
+						args = []string{"EVAL", ScriptCompareAndDelete, "1", k, v}
+					}
+					run(args...)
+				}
+			},
 			"evalsha": func(t *rapid.T) {
 				_, sha, rest := script()
 				switch rapid.IntRange(0, 5).Draw(t, "sha") {
@@ -322,6 +355,7 @@ func TestNativeScripts(t *testing.T) {
 		acquire = ScriptReentrantAcquire
 		release = ScriptReentrantRelease
 		renew   = ScriptReentrantRenew
+		obtain  = ScriptRedislockObtain
 		null    = "$-1\r\n"
 		zero    = ":0\r\n"
 		one     = ":1\r\n"
@@ -371,6 +405,18 @@ func TestNativeScripts(t *testing.T) {
 		{"renew/free", []scriptStep{nativeEval(zero, renew, "1", "lock", "30000", "o1")}},
 		{"renew/bad-ttl", []scriptStep{plainCmd("HSET", "lock", "o1", "1"), luaEval("-", renew, "1", "lock", "soon", "o1")}},
 		{"renew/string", []scriptStep{plainCmd("SET", "lock", "x"), luaEval("-", renew, "1", "lock", "30000", "o1")}},
+
+		// bsm/redislock's obtain: free, re-obtained by the same token
+		// (a value of token+metadata, ARGV[2] the token's length), taken
+		// by another, and what only Lua answers.
+		{"obtain/free", []scriptStep{nativeEval("+OK\r\n", obtain, "1", "lock", "tok:m1", "3", "2000"), expectReply(":2000\r\n", "PTTL", "lock")}},
+		{"obtain/same-token", []scriptStep{plainCmd("SET", "lock", "tok:m1", "PX", "100"), nativeEval("+OK\r\n", obtain, "1", "lock", "tok:m2", "3", "2000"), expectReply("$6\r\ntok:m2\r\n", "GET", "lock"), expectReply(":2000\r\n", "PTTL", "lock")}},
+		{"obtain/other-token", []scriptStep{plainCmd("SET", "lock", "abc:m1", "PX", "100"), nativeEval(null, obtain, "1", "lock", "tok:m2", "3", "2000"), expectReply(":100\r\n", "PTTL", "lock")}},
+		{"obtain/short-value", []scriptStep{plainCmd("SET", "lock", "to"), nativeEval(null, obtain, "1", "lock", "tok", "3", "2000")}},
+		{"obtain/hash", []scriptStep{plainCmd("HSET", "lock", "a", "1"), luaEval("-", obtain, "1", "lock", "tok", "3", "2000")}},
+		{"obtain/bad-px", []scriptStep{luaEval("-", obtain, "1", "lock", "tok", "3", "soon"), expectReply(zero, "EXISTS", "lock")}},
+		{"obtain/zero-len", []scriptStep{plainCmd("SET", "lock", "x"), luaEval("", obtain, "1", "lock", "tok", "0", "2000")}},
+		{"obtain/evalsha", []scriptStep{nativeEval("+OK\r\n", obtain, "1", "lock", "tok", "3", "2000"), evalSHA(obtain, true, null, "1", "lock", "abc", "3", "2000")}},
 
 		{"evalsha/not-loaded", []scriptStep{evalSHA(cad, false, "-", "1", "lock", "a")}},
 		{"evalsha/after-eval", []scriptStep{nativeEval(zero, cad, "1", "lock", "a"), evalSHA(cad, true, zero, "1", "lock", "a")}},
