@@ -47,8 +47,139 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 		targets.Spared = map[string]bool{ResourceHost: true}
 	}
 
-	var lockNodes []*sim.RedisNode
-	var tokenNode *sim.RedisNode
+	lockNodes, tokenNode := buildRedisNodes(w, sc, opt, res, &targets)
+	rule := sim.FenceRule(sc.Resource.Fencing)
+	inv := w.NewInventory(ResourceHost, sc.Resource.Initial, rule)
+	targets.Hosts[ResourceHost] = inv.Host
+
+	backend, err := buildBackend(w, sc, info, res, &targets)
+	if err != nil {
+		return nil, err
+	}
+	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})
+	reach := reachOf(sc, backend)
+
+	budget := opt.MaxWork
+	if budget <= 0 {
+		budget = sc.workLimit()
+	}
+	w.SetWorkLimit(int64(budget))
+	rec := newRecorder(w)
+	var firing *faults.Firing
+	var setupErr error
+	// In a bubble, a backend's clients start goroutines of their own as
+	// they connect (go-zookeeper dials at once), and those enter the
+	// kernel; from the first connection on, the rest of the setup runs
+	// inside the kernel too, so it never races with them.
+	setup := func(fn func()) { fn() }
+	if w.Bubble() && backend != nil {
+		setup = func(fn func()) { w.Notify("setup", fn) }
+	}
+	setup(func() {
+		params := sc.params()
+		rw := runWorld{w: w, sc: sc, opt: opt, res: res, targets: &targets, lockNodes: lockNodes, tokenNode: tokenNode, backend: backend, inv: inv, rec: rec}
+		for _, name := range sc.ClientNames() {
+			if setupErr = rw.spawnClient(name, params); setupErr != nil {
+				return
+			}
+		}
+		targets.JumpIgnored, targets.DriftIgnored = ignoredClocks(sc, info, opt, targets)
+		firing = faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
+	})
+	if setupErr != nil {
+		return nil, setupErr
+	}
+
+	if err := w.Run(sc.Duration.D()); err != nil {
+		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
+	}
+	res.collect(w, rec, inv, targets, backend, firing, reach)
+	return res, nil
+}
+
+// runWorld is one run's world as Run builds it, for spawning its clients.
+type runWorld struct {
+	w         *sim.World
+	sc        *Scenario
+	opt       Options
+	res       *Result
+	targets   *faults.Targets
+	lockNodes []*sim.RedisNode
+	tokenNode *sim.RedisNode
+	backend   Backend
+	inv       *sim.Inventory
+	rec       *recorder
+}
+
+// spawnClient makes client name's host, its connections and its lock, and
+// spawns its workload at its drawn start.
+func (rw *runWorld) spawnClient(name string, params algorithms.Params) error {
+	w, sc, opt, res, targets := rw.w, rw.sc, rw.opt, rw.res, rw.targets
+	lockNodes, tokenNode, backend, inv, rec := rw.lockNodes, rw.tokenNode, rw.backend, rw.inv, rw.rec
+	over := sc.Clients.Each[name]
+	var offset time.Duration
+	var ppm int64
+	if over.Offset != nil {
+		offset = over.Offset.D()
+	}
+	if over.PPM != nil {
+		ppm = *over.PPM
+	}
+	host := w.NewHost(name, sim.NewClock(offset, ppm))
+	targets.Clients[name] = host
+	targets.Hosts[name] = host
+	res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
+	// A user's own lock (Factory) may hold connections of its
+	// own (client.Conn, Subscribe), which the direct path's one
+	// shared connection would merge: it keeps the wire.
+	copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries, Direct: opt.Direct && opt.Factory == nil}
+	if over.LibraryRetries != nil {
+		copts.LibraryRetries = *over.LibraryRetries
+	}
+	var connect func() algorithms.Conns
+	connect = func() algorithms.Conns {
+		conns := algorithms.Conns{Fresh: connect}
+		for _, n := range lockNodes {
+			conns.Redis = append(conns.Redis, n.NewClient(host, copts))
+		}
+		if tokenNode != nil {
+			conns.Tokens = tokenNode.NewClient(host, copts)
+		}
+		return conns
+	}
+	conns := connect()
+	if backend != nil {
+		conns.Backend = backend.Connect(host)
+	}
+	var lock algorithms.Lock
+	var err error
+	if opt.Factory != nil {
+		lock, err = opt.Factory(sc.clientParams(params, name), conns)
+	} else {
+		lock, err = algorithms.Build(sc.Algorithm, sc.clientParams(params, name), conns)
+	}
+	if err != nil {
+		return fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
+	}
+	wl := workload{sc: sc, name: name, lock: lock, inv: inv, rec: rec, over: over}
+	start := draw(w.Rand(), sc.Clients.Start)
+	if over.Start != nil {
+		start = draw(w.Rand(), *over.Start)
+	}
+	p := host.Spawn(name, start, wl.run)
+	p.OnExit(func() {
+		if p.Crashed() {
+			rec.crash(name)
+		}
+	})
+	return nil
+}
+
+// buildRedisNodes builds the file's Redis nodes in w (lock nodes, the
+// fencing token node, replicas and their replication), seeds the fencing
+// counter from params.fence_start, and names them as fault targets and
+// hosts of res.
+func buildRedisNodes(w *sim.World, sc *Scenario, opt Options, res *Result, targets *faults.Targets) (lockNodes []*sim.RedisNode, tokenNode *sim.RedisNode) {
 	for _, spec := range sc.Nodes {
 		n := w.NewRedisNode(spec.Name, sim.NewClock(spec.Offset.D(), spec.PPM))
 		n.MinReplicasToWrite, n.MinReplicasMaxLag = spec.MinReplicasToWrite, spec.MinReplicasMaxLag.D()
@@ -96,11 +227,15 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			targets.Nodes[spec.Replica].Replicate(targets.Nodes[spec.Name], lag)
 		}
 	}
-	rule := sim.FenceRule(sc.Resource.Fencing)
-	inv := w.NewInventory(ResourceHost, sc.Resource.Initial, rule)
-	targets.Hosts[ResourceHost] = inv.Host
+	return lockNodes, tokenNode
+}
 
+// buildBackend builds the servers of the algorithm's backend in w (its
+// descriptor's Build; none for Redis) and names them as fault targets and
+// hosts of res.
+func buildBackend(w *sim.World, sc *Scenario, info algorithms.Info, res *Result, targets *faults.Targets) (Backend, error) {
 	var backend Backend
+	var err error
 	desc, ok := backendInfos[info.Backend]
 	if !ok {
 		return nil, fmt.Errorf("algorithm %s needs backend %q, which is not built in", sc.Algorithm, info.Backend)
@@ -117,95 +252,13 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 			targets.Servers = sb.Servers()
 		}
 	}
-	res.Hosts = append(res.Hosts, Host{Name: ResourceHost, Role: "resource"})
-	reach := reachOf(sc, backend)
+	return backend, nil
+}
 
-	budget := opt.MaxWork
-	if budget <= 0 {
-		budget = sc.workLimit()
-	}
-	w.SetWorkLimit(int64(budget))
-	rec := newRecorder(w)
-	var firing *faults.Firing
-	var setupErr error
-	// In a bubble, a backend's clients start goroutines of their own as
-	// they connect (go-zookeeper dials at once), and those enter the
-	// kernel; from the first connection on, the rest of the setup runs
-	// inside the kernel too, so it never races with them.
-	setup := func(fn func()) { fn() }
-	if w.Bubble() && backend != nil {
-		setup = func(fn func()) { w.Notify("setup", fn) }
-	}
-	setup(func() {
-		params := sc.params()
-		for _, name := range sc.ClientNames() {
-			over := sc.Clients.Each[name]
-			var offset time.Duration
-			var ppm int64
-			if over.Offset != nil {
-				offset = over.Offset.D()
-			}
-			if over.PPM != nil {
-				ppm = *over.PPM
-			}
-			host := w.NewHost(name, sim.NewClock(offset, ppm))
-			targets.Clients[name] = host
-			targets.Hosts[name] = host
-			res.Hosts = append(res.Hosts, Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
-			// A user's own lock (Factory) may hold connections of its
-			// own (client.Conn, Subscribe), which the direct path's one
-			// shared connection would merge: it keeps the wire.
-			copts := sim.ClientOptions{Timeout: sc.Clients.Timeout.D(), LibraryRetries: sc.Clients.LibraryRetries, Direct: opt.Direct && opt.Factory == nil}
-			if over.LibraryRetries != nil {
-				copts.LibraryRetries = *over.LibraryRetries
-			}
-			var connect func() algorithms.Conns
-			connect = func() algorithms.Conns {
-				conns := algorithms.Conns{Fresh: connect}
-				for _, n := range lockNodes {
-					conns.Redis = append(conns.Redis, n.NewClient(host, copts))
-				}
-				if tokenNode != nil {
-					conns.Tokens = tokenNode.NewClient(host, copts)
-				}
-				return conns
-			}
-			conns := connect()
-			if backend != nil {
-				conns.Backend = backend.Connect(host)
-			}
-			var lock algorithms.Lock
-			if opt.Factory != nil {
-				lock, err = opt.Factory(sc.clientParams(params, name), conns)
-			} else {
-				lock, err = algorithms.Build(sc.Algorithm, sc.clientParams(params, name), conns)
-			}
-			if err != nil {
-				setupErr = fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
-				return
-			}
-			wl := workload{sc: sc, name: name, lock: lock, inv: inv, rec: rec, over: over}
-			start := draw(w.Rand(), sc.Clients.Start)
-			if over.Start != nil {
-				start = draw(w.Rand(), *over.Start)
-			}
-			p := host.Spawn(name, start, wl.run)
-			p.OnExit(func() {
-				if p.Crashed() {
-					rec.crash(name)
-				}
-			})
-		}
-		targets.JumpIgnored, targets.DriftIgnored = ignoredClocks(sc, info, opt, targets)
-		firing = faults.ArmWatched(w, targets, sc.Faults, &res.Applied)
-	})
-	if setupErr != nil {
-		return nil, setupErr
-	}
-
-	if err := w.Run(sc.Duration.D()); err != nil {
-		return nil, fmt.Errorf("scenario %s, seed %d: %w", sc.ID, seed, err)
-	}
+// collect fills res from the world after the run: the history and its
+// verdict, the trace, the hosts' clocks and the backend's metrics.
+func (res *Result) collect(w *sim.World, rec *recorder, inv *sim.Inventory, targets faults.Targets, backend Backend, firing *faults.Firing, reach lockReach) {
+	sc := res.Scenario
 	res.End = w.Now()
 	res.Work = w.Work()
 	res.DirectCommands = w.DirectCommands
@@ -246,7 +299,6 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	if guarded {
 		res.Metrics = append(res.Metrics, Metric{Name: "writes refused (NOREPLICAS)", Value: int64(refused)})
 	}
-	return res, nil
 }
 
 // Comparison is the outcome of running the same scenario with another
