@@ -205,17 +205,11 @@ func buildRedisNodes(w *sim.World, sc *Scenario, opt Options, res *Result, targe
 		}
 		res.Hosts = append(res.Hosts, Host{Name: spec.Name, Role: role, Offset: spec.Offset.D(), PPM: spec.PPM})
 	}
-	if start, ok := sc.Params["fence_start"]; ok {
-		// Pre-existing history of the counter (Kleppmann's example starts
-		// at 33), on the token node or the first lock node. It is written
-		// as a client's write is, so it is in the node's AOF; its replicas
-		// get it from their initial synchronisation below.
-		seed := tokenNode
-		if seed == nil && len(lockNodes) > 0 {
-			seed = lockNodes[0]
-		}
-		if seed != nil {
-			seed.Apply("SET", algorithms.FenceKey(sc.Key), start)
+	// Pre-existing history of the fencing counter (algorithms.FenceSeed);
+	// replicas get it from their initial synchronisation below.
+	if args, ok := algorithms.FenceSeed(sc.Key, sc.Params); ok {
+		if n, ok := algorithms.FenceCounter(tokenNode, lockNodes); ok {
+			n.Apply(args...)
 		}
 	}
 	for _, spec := range sc.Nodes {
