@@ -14,13 +14,67 @@ package algorithms
 // accepts equal tokens (>=) lets such duplicates through.
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // FenceKey is the counter key for a lock key.
 func FenceKey(key string) string { return "fence:" + key }
+
+// How an algorithm's leases get fencing tokens (Info.Fencing).
+const (
+	// FencingDecorator: the lock hands out none itself; Build's
+	// fencing: incr wraps it in Fenced, which takes one INCR per grant
+	// (every Redis algorithm of this package).
+	FencingDecorator = ""
+	// FencingBuiltIn: the algorithm fences its own leases (a znode's
+	// sequence, a fence row's version, a revision), by a param of its
+	// own; Build never adds an INCR, which would be a second token per
+	// grant.
+	FencingBuiltIn = "built in"
+	// FencingNone: its leases carry no fencing token, and fencing: incr
+	// is refused.
+	FencingNone = "none"
+)
+
+// FenceStart is the param that gives the fencing counter its value before
+// the run (Kleppmann's example starts at 33): every algorithm accepts it.
+var FenceStart = Param{Name: "fence_start", Expect: "a whole number >= 0, the fencing counter's first value", Check: func(v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > 1<<53 {
+		return errors.New("expected a whole number >= 0, such as 32")
+	}
+	return nil
+}}
+
+// FenceCounter is the node the fencing counter lives on: the tokens node
+// when there is one, else the first lock node (false: neither). Build's
+// fencing: incr takes its tokens there, and a run seeds fence_start there
+// (FenceSeed).
+func FenceCounter[N comparable](tokens N, lock []N) (N, bool) {
+	var none N
+	if tokens != none {
+		return tokens, true
+	}
+	if len(lock) > 0 {
+		return lock[0], true
+	}
+	return none, false
+}
+
+// FenceSeed is the command that writes params.fence_start (extra) into the
+// counter of lock key, to run on its FenceCounter node before the run, as a
+// client's write is (so it is in the node's AOF, and replicas get it from
+// their initial synchronisation); false without fence_start.
+func FenceSeed(key string, extra map[string]string) ([]string, bool) {
+	start, ok := extra[FenceStart.Name]
+	if !ok {
+		return nil, false
+	}
+	return []string{"SET", FenceKey(key), start}, true
+}
 
 // Fenced adds a fencing token to every lease of Lock.
 type Fenced struct {

@@ -252,6 +252,10 @@ type Info struct {
 	// anything runs. Build's cross-cutting options (RedisParams) are
 	// accepted by every Redis algorithm on top of these.
 	Params []Param
+	// Fencing is how its leases get fencing tokens: FencingDecorator
+	// (the default: Build's fencing: incr), FencingBuiltIn (its own, and
+	// Build never adds an INCR) or FencingNone (fencing.go).
+	Fencing string
 	// Fields are the per-client settings beyond a mutex's that the
 	// algorithm reads (ParamPermits, ParamMode): a scenario that sets one
 	// for an algorithm that does not read it would be judged as another
@@ -370,12 +374,12 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 	switch f := p.Extra["fencing"]; f {
 	case "", "none":
 	case "incr":
-		tokens := c.Tokens
-		if tokens == nil {
-			if len(c.Redis) == 0 {
-				return nil, fmt.Errorf("%s: fencing by INCR needs a Redis node", name)
-			}
-			tokens = c.Redis[0]
+		if info.Fencing != FencingDecorator {
+			return nil, fmt.Errorf("%s: fencing: incr is for a lock that hands out no fencing tokens, and %s's fencing is %s; expected fencing: none", name, name, info.Fencing)
+		}
+		tokens, ok := FenceCounter(c.Tokens, c.Redis)
+		if !ok {
+			return nil, fmt.Errorf("%s: fencing by INCR needs a Redis node", name)
 		}
 		lock = &Fenced{Lock: lock, Tokens: tokens, Key: FenceKey(p.Key)}
 	default:

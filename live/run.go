@@ -137,7 +137,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 		}
 		c := newClientHost(name, r.start, offset, ppm, r.opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
 		// A client reads a monotonic clock unless it says wall (as a
-		// simulated one does, scenarios/run.go envWithClock): a step of
+		// simulated one does, scenarios/env.go envWithClock): a step of
 		// the wall clock does not move it.
 		kind := sc.Clients.Clock
 		if over.Clock != nil {

@@ -2,11 +2,9 @@ package scenarios
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,14 +17,7 @@ import (
 // checked (validate.go): every check with its field and what was expected.
 
 // scenarioParams are params the runner itself reads, for any algorithm.
-var scenarioParams = []algorithms.Param{
-	{Name: "fence_start", Expect: "a whole number >= 0, the fencing counter's first value", Check: func(v string) error {
-		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > 1<<53 {
-			return errors.New("expected a whole number >= 0, such as 32")
-		}
-		return nil
-	}},
-}
+var scenarioParams = []algorithms.Param{algorithms.FenceStart}
 
 // acceptedParams are the params keys an algorithm accepts.
 func acceptedParams(algorithm string) ([]algorithms.Param, bool) {

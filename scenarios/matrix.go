@@ -15,13 +15,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 )
@@ -226,170 +224,9 @@ func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
 	return nil
 }
 
-// MatrixScenario builds the base scenario the matrix runs for an algorithm:
-// 3 clients with 2 lock cycles each, work 100ms..1.5s, TTL 2s, 20s of
-// simulated time and no faults. Redis algorithms get as many nodes as they
-// need (A, B, ...), five for quorum algorithms; other backends get one
-// unused Redis node and bring their own hosts. The resource checks fencing
-// tokens (">") when the algorithm hands them out, which a fault-free probe
-// run finds out.
-//
-// A row named "ALGORITHM+fencing" is the algorithm with fencing tokens: from
-// INCR on a separate node T (which faults leave alone) for Redis locks, from
-// the fence row's version for Postgres advisory locks, and a resource that
-// checks them (">"). (A ZooKeeper recipe's lease always carries its
-// znode's sequence; the gozk-* recipes are tabled by their own test.)
-func MatrixScenario(algorithm string) (*Scenario, error) {
-	name, fenced := strings.CutSuffix(algorithm, "+fencing")
-	info, err := algorithms.Lookup(name)
-	backend := backendOf(info)
-	if err != nil || (fenced && backend.MatrixFencing == nil) {
-		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(MatrixRows(), ", "))
-	}
-	if fenced {
-		sc := newMatrixScenario(info, ">")
-		sc.ID = "matrix-" + algorithm
-		if sc.Params == nil {
-			sc.Params = map[string]string{}
-		}
-		backend.MatrixFencing(sc)
-		return sc, sc.Validate()
-	}
-	sc := newMatrixScenario(info, "none")
-	if err := sc.Validate(); err != nil {
-		return nil, err
-	}
-	if issuesFencingTokens(sc) {
-		sc = newMatrixScenario(info, ">")
-		if err := sc.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	return sc, nil
-}
-
-func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
-	backend := backendOf(info)
-	nodes := 1
-	var params map[string]string
-	if backend.Matrix != nil {
-		nodes, params = backend.Matrix(info)
-	}
-	sc := &Scenario{
-		ID:        "matrix-" + info.Name,
-		Title:     info.Name + " under random faults (locklab matrix)",
-		Algorithm: info.Name,
-		TTL:       Duration(MatrixTTL),
-		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{Min: 100 * time.Millisecond, Max: 1500 * time.Millisecond, set: true}, Start: Range{set: true}},
-		Resource:  Resource{Fencing: fencing},
-		// Clients start together: contention at the start splits quorum
-		// votes, which is what many Redlock failures need.
-		Duration: Duration(MatrixDuration),
-		Params:   params,
-	}
-	for i := range nodes {
-		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
-	}
-	if info.Name != algorithms.Custom && !backend.OwnWait {
-		// A waiter that finds the lock held tries again after TTL/8 (plus
-		// up to TTL/16), not every 100–150ms: polling a held key is the
-		// workload's cost, not the lock's. Measured against the fixed
-		// 100ms and against exponential backoff (wait.backoff), this
-		// finds every classic failure in less CPU, Redlock's
-		// crash-restart included, which needs a waiter to ask a
-		// restarted node while the holder still holds: backoff asked too
-		// rarely for that. A user's own lock (locktest) and the ZooKeeper
-		// recipes wait their own way and never read the policy: their
-		// files keep the default.
-		sc.Wait = Wait{Delay: Duration(MatrixWaitDelay), Jitter: Duration(MatrixWaitJitter)}
-	}
-	sc.applyDefaults()
-	// A semaphore is put under the faults with two permits for three
-	// clients, a reader-writer lock with two readers and a writer: as a
-	// mutex (one permit, all writers) neither would show what it adds.
-	// Explore's draws and shrinking keep both (modes_explore.go).
-	switch info.Primitive {
-	case algorithms.PrimitiveSemaphore:
-		sc.Clients.Permits = 2
-	case algorithms.PrimitiveReadWrite:
-		withModeCycle(sc, []string{ModeRead, ModeRead, ModeWrite})
-	}
-	return sc
-}
-
-// nodeName is A, B, ..., Z, A2, B2, ...
-func nodeName(i int) string {
-	s := string(rune('A' + i%26))
-	if i >= 26 {
-		s += fmt.Sprint(i/26 + 1)
-	}
-	return s
-}
-
-// issuesFencingTokens runs the scenario once without faults and reports
-// whether any lease carried a fencing token.
-func issuesFencingTokens(sc *Scenario) bool {
-	res, err := safeRun(sc, 1)
-	if err != nil {
-		return false
-	}
-	for _, iv := range res.History.Intervals {
-		if iv.Fence != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // copyForRun returns a fresh copy of a matrix base scenario, so runs share
 // no maps or slices.
 func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
-
-// MatrixRows are the matrix's rows by default: every algorithm, then the
-// fenced variants of those that can carry fencing tokens, so the table shows
-// what fencing buys.
-//
-// Algorithms that run real client code in the bubble runtime (the gozk-*
-// ZooKeeper recipes on go-zookeeper) are not rows: their faults are
-// tabled by their own test (the go-zookeeper × fault table). The Postgres
-// advisory locks (pgx in the bubble) are: their runs are short.
-func MatrixRows() []string {
-	var rows []string
-	for _, a := range algorithms.Names() {
-		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || backendOf(info).MatrixBubbleRows) {
-			rows = append(rows, a)
-		}
-	}
-	for _, a := range []string{"set-nx-px-lua", "redlock", "pg-advisory-session"} {
-		if _, err := algorithms.Lookup(a); err == nil {
-			rows = append(rows, a+"+fencing")
-		}
-	}
-	return rows
-}
-
-// generatorNames are the hosts a matrix schedule may act on: clients, lock
-// nodes and the backend's own hosts — not the protected resource, whose
-// faults say nothing about the lock.
-func generatorNames(sc *Scenario) faults.Names {
-	all := sc.Names()
-	n := faults.Names{Clients: all.Clients}
-	if info, err := algorithms.Lookup(sc.Algorithm); err == nil && !backendOf(info).RedisNodes {
-		for _, h := range all.Others {
-			if h != ResourceHost {
-				n.Others = append(n.Others, h)
-			}
-		}
-		n.Servers = all.Servers // a backend's servers a restart may crash (zk1…zkN)
-		return n
-	}
-	for _, node := range sc.Nodes {
-		if node.Role == "" {
-			n.Nodes = append(n.Nodes, node.Name) // not the fencing-token node
-		}
-	}
-	return n
-}
 
 // matrixRNG is the generator of run i of a cell.
 func matrixRNG(algorithm string, class faults.Class, i int) *rand.Rand {
@@ -428,55 +265,14 @@ type matrixOutcome struct {
 // errors; a run that fails is counted in its cell's Errors.
 func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 	defer BeginSweep()()
-	if opt.Seeds < 0 {
-		return nil, fmt.Errorf("seeds: expected a number of runs per cell >= 1, got %d", opt.Seeds)
+	if err := opt.withDefaults(); err != nil {
+		return nil, err
 	}
-	if opt.Seeds == 0 {
-		opt.Seeds = DefaultMatrixSeeds
-	}
-	classes := opt.Classes
-	if len(classes) == 0 {
-		classes = faults.Classes()
-	}
-	for _, c := range classes {
-		if !slices.Contains(faults.Classes(), c) {
-			var names []string
-			for _, k := range faults.Classes() {
-				names = append(names, string(k))
-			}
-			return nil, fmt.Errorf("unknown fault class %q; expected one of %s", c, strings.Join(names, ", "))
-		}
-	}
-	algs := opt.Algorithms
-	if len(algs) == 0 {
-		algs = MatrixRows()
-	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.NumCPU()
-	}
-
+	classes, algs := opt.Classes, opt.Algorithms
 	res := &MatrixResult{Seeds: opt.Seeds, Classes: slices.Clone(classes), Algorithms: slices.Clone(algs)}
-	bases := make([]*Scenario, len(algs))
-	baseErrs := make([]error, len(algs))
-	for i, a := range algs {
-		if _, err := algorithms.Lookup(strings.TrimSuffix(a, "+fencing")); err != nil {
-			return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", a, strings.Join(MatrixRows(), ", "))
-		}
-		bases[i], baseErrs[i] = MatrixScenario(a)
-		if bases[i] == nil {
-			// The setup itself is invalid for this algorithm: every run of
-			// its row is an error, shown in the cells.
-			info, _ := algorithms.Lookup(a)
-			bases[i] = newMatrixScenario(info, "none")
-		}
-		b := bases[i]
-		info, _ := algorithms.Lookup(a)
-		res.Setups = append(res.Setups, MatrixSetup{
-			Algorithm: a, Backend: info.Backend, Nodes: b.NodeNames(), Fencing: b.Resource.Fencing,
-			TTL: b.TTL, Clients: b.Clients.Count, Cycles: b.Clients.Cycles, Work: b.Clients.Work,
-			Duration: b.Duration, Horizon: Duration(MatrixHorizon),
-		})
+	bases, baseErrs, err := matrixBases(res, algs)
+	if err != nil {
+		return nil, err
 	}
 
 	// Jobs are not materialised: job j of the applicable cells, in (cell,
@@ -514,53 +310,13 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 		next int
 		done int
 		wg   sync.WaitGroup
-		// firstErr and example keep the lowest index per cell, so the
-		// result does not depend on which worker finished first.
-		firstErrAt = map[int]int{}
-		exampleAt  = map[int]int{}
+		fold = matrixFold{res: res, firstErrAt: map[int]int{}, exampleAt: map[int]int{}}
 	)
-	fold := func(cell, index int, o matrixOutcome) {
-		c := &res.Cells[cell]
-		c.Runs++
-		if o.err != nil {
-			c.Errors++
-			if at, ok := firstErrAt[cell]; !ok || index < at {
-				firstErrAt[cell] = index
-				c.FirstError = fmt.Sprintf("seed %d: %v", index, o.err)
-			}
-			return
-		}
-		c.Violated.add(o.verdict, checker.Violated)
-		c.Unknown.add(o.verdict, checker.Unknown)
-		v := o.verdict
-		if v.MutualExclusion == checker.Violated || v.Resource == checker.Violated || v.Liveness == checker.Violated {
-			if at, ok := exampleAt[cell]; !ok || index < at {
-				exampleAt[cell] = index
-				c.Example = &Example{Seed: uint64(index), Schedule: o.schedule, Verdict: v}
-			}
-		}
-	}
 	run := func(cell, index int) matrixOutcome {
 		ai := rowOf(cell)
-		if baseErrs[ai] != nil {
-			return matrixOutcome{err: baseErrs[ai]}
-		}
-		c := &res.Cells[cell]
-		sched := MatrixSchedule(bases[ai], c.Class, index)
-		sc := bases[ai].copyForRun()
-		sc.Faults = sched
-		sc.Seed = uint64(index)
-		out := matrixOutcome{schedule: sched}
-		if err := sc.Validate(); err != nil {
-			out.err = err
-		} else if r, err := safeRun(sc, uint64(index)); err != nil {
-			out.err = err
-		} else {
-			out.verdict = r.Report.Verdict
-		}
-		return out
+		return matrixRun(bases[ai], baseErrs[ai], res.Cells[cell].Class, index)
 	}
-	for range min(workers, max(total, 1)) {
+	for range min(opt.Workers, max(total, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -575,7 +331,7 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 				cell, index := jobAt(j)
 				o := run(cell, index)
 				mu.Lock()
-				fold(cell, index, o)
+				fold.add(cell, index, o)
 				done++
 				if opt.Progress != nil {
 					opt.Progress(done, total)
@@ -587,4 +343,34 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 	wg.Wait()
 	res.Interrupted = done < total
 	return res, nil
+}
+
+// matrixFold folds run outcomes into their cells as they arrive. It keeps
+// the lowest index of a cell's first error and first violation, so the
+// result does not depend on which worker finished first.
+type matrixFold struct {
+	res                   *MatrixResult
+	firstErrAt, exampleAt map[int]int
+}
+
+func (f matrixFold) add(cell, index int, o matrixOutcome) {
+	c := &f.res.Cells[cell]
+	c.Runs++
+	if o.err != nil {
+		c.Errors++
+		if at, ok := f.firstErrAt[cell]; !ok || index < at {
+			f.firstErrAt[cell] = index
+			c.FirstError = fmt.Sprintf("seed %d: %v", index, o.err)
+		}
+		return
+	}
+	c.Violated.add(o.verdict, checker.Violated)
+	c.Unknown.add(o.verdict, checker.Unknown)
+	v := o.verdict
+	if v.MutualExclusion == checker.Violated || v.Resource == checker.Violated || v.Liveness == checker.Violated {
+		if at, ok := f.exampleAt[cell]; !ok || index < at {
+			f.exampleAt[cell] = index
+			c.Example = &Example{Seed: uint64(index), Schedule: o.schedule, Verdict: v}
+		}
+	}
 }

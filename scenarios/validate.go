@@ -210,44 +210,7 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, path string, field *ref
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind == yaml.ScalarNode && t == nodeType {
-			return // a bare node name
-		}
-		fields, names := yamlFields(t)
-		if n.Kind != yaml.MappingNode {
-			w.errorf(n, path, "expected a mapping with the keys %s, found %s", strings.Join(names, ", "), found(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode {
-				w.errorf(k, path, "expected a key name, found %s", found(k))
-				continue
-			}
-			if k.ShortTag() == "!!merge" {
-				// "<<: *defaults" merges another mapping (or a list of
-				// them) into this one: its keys are checked as this
-				// level's.
-				if v.Kind == yaml.SequenceNode {
-					for _, e := range v.Content {
-						w.walk(e, t, path, field)
-					}
-				} else {
-					w.walk(v, t, path, field)
-				}
-				continue
-			}
-			f, ok := fields[k.Value]
-			if !ok {
-				msg := fmt.Sprintf("unknown field %q; expected one of %s", Printable(k.Value, 40), strings.Join(names, ", "))
-				if s := DidYouMean(k.Value, names); s != "" {
-					msg += fmt.Sprintf(" (did you mean %s?)", s)
-				}
-				w.errorf(k, join(path, Printable(k.Value, 40)), "%s", msg)
-				continue
-			}
-			w.walk(v, f.Type, join(path, k.Value), &f)
-		}
+		w.walkStruct(n, t, path, field)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.errorf(n, path, "expected a list, found %s", found(n))
@@ -288,6 +251,49 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, path string, field *ref
 		if _, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err != nil && n.ShortTag() == "!!float" && !isSpecialFloat(n.Value) {
 			w.errorf(n, path, "expected a number, found %s", found(n))
 		}
+	}
+}
+
+// walkStruct checks a mapping against struct type t: every key a field of
+// it (with a did-you-mean), merge keys ("<<") as this level's keys.
+func (w *shapeWalker) walkStruct(n *yaml.Node, t reflect.Type, path string, field *reflect.StructField) {
+	if n.Kind == yaml.ScalarNode && t == nodeType {
+		return // a bare node name
+	}
+	fields, names := yamlFields(t)
+	if n.Kind != yaml.MappingNode {
+		w.errorf(n, path, "expected a mapping with the keys %s, found %s", strings.Join(names, ", "), found(n))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			w.errorf(k, path, "expected a key name, found %s", found(k))
+			continue
+		}
+		if k.ShortTag() == "!!merge" {
+			// "<<: *defaults" merges another mapping (or a list of
+			// them) into this one: its keys are checked as this
+			// level's.
+			if v.Kind == yaml.SequenceNode {
+				for _, e := range v.Content {
+					w.walk(e, t, path, field)
+				}
+			} else {
+				w.walk(v, t, path, field)
+			}
+			continue
+		}
+		f, ok := fields[k.Value]
+		if !ok {
+			msg := fmt.Sprintf("unknown field %q; expected one of %s", Printable(k.Value, 40), strings.Join(names, ", "))
+			if s := DidYouMean(k.Value, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			w.errorf(k, join(path, Printable(k.Value, 40)), "%s", msg)
+			continue
+		}
+		w.walk(v, f.Type, join(path, k.Value), &f)
 	}
 }
 

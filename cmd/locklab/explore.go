@@ -158,59 +158,16 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return usagef("explore needs exactly one algorithm (one of %s), got %d arguments", strings.Join(algorithms.Names(), ", "), len(pos))
 	}
 	alg := pos[0]
-	if r, ok := scenarios.RetiredAlgorithm(alg); ok {
-		return usagef("%s was the retired single-server ZooKeeper model; explore %s, the same recipe on the real go-zookeeper client", alg, r)
-	}
-	if _, err := algorithms.Lookup(alg); err != nil {
-		msg := fmt.Sprintf("unknown algorithm %q; expected one of %s", term(alg, false), strings.Join(algorithms.Names(), ", "))
-		if d := scenarios.DidYouMean(alg, algorithms.Names()); d != "" {
-			msg += fmt.Sprintf(" (did you mean %s?)", d)
-		}
-		return usagef("%s", msg)
+	if err := checkExploreAlgorithm(alg); err != nil {
+		return err
 	}
 	classes, err := faults.ParseClasses(*faultsText)
 	if err != nil {
 		return usagef("--faults: %v", err)
 	}
 	opt := scenarios.ExploreOptions{Algorithm: alg, Classes: classes, All: *all}
-	if opt.Seed, err = strconv.ParseUint(*seedText, 10, 64); err != nil {
-		return usagef("--seed: expected a non-negative integer, got %q", *seedText)
-	}
-	maxRuns, err := parseCount("--max-runs", *maxRunsText, 1, 1<<62)
-	if err != nil {
+	if err := parseExploreRuns(&opt, *seedText, *maxRunsText, *runsText, *timeText, *workersText, *shardText); err != nil {
 		return err
-	}
-	if *runsText != "" {
-		n, err := strconv.ParseInt(*runsText, 10, 64)
-		if err != nil || n < 1 {
-			return usagef("--runs: expected a number of runs >= 1, got %q", *runsText)
-		}
-		if n > maxRuns {
-			return usagef("--runs: expected at most %d runs (the limit; raise it with --max-runs), found %d", maxRuns, n)
-		}
-		opt.Runs = int(n)
-	}
-	if *timeText != "" {
-		d, err := time.ParseDuration(*timeText)
-		if err != nil || d <= 0 {
-			return usagef("--time: expected a duration such as 30s or 2m, got %q", *timeText)
-		}
-		opt.Time = d
-		if opt.Runs == 0 {
-			opt.Runs = int(maxRuns)
-		}
-	}
-	if *workersText != "" {
-		n, err := parseCount("--workers", *workersText, 1, maxExploreWorkers)
-		if err != nil {
-			return err
-		}
-		opt.Workers = int(n)
-	}
-	if *shardText != "" {
-		if opt.Shard, opt.Shards, err = parseShard(*shardText); err != nil {
-			return err
-		}
 	}
 	out, report, err := explorePaths(*outPath, *reportPath, alg, opt.Seed, *force)
 	if err != nil {
@@ -229,84 +186,16 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		textOut = stderr
 	}
 
-	progress := isTerminal(stderr) && !*asJSON
-	var mu sync.Mutex
-	if progress {
-		start := time.Now()
-		opt.Progress = func(runs, found int) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(stderr, "\rexplore %s: %d runs, %d violating (%.1fs)", alg, runs, found, time.Since(start).Seconds())
-		}
-	}
-	in := onInterrupt(stderr, "explore")
-	opt.Context = in.ctx
-	res, err := scenarios.Explore(opt)
-	signalled := in.stop()
-	if progress {
-		mu.Lock()
-		fmt.Fprint(stderr, "\r\033[K")
-		mu.Unlock()
-	}
+	res, signalled, err := exploreShowingProgress(stderr, alg, &opt, isTerminal(stderr) && !*asJSON)
 	if err != nil {
 		return err
 	}
 
-	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings}
-	if opt.Shards > 0 {
-		bound := opt.Runs
-		if opt.Time > 0 {
-			bound = 0
-		}
-		summary.Shard = &shardOutput{Index: opt.Shard, Count: opt.Shards, RunBound: bound, All: opt.All}
-	}
-	for _, c := range classes {
-		summary.Faults = append(summary.Faults, string(c))
-	}
-	for _, f := range res.Findings {
-		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
-	}
-	var first *scenarios.Finding
+	summary := exploreSummary(alg, opt, classes, res)
 	var writeErr error
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
-		first = &res.Findings[0]
-		min := first.Minimal
-		min.ID = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
-		if err := min.Seal(first.MinimalResult, first.Property); err != nil {
+		if writeErr, err = saveCounterexample(stdout, stderr, alg, opt, *faultsText, &res.Findings[0], out, report, &summary); err != nil {
 			return err
-		}
-		data, err := min.Marshal()
-		if err != nil {
-			return err
-		}
-		// The finding is printed before any file is written, so a write
-		// that fails (a full disk, --force onto a directory, a kill) loses
-		// neither the seed nor the witness nor the way to find it again.
-		printFinding(stderr, alg, opt, *faultsText, first, min)
-		summary.Counterexample = &counterexampleOutput{
-			Property:    first.Property,
-			Faults:      min.Faults,
-			Clients:     min.Clients.Count,
-			Seed:        min.Seed,
-			File:        out,
-			Replay:      "locklab replay " + shellWord(out),
-			TraceSHA256: first.MinimalResult.TraceSHA256,
-			Witness:     witnessText(first.MinimalResult.Report),
-			ShrinkRuns:  first.ShrinkRuns,
-		}
-		header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
-		if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
-			// The summary is still printed, without a file to replay:
-			// its replay command finds the counterexample again.
-			writeErr = fmt.Errorf("cannot save the counterexample: %w", err)
-			summary.Counterexample.File = ""
-			summary.Counterexample.Replay = findAgain(alg, opt, *faultsText, first)
-		} else if report == "-" {
-			if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
-				return err
-			}
-		} else if report != "" {
-			writeErr = reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay)
 		}
 	}
 	if writeErr != nil && report != "-" {
@@ -331,6 +220,160 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 		return &exitError{1}
 	}
 	return nil
+}
+
+// exploreShowingProgress runs the exploration, stopped by an interrupt,
+// with a progress line on a terminal's stderr; signalled is the signal
+// that stopped it (0: none).
+func exploreShowingProgress(stderr io.Writer, alg string, opt *scenarios.ExploreOptions, progress bool) (res *scenarios.ExploreResult, signalled int, err error) {
+	var mu sync.Mutex
+	if progress {
+		start := time.Now()
+		opt.Progress = func(runs, found int) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "\rexplore %s: %d runs, %d violating (%.1fs)", alg, runs, found, time.Since(start).Seconds())
+		}
+	}
+	in := onInterrupt(stderr, "explore")
+	opt.Context = in.ctx
+	res, err = scenarios.Explore(*opt)
+	signalled = in.stop()
+	if progress {
+		mu.Lock()
+		fmt.Fprint(stderr, "\r\033[K")
+		mu.Unlock()
+	}
+	return res, signalled, err
+}
+
+// checkExploreAlgorithm refuses a retired or unknown algorithm, with what
+// to write instead.
+func checkExploreAlgorithm(alg string) error {
+	if r, ok := scenarios.RetiredAlgorithm(alg); ok {
+		return usagef("%s was the retired single-server ZooKeeper model; explore %s, the same recipe on the real go-zookeeper client", alg, r)
+	}
+	if _, err := algorithms.Lookup(alg); err != nil {
+		msg := fmt.Sprintf("unknown algorithm %q; expected one of %s", term(alg, false), strings.Join(algorithms.Names(), ", "))
+		if d := scenarios.DidYouMean(alg, algorithms.Names()); d != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", d)
+		}
+		return usagef("%s", msg)
+	}
+	return nil
+}
+
+// parseExploreRuns reads --seed, --runs (bounded by --max-runs), --time,
+// --workers and --shard into opt.
+func parseExploreRuns(opt *scenarios.ExploreOptions, seedText, maxRunsText, runsText, timeText, workersText, shardText string) error {
+	var err error
+	if opt.Seed, err = strconv.ParseUint(seedText, 10, 64); err != nil {
+		return usagef("--seed: expected a non-negative integer, got %q", seedText)
+	}
+	maxRuns, err := parseCount("--max-runs", maxRunsText, 1, 1<<62)
+	if err != nil {
+		return err
+	}
+	if runsText != "" {
+		n, err := strconv.ParseInt(runsText, 10, 64)
+		if err != nil || n < 1 {
+			return usagef("--runs: expected a number of runs >= 1, got %q", runsText)
+		}
+		if n > maxRuns {
+			return usagef("--runs: expected at most %d runs (the limit; raise it with --max-runs), found %d", maxRuns, n)
+		}
+		opt.Runs = int(n)
+	}
+	if timeText != "" {
+		d, err := time.ParseDuration(timeText)
+		if err != nil || d <= 0 {
+			return usagef("--time: expected a duration such as 30s or 2m, got %q", timeText)
+		}
+		opt.Time = d
+		if opt.Runs == 0 {
+			opt.Runs = int(maxRuns)
+		}
+	}
+	if workersText != "" {
+		n, err := parseCount("--workers", workersText, 1, maxExploreWorkers)
+		if err != nil {
+			return err
+		}
+		opt.Workers = int(n)
+	}
+	if shardText != "" {
+		if opt.Shard, opt.Shards, err = parseShard(shardText); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exploreSummary is the --json summary of an exploration, before its
+// counterexample is saved.
+func exploreSummary(alg string, opt scenarios.ExploreOptions, classes []faults.Class, res *scenarios.ExploreResult) exploreOutput {
+	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings}
+	if opt.Shards > 0 {
+		bound := opt.Runs
+		if opt.Time > 0 {
+			bound = 0
+		}
+		summary.Shard = &shardOutput{Index: opt.Shard, Count: opt.Shards, RunBound: bound, All: opt.All}
+	}
+	for _, c := range classes {
+		summary.Faults = append(summary.Faults, string(c))
+	}
+	for _, f := range res.Findings {
+		summary.Violations = append(summary.Violations, exploreViolation{Run: f.Run, Seed: f.Scenario.Seed, Property: f.Property, Faults: f.Scenario.Faults, Clients: f.Scenario.Clients.Count})
+	}
+	return summary
+}
+
+// saveCounterexample seals the first finding's shrunk scenario, prints it,
+// and writes it to out (and its report to report): a write that fails is
+// writeErr, and the summary then gives the command that finds it again;
+// err is a failure to seal or marshal.
+func saveCounterexample(stdout, stderr io.Writer, alg string, opt scenarios.ExploreOptions, faultsText string, first *scenarios.Finding, out, report string, summary *exploreOutput) (writeErr, err error) {
+	min := first.Minimal
+	min.ID = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+	if err := min.Seal(first.MinimalResult, first.Property); err != nil {
+		return nil, err
+	}
+	data, err := min.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	// The finding is printed before any file is written, so a write
+	// that fails (a full disk, --force onto a directory, a kill) loses
+	// neither the seed nor the witness nor the way to find it again.
+	printFinding(stderr, alg, opt, faultsText, first, min)
+	summary.Counterexample = &counterexampleOutput{
+		Property:    first.Property,
+		Faults:      min.Faults,
+		Clients:     min.Clients.Count,
+		Seed:        min.Seed,
+		File:        out,
+		Replay:      "locklab replay " + shellWord(out),
+		TraceSHA256: first.MinimalResult.TraceSHA256,
+		Witness:     witnessText(first.MinimalResult.Report),
+		ShrinkRuns:  first.ShrinkRuns,
+	}
+	header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
+	if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
+		// The summary is still printed, without a file to replay:
+		// its replay command finds the counterexample again.
+		writeErr = fmt.Errorf("cannot save the counterexample: %w", err)
+		summary.Counterexample.File = ""
+		summary.Counterexample.Replay = findAgain(alg, opt, faultsText, first)
+	} else if report == "-" {
+		if err := reports.WriteRun(stdout, first.MinimalResult, nil, summary.Counterexample.Replay); err != nil {
+			return nil, err
+		}
+	} else if report != "" {
+		writeErr = reports.WriteRunFile(report, first.MinimalResult, nil, summary.Counterexample.Replay)
+	}
+
+	return writeErr, nil
 }
 
 // explorePaths picks the counterexample's and the report's file names.

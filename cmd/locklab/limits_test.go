@@ -30,16 +30,6 @@ var tooLong = map[string]string{
 	"faults/validate.go Problems":            "outside issue 33's split (faults); not reached",
 	"sim/event/render.go AppendText":         "one switch over every event kind; splitting it by kind is its own change",
 	"sim/zk/ensemble/tree.go prepare":        "one switch over ZooKeeper's request types (jute); not reached",
-	"scenarios/run.go":                       "the runner's package split is last (h31w edits run.go in parallel)",
-	"scenarios/run.go Run":                   "the runner's package split is last (h31w edits run.go in parallel)",
-	"scenarios/explore.go":                   "not reached in issue 33's time",
-	"scenarios/explore.go Explore":           "not reached in issue 33's time",
-	"scenarios/matrix.go Matrix":             "not reached in issue 33's time",
-	"scenarios/validate.go walk":             "the shape walk is one recursive switch over YAML node kinds; not reached",
-	"cmd/locklab/explore.go runExplore":      "not reached in issue 33's time",
-	"cmd/locklab/matrix.go runMatrix":        "not reached in issue 33's time",
-	"cmd/locklab/matrix.go printMatrix":      "not reached in issue 33's time",
-	"cmd/locklab/run.go printRun":            "not reached in issue 33's time",
 }
 
 const (

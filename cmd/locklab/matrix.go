@@ -143,18 +143,10 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	if *reportPath == "-" {
 		textOut = stderr
 	}
-	maxSeeds, err := parseCount("--max-seeds", *maxSeedsText, 1, 1<<40)
+	seeds, err := parseMatrixSeeds(*seedsText, *maxSeedsText)
 	if err != nil {
 		return err
 	}
-	seeds64, err := strconv.ParseInt(*seedsText, 10, 64)
-	if err != nil || seeds64 < 1 {
-		return usagef("--seeds: expected a number of runs per cell >= 1, got %q", *seedsText)
-	}
-	if seeds64 > maxSeeds {
-		return usagef("--seeds: expected at most %d runs per cell (the limit; raise it with --max-seeds), found %d", maxSeeds, seeds64)
-	}
-	seeds := int(seeds64)
 	classes, err := faults.ParseClasses(*classesText)
 	if err != nil {
 		return usagef("--classes: %v", err)
@@ -178,20 +170,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	}
 
 	opt := scenarios.MatrixOptions{Seeds: seeds, Classes: classes, Algorithms: algs, Workers: workers}
-	progress := isTerminal(stderr)
-	if progress {
-		start := time.Now()
-		opt.Progress = func(done, total int) {
-			fmt.Fprintf(stderr, "\rmatrix: %d/%d runs (%.0fs)", done, total, time.Since(start).Seconds())
-		}
-	}
-	in := onInterrupt(stderr, "matrix")
-	opt.Context = in.ctx
-	res, err := scenarios.Matrix(opt)
-	signalled := in.stop()
-	if progress {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
+	res, signalled, err := matrixShowingProgress(stderr, opt)
 	if err != nil {
 		return err
 	}
@@ -205,26 +184,9 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 	// The examples are written first (the table names them), then the
 	// table is printed, then the heatmap: a write that fails leaves the
 	// table printed and exits 3 (issue 32).
-	files := map[*scenarios.Cell]string{}
-	var writeErr error
-	if *examplesDir != "" {
-		for i := range res.Cells {
-			c := &res.Cells[i]
-			sc := c.ExampleScenario()
-			if sc == nil {
-				continue
-			}
-			data, err := sc.Marshal()
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(*examplesDir, fmt.Sprintf("%s-%s.yaml", c.Algorithm, c.Class))
-			if err := writeFileAtomic(path, data); err != nil {
-				writeErr = fmt.Errorf("cannot write example: %w", err)
-				break
-			}
-			files[c] = path
-		}
+	files, writeErr, err := writeMatrixExamples(res, *examplesDir)
+	if err != nil {
+		return err
 	}
 	if *reportPath == "-" {
 		if err := reports.WriteMatrix(stdout, matrixData(res)); err != nil {
@@ -232,17 +194,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		out := matrixOutput{
-			Options:     matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
-			Setups:      res.Setups,
-			Cells:       []matrixCellOutput{},
-			Interrupted: res.Interrupted,
-		}
-		for i := range res.Cells {
-			c := &res.Cells[i]
-			out.Cells = append(out.Cells, matrixCellOutput{Cell: *c, Shares: c.Shares(), ExampleFile: files[c]})
-		}
-		if err := writeJSON(stdout, out); err != nil {
+		if err := writeJSON(stdout, matrixJSON(res, files)); err != nil {
 			return err
 		}
 	} else {
@@ -258,6 +210,87 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		return &exitError{exitWriteFailed}
 	}
 	return exit(nil)
+}
+
+// parseMatrixSeeds reads --seeds, bounded by --max-seeds.
+func parseMatrixSeeds(seedsText, maxSeedsText string) (int, error) {
+	maxSeeds, err := parseCount("--max-seeds", maxSeedsText, 1, 1<<40)
+	if err != nil {
+		return 0, err
+	}
+	seeds64, err := strconv.ParseInt(seedsText, 10, 64)
+	if err != nil || seeds64 < 1 {
+		return 0, usagef("--seeds: expected a number of runs per cell >= 1, got %q", seedsText)
+	}
+	if seeds64 > maxSeeds {
+		return 0, usagef("--seeds: expected at most %d runs per cell (the limit; raise it with --max-seeds), found %d", maxSeeds, seeds64)
+	}
+	return int(seeds64), nil
+}
+
+// matrixShowingProgress runs the matrix, stopped by an interrupt, with a
+// progress line on a terminal's stderr; signalled is the signal that
+// stopped it (0: none).
+func matrixShowingProgress(stderr io.Writer, opt scenarios.MatrixOptions) (res *scenarios.MatrixResult, signalled int, err error) {
+	progress := isTerminal(stderr)
+	if progress {
+		start := time.Now()
+		opt.Progress = func(done, total int) {
+			fmt.Fprintf(stderr, "\rmatrix: %d/%d runs (%.0fs)", done, total, time.Since(start).Seconds())
+		}
+	}
+	in := onInterrupt(stderr, "matrix")
+	opt.Context = in.ctx
+	res, err = scenarios.Matrix(opt)
+	signalled = in.stop()
+	if progress {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	return res, signalled, err
+}
+
+// writeMatrixExamples writes the first violating run of each cell into dir
+// as a scenario file (none without dir) and returns their paths. A write
+// that fails is writeErr: the table is still printed, then the exit is 3
+// (issue 32); err is a scenario that does not marshal.
+func writeMatrixExamples(res *scenarios.MatrixResult, dir string) (files map[*scenarios.Cell]string, writeErr, err error) {
+	files = map[*scenarios.Cell]string{}
+	if dir == "" {
+		return files, nil, nil
+	}
+	for i := range res.Cells {
+		c := &res.Cells[i]
+		sc := c.ExampleScenario()
+		if sc == nil {
+			continue
+		}
+		data, err := sc.Marshal()
+		if err != nil {
+			return nil, nil, err
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s.yaml", c.Algorithm, c.Class))
+		if err := writeFileAtomic(path, data); err != nil {
+			return files, fmt.Errorf("cannot write example: %w", err), nil
+		}
+		files[c] = path
+	}
+	return files, nil, nil
+}
+
+// matrixJSON is the --json form of a matrix, naming each cell's example
+// file.
+func matrixJSON(res *scenarios.MatrixResult, files map[*scenarios.Cell]string) matrixOutput {
+	out := matrixOutput{
+		Options:     matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
+		Setups:      res.Setups,
+		Cells:       []matrixCellOutput{},
+		Interrupted: res.Interrupted,
+	}
+	for i := range res.Cells {
+		c := &res.Cells[i]
+		out.Cells = append(out.Cells, matrixCellOutput{Cell: *c, Shares: c.Shares(), ExampleFile: files[c]})
+	}
+	return out
 }
 
 // matrixMaxSeeds is the default bound of --seeds (raise it with
@@ -467,24 +500,7 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 		}
 	}
 
-	var notes []string
-	for i := range res.Cells {
-		c := &res.Cells[i]
-		if c.Errors > 0 {
-			notes = append(notes, fmt.Sprintf("%s × %s: %d of %d runs failed to run and are not counted (%s)", c.Algorithm, c.Class, c.Errors, c.Runs, c.FirstError))
-		}
-		u := c.Unknown
-		if n := max(u.MutualExclusion, u.Resource, u.Liveness); n > 0 {
-			notes = append(notes, fmt.Sprintf("%s × %s: the checker could not decide %d run(s) (unknown: mutual exclusion %d, resource %d, liveness %d); they count as not violated",
-				c.Algorithm, c.Class, n, u.MutualExclusion, u.Resource, u.Liveness))
-		}
-	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nNotes:")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  %s\n", n)
-		}
-	}
+	printMatrixNotes(w, res)
 
 	fmt.Fprintf(w, "\nLegend: each cell is the share of the %d runs of an algorithm under random faults of one class\n", res.Seeds)
 	fmt.Fprintln(w, "that violated the property; · none did; n/a the class has nothing to act on for that algorithm;")
@@ -523,5 +539,28 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 	} else {
 		fmt.Fprintln(w, "\nThe first violating run of each cell is in --json (seed and schedule); --examples DIR writes each")
 		fmt.Fprintln(w, "as a scenario file that 'locklab run' replays.")
+	}
+}
+
+// printMatrixNotes names the cells with runs that failed to run or that
+// the checker could not decide.
+func printMatrixNotes(w io.Writer, res *scenarios.MatrixResult) {
+	var notes []string
+	for i := range res.Cells {
+		c := &res.Cells[i]
+		if c.Errors > 0 {
+			notes = append(notes, fmt.Sprintf("%s × %s: %d of %d runs failed to run and are not counted (%s)", c.Algorithm, c.Class, c.Errors, c.Runs, c.FirstError))
+		}
+		u := c.Unknown
+		if n := max(u.MutualExclusion, u.Resource, u.Liveness); n > 0 {
+			notes = append(notes, fmt.Sprintf("%s × %s: the checker could not decide %d run(s) (unknown: mutual exclusion %d, resource %d, liveness %d); they count as not violated",
+				c.Algorithm, c.Class, n, u.MutualExclusion, u.Resource, u.Liveness))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
 	}
 }

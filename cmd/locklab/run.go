@@ -476,40 +476,7 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, stream *recordS
 	}
 	fmt.Fprintln(w)
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Verdict:\tgot\texpected\t")
-	row := func(name string, got checker.Status, want checker.Status) {
-		exp, mark := "-", ""
-		if want != "" {
-			exp = string(want)
-			mark = "✓"
-			if got != want {
-				mark = "✗ MISMATCH"
-			}
-		}
-		g := string(got)
-		if got == checker.Violated {
-			g = "VIOLATED"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, g, exp, mark)
-	}
-	v, e := res.Report.Verdict, sc.Expect
-	row("mutual exclusion", v.MutualExclusion, e.MutualExclusion)
-	row("resource", v.Resource, e.Resource)
-	row("liveness", v.Liveness, e.Liveness)
-	for _, name := range slices.Sorted(maps.Keys(sc.AtMost)) {
-		got, ok := res.Metric(name)
-		g, mark := fmt.Sprint(got), "✓"
-		if !ok {
-			g = "-"
-		}
-		if !ok || got > sc.AtMost[name] {
-			mark = "✗ MISMATCH"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t<= %d\t%s\n", strings.ReplaceAll(name, "_", " "), g, sc.AtMost[name], mark)
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
+	printVerdictTable(w, res)
 
 	if len(out.Witness.Text) > 0 {
 		fmt.Fprintln(w, "Witness:")
@@ -555,6 +522,46 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, stream *recordS
 	} else {
 		fmt.Fprintln(w, "\nResult: the run does NOT match the scenario's expectation.")
 	}
+}
+
+// printVerdictTable prints each property's verdict beside the scenario's
+// expectation, and each at_most bound beside the run's metric.
+func printVerdictTable(w io.Writer, res *scenarios.Result) {
+	sc := res.Scenario
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Verdict:\tgot\texpected\t")
+	row := func(name string, got checker.Status, want checker.Status) {
+		exp, mark := "-", ""
+		if want != "" {
+			exp = string(want)
+			mark = "✓"
+			if got != want {
+				mark = "✗ MISMATCH"
+			}
+		}
+		g := string(got)
+		if got == checker.Violated {
+			g = "VIOLATED"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, g, exp, mark)
+	}
+	v, e := res.Report.Verdict, sc.Expect
+	row("mutual exclusion", v.MutualExclusion, e.MutualExclusion)
+	row("resource", v.Resource, e.Resource)
+	row("liveness", v.Liveness, e.Liveness)
+	for _, name := range slices.Sorted(maps.Keys(sc.AtMost)) {
+		got, ok := res.Metric(name)
+		g, mark := fmt.Sprint(got), "✓"
+		if !ok {
+			g = "-"
+		}
+		if !ok || got > sc.AtMost[name] {
+			mark = "✗ MISMATCH"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t<= %d\t%s\n", strings.ReplaceAll(name, "_", " "), g, sc.AtMost[name], mark)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 func writeJSON(w io.Writer, v any) error {
