@@ -147,7 +147,7 @@ func shrinkRun(opt scenarios.ExploreOptions, runs, i int) (*scenarios.ExploreRes
 	if err != nil {
 		return nil, fmt.Errorf("run %d: %w", i, err)
 	}
-	prop := property(res.Report.Verdict)
+	prop := scenarios.HuntedProperty(res.Report.Verdict, opt.Hunt)
 	if prop == "" {
 		return nil, fmt.Errorf("run %d violated a property in its worker process and none here: the run does not replay", i)
 	}

@@ -87,6 +87,12 @@ type ExploreOptions struct {
 	// drawn restart of a Redis node remembers, instead of a drawn setting:
 	// a user who runs Redis with appendfsync always tests that setup.
 	Persistence string
+	// Hunt, when set, names the properties a finding must violate
+	// ("mutual_exclusion", "resource", "liveness"): a run that violates
+	// only others is counted in ExploreResult.Unhunted and the exploration
+	// goes on, so a user after an overlap is not stopped by the first
+	// liveness failure (locktest's Options.Hunt).
+	Hunt []string
 }
 
 // Finding is one violating run.
@@ -118,6 +124,11 @@ type ExploreResult struct {
 	Interrupted bool
 	// MoreFindings counts violating runs beyond MaxFindings.
 	MoreFindings int
+	// Unhunted counts the runs that violated only properties
+	// ExploreOptions.Hunt left out; UnhuntedFirst is the first of them and
+	// UnhuntedProperties what they violated, in violatedProperty's order.
+	Unhunted, UnhuntedFirst int
+	UnhuntedProperties      []string
 }
 
 // ExploreBase returns the setup explore starts from for an algorithm: the
@@ -208,6 +219,24 @@ func violatedProperty(v checker.Verdict) string {
 	return ""
 }
 
+// unhuntedRun is a run that violated only what ExploreOptions.Hunt leaves
+// out.
+type unhuntedRun struct {
+	run int
+	v   checker.Verdict
+}
+
+// HuntedProperty is the first violated property, in violatedProperty's
+// order, among hunt (every property when hunt is empty), or "".
+func HuntedProperty(v checker.Verdict, hunt []string) string {
+	for _, p := range []string{"mutual_exclusion", "resource", "liveness"} {
+		if violates(v, p) && (len(hunt) == 0 || slices.Contains(hunt, p)) {
+			return p
+		}
+	}
+	return ""
+}
+
 func violates(v checker.Verdict, prop string) bool {
 	switch prop {
 	case "mutual_exclusion":
@@ -270,6 +299,12 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		maxFindings = 1000
 	}
 	more := 0
+	var unhunted []unhuntedRun // runs that violated only what Hunt leaves out
+	for _, p := range opt.Hunt {
+		if !slices.Contains([]string{"mutual_exclusion", "resource", "liveness"}, p) {
+			return nil, fmt.Errorf("hunt %q: expected mutual_exclusion, resource or liveness", p)
+		}
+	}
 
 	var (
 		next     atomic.Int64 // next run index to hand out
@@ -322,7 +357,13 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 					mu.Unlock()
 					return
 				}
-				if prop := violatedProperty(res.Report.Verdict); prop != "" {
+				prop := HuntedProperty(res.Report.Verdict, opt.Hunt)
+				if prop == "" && violatedProperty(res.Report.Verdict) != "" {
+					mu.Lock()
+					unhunted = append(unhunted, unhuntedRun{i, res.Report.Verdict})
+					mu.Unlock()
+				}
+				if prop != "" {
 					found.Add(1)
 					firstAt.CompareAndSwap(0, int64(time.Since(start)))
 					for {
@@ -362,7 +403,27 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		more += len(hits) - maxFindings
 		hits = hits[:maxFindings]
 	}
-	out := &ExploreResult{Runs: sweptRuns(int(done.Load()), runs, int(firstBad.Load()), opt.All, deadline.IsZero() && ctx.Err() == nil, shard, shards), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
+	// Runs past the first finding may have run on other workers; they
+	// are not counted, so the count does not depend on Workers.
+	slices.SortFunc(unhunted, func(a, b unhuntedRun) int { return a.run - b.run })
+	unhuntedFirst, nUnhunted := 0, 0
+	var unhuntedProps []string
+	for _, u := range unhunted {
+		if len(hits) == 0 || opt.All || u.run < hits[0].Run {
+			if unhuntedFirst == 0 {
+				unhuntedFirst = u.run
+			}
+			nUnhunted++
+			for _, p := range []string{"mutual_exclusion", "resource", "liveness"} {
+				if violates(u.v, p) && !slices.Contains(unhuntedProps, p) {
+					unhuntedProps = append(unhuntedProps, p)
+				}
+			}
+		}
+	}
+	order := map[string]int{"mutual_exclusion": 0, "resource": 1, "liveness": 2}
+	slices.SortFunc(unhuntedProps, func(a, b string) int { return order[a] - order[b] })
+	out := &ExploreResult{Runs: sweptRuns(int(done.Load()), runs, int(firstBad.Load()), opt.All, deadline.IsZero() && ctx.Err() == nil, shard, shards), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more, Unhunted: nUnhunted, UnhuntedFirst: unhuntedFirst, UnhuntedProperties: unhuntedProps}
 	out.Interrupted = ctx.Err() != nil
 	if len(hits) > 0 && !opt.NoShrink {
 		f := &out.Findings[0]
