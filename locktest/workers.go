@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -155,17 +154,4 @@ func shrinkRun(opt scenarios.ExploreOptions, runs, i int) (*scenarios.ExploreRes
 	f.Minimal, f.MinimalResult, f.ShrinkRuns = scenarios.Shrink(sc, prop, scenarios.ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: true, Prepare: opt.Prepare})
 	ex.Findings = []scenarios.Finding{f}
 	return ex, nil
-}
-
-// property is the violated property Explore names first.
-func property(v checker.Verdict) string {
-	switch {
-	case v.MutualExclusion == checker.Violated:
-		return "mutual_exclusion"
-	case v.Resource == checker.Violated:
-		return "resource"
-	case v.Liveness == checker.Violated:
-		return "liveness"
-	}
-	return ""
 }
