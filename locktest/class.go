@@ -120,6 +120,7 @@ func (c *classRun) exploreOptions() scenarios.ExploreOptions {
 		MaxShrinkRuns: c.opt.ShrinkRuns,
 		Prepare:       c.prepare,
 		Persistence:   c.opt.Persistence,
+		Hunt:          c.opt.Hunt.properties(c.class),
 	}
 }
 
@@ -155,10 +156,15 @@ func (c *classRun) replaySaved(saved []string) bool {
 		if err != nil {
 			t.Fatalf("locktest: %s: %s: %v", c.at(), file, err)
 		}
-		if prop := violated(res.Report.Verdict); prop != Safe {
+		if scenarios.HuntedProperty(res.Report.Verdict, c.opt.Hunt.properties(c.class)) != "" {
+			prop := violated(res.Report.Verdict)
 			judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: prop, sc: sc, res: res, file: file,
 				what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (%d of %d saved for this class; delete it, or pass -locktest.seed, to explore)", file, c.opt.Seed, i+1, len(saved))})
 			return true
+		}
+		if prop := violated(res.Report.Verdict); prop != Safe {
+			t.Logf("locktest: %s: replayed the saved counterexample %s: %s, which Options.Hunt leaves out", c.at(), file, prop.found())
+			continue
 		}
 		t.Logf("locktest: %s: replayed the saved counterexample %s: it no longer breaks the lock", c.at(), file)
 	}
@@ -191,7 +197,12 @@ func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool,
 	if err != nil {
 		t.Fatalf("locktest: %s: %v", c.at(), err)
 	}
+	if ex.Unhunted > 0 {
+		hunted := strings.TrimSuffix((opt.Hunt[c.class] &^ AtMost &^ Any).String(), " violated")
+		t.Logf("locktest: %s: %d run(s) broke only what Options.Hunt leaves out (it hunts %s), the first of them run %d; not judged", c.at(), ex.Unhunted, hunted, ex.UnhuntedFirst)
+	}
 	if len(ex.Findings) == 0 {
+		c.refuseHiddenBreaks(ex)
 		judge(t, c.class, c.expect, opt.caller, c.base, finding{runs: ex.Runs, seed: opt.Seed})
 		return
 	}
@@ -242,4 +253,20 @@ func (c *classRun) replay(file string) {
 		trace = "(not written)"
 	}
 	t.Logf("locktest: %s: replay of %s: verdict %+v, trace sha256 %s, %d lines in %s", c.at(), file, res.Report.Verdict, res.TraceSHA256, res.TraceLines, trace)
+}
+
+// refuseHiddenBreaks fails a class whose hunt found nothing while runs it
+// passed over broke what the class is expected to keep: hunting chooses
+// what to look for, and must not make a broken lock read as safe.
+func (c *classRun) refuseHiddenBreaks(ex *scenarios.ExploreResult) {
+	if ex.Unhunted == 0 || c.expect&Any != 0 || c.expect != Safe && c.expect&AtMost == 0 {
+		return // nothing passed over, or the expectation asserts a violation anyway
+	}
+	var broke Outcome
+	for _, p := range ex.UnhuntedProperties {
+		broke |= map[string]Outcome{"mutual_exclusion": MutualExclusion, "resource": Resource, "liveness": Liveness}[p]
+	}
+	if extra := broke &^ c.expect; extra != Safe {
+		c.t.Errorf("locktest: %s: no run broke what Options.Hunt looks for, but %d run(s) it passed over broke the lock (%s; the first is run %d of seed %d), and the class is expected %s: run without Hunt to see them", c.at(), ex.Unhunted, extra.found(), ex.UnhuntedFirst, c.opt.Seed, c.expect)
+	}
 }

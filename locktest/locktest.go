@@ -171,6 +171,28 @@ func (o Outcome) named(sep, me string) string {
 // in the map is expected Safe.
 type Expect map[Class]Outcome
 
+// Hunt maps a fault class to the properties its exploration looks for.
+type Hunt map[Class]Outcome
+
+// properties names the outcome's properties as scenarios.Explore does
+// (nil: all of them).
+func (h Hunt) properties(c Class) []string {
+	o, ok := h[c]
+	if !ok || o&(MutualExclusion|Resource|Liveness) == 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range []struct {
+		o    Outcome
+		name string
+	}{{MutualExclusion, "mutual_exclusion"}, {Resource, "resource"}, {Liveness, "liveness"}} {
+		if o&p.o != 0 {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
 // Options tune Run. TTL is required; everything else has a default.
 type Options struct {
 	// TTL is the lease your lock takes, and it must match the lock's own
@@ -224,6 +246,15 @@ type Options struct {
 	Classes []Class
 	// Expect is the outcome asserted per class (default Safe).
 	Expect Expect
+	// Hunt names, per class, the properties the exploration looks for
+	// (MutualExclusion, Resource, Liveness, or-ed). By default the first
+	// run that violates anything ends the class; with Hunt{Pause:
+	// MutualExclusion} a run that violates only liveness is counted, logged
+	// and passed over, and the class ends at the first overlap (or after
+	// Runs without one). Hunting changes what is found, never what is
+	// judged: the finding is still judged against Expect with every
+	// property it violates. A class not in the map hunts everything.
+	Hunt Hunt
 	// Runs is the number of random runs per class (default 40, and 250
 	// for Restart; ten times as many in the project's deep suite,
 	// LOCKLAB_DEEP=1; flag -locktest.runs). See defaultRuns.

@@ -177,6 +177,9 @@ func TestHelperProcess(t *testing.T) {
 		t.Run("mysql", func(t *testing.T) {
 			RunSQL(t, DriverMySQL, getLockPinned, Options{TTL: 2 * time.Second, Classes: []Class{Drop}})
 		})
+	case "hunt-hides-liveness":
+		// Three runs: run 3 breaks liveness only, no run overlaps.
+		RunZooKeeper(t, zkNewLock, Options{TTL: 4 * time.Second, Classes: []Class{Pause}, Runs: 3, Hunt: Hunt{Pause: MutualExclusion}})
 	case "semaphore-heading":
 		RunSemaphore(t, slotSemaphore(2), 2, Options{TTL: 2 * time.Second, Classes: []Class{Pause}})
 	case "unexpected":

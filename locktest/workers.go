@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -147,7 +146,7 @@ func shrinkRun(opt scenarios.ExploreOptions, runs, i int) (*scenarios.ExploreRes
 	if err != nil {
 		return nil, fmt.Errorf("run %d: %w", i, err)
 	}
-	prop := property(res.Report.Verdict)
+	prop := scenarios.HuntedProperty(res.Report.Verdict, opt.Hunt)
 	if prop == "" {
 		return nil, fmt.Errorf("run %d violated a property in its worker process and none here: the run does not replay", i)
 	}
@@ -155,17 +154,4 @@ func shrinkRun(opt scenarios.ExploreOptions, runs, i int) (*scenarios.ExploreRes
 	f.Minimal, f.MinimalResult, f.ShrinkRuns = scenarios.Shrink(sc, prop, scenarios.ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: true, Prepare: opt.Prepare})
 	ex.Findings = []scenarios.Finding{f}
 	return ex, nil
-}
-
-// property is the violated property Explore names first.
-func property(v checker.Verdict) string {
-	switch {
-	case v.MutualExclusion == checker.Violated:
-		return "mutual_exclusion"
-	case v.Resource == checker.Violated:
-		return "resource"
-	case v.Liveness == checker.Violated:
-		return "liveness"
-	}
-	return ""
 }

@@ -87,6 +87,12 @@ type ExploreOptions struct {
 	// drawn restart of a Redis node remembers, instead of a drawn setting:
 	// a user who runs Redis with appendfsync always tests that setup.
 	Persistence string
+	// Hunt, when set, names the properties a finding must violate
+	// ("mutual_exclusion", "resource", "liveness"): a run that violates
+	// only others is counted in ExploreResult.Unhunted and the exploration
+	// goes on, so a user after an overlap is not stopped by the first
+	// liveness failure (locktest's Options.Hunt).
+	Hunt []string
 }
 
 // Finding is one violating run.
@@ -118,6 +124,11 @@ type ExploreResult struct {
 	Interrupted bool
 	// MoreFindings counts violating runs beyond MaxFindings.
 	MoreFindings int
+	// Unhunted counts the runs that violated only properties
+	// ExploreOptions.Hunt left out; UnhuntedFirst is the first of them and
+	// UnhuntedProperties what they violated, in violatedProperty's order.
+	Unhunted, UnhuntedFirst int
+	UnhuntedProperties      []string
 }
 
 // ExploreBase returns the setup explore starts from for an algorithm: the
@@ -208,6 +219,48 @@ func violatedProperty(v checker.Verdict) string {
 	return ""
 }
 
+// unhuntedRun is a run that violated only what ExploreOptions.Hunt leaves
+// out.
+type unhuntedRun struct {
+	run int
+	v   checker.Verdict
+}
+
+// HuntedProperty is the first violated property, in violatedProperty's
+// order, among hunt (every property when hunt is empty), or "".
+func HuntedProperty(v checker.Verdict, hunt []string) string {
+	for _, p := range []string{"mutual_exclusion", "resource", "liveness"} {
+		if violates(v, p) && (len(hunt) == 0 || slices.Contains(hunt, p)) {
+			return p
+		}
+	}
+	return ""
+}
+
+// summarizeUnhunted counts the runs that violated only what Hunt leaves
+// out, up to the first finding (all of them with all): runs past the
+// first finding may have run on other workers, so counting them would
+// make the count depend on Workers.
+func (out *ExploreResult) summarizeUnhunted(unhunted []unhuntedRun, all bool) {
+	slices.SortFunc(unhunted, func(a, b unhuntedRun) int { return a.run - b.run })
+	for _, u := range unhunted {
+		if len(out.Findings) > 0 && !all && u.run >= out.Findings[0].Run {
+			continue
+		}
+		if out.UnhuntedFirst == 0 {
+			out.UnhuntedFirst = u.run
+		}
+		out.Unhunted++
+		for _, p := range []string{"mutual_exclusion", "resource", "liveness"} {
+			if violates(u.v, p) && !slices.Contains(out.UnhuntedProperties, p) {
+				out.UnhuntedProperties = append(out.UnhuntedProperties, p)
+			}
+		}
+	}
+	order := map[string]int{"mutual_exclusion": 0, "resource": 1, "liveness": 2}
+	slices.SortFunc(out.UnhuntedProperties, func(a, b string) int { return order[a] - order[b] })
+}
+
 func violates(v checker.Verdict, prop string) bool {
 	switch prop {
 	case "mutual_exclusion":
@@ -256,6 +309,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := cmp.Or(opt.Context, context.Background())
 	more := 0
+	var unhunted []unhuntedRun // runs that violated only what Hunt leaves out
 
 	var (
 		next     atomic.Int64 // next run index to hand out
@@ -301,7 +355,13 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 					mu.Unlock()
 					return
 				}
-				if prop := violatedProperty(res.Report.Verdict); prop != "" {
+				prop := HuntedProperty(res.Report.Verdict, opt.Hunt)
+				if prop == "" && violatedProperty(res.Report.Verdict) != "" {
+					mu.Lock()
+					unhunted = append(unhunted, unhuntedRun{i, res.Report.Verdict})
+					mu.Unlock()
+				}
+				if prop != "" {
 					found.Add(1)
 					firstAt.CompareAndSwap(0, int64(time.Since(start)))
 					for {
@@ -333,6 +393,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	}
 	hits, more = keepFindings(hits, more, opt.All, maxFindings)
 	out := &ExploreResult{Runs: sweptRuns(int(done.Load()), runs, int(firstBad.Load()), opt.All, deadline.IsZero() && ctx.Err() == nil, shard, shards), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
+	out.summarizeUnhunted(unhunted, opt.All)
 	out.Interrupted = ctx.Err() != nil
 	if len(hits) > 0 && !opt.NoShrink {
 		out.shrinkFirst(ctx, opt)
@@ -377,6 +438,11 @@ func (opt ExploreOptions) sweep() (runs, workers, maxFindings, shard, shards int
 	}
 	if shard < 1 || shard > shards {
 		return 0, 0, 0, 0, 0, fmt.Errorf("shard %d of %d: expected a shard between 1 and %d", shard, shards, shards)
+	}
+	for _, p := range opt.Hunt {
+		if !slices.Contains([]string{"mutual_exclusion", "resource", "liveness"}, p) {
+			return 0, 0, 0, 0, 0, fmt.Errorf("hunt %q: expected mutual_exclusion, resource or liveness", p)
+		}
 	}
 	return runs, workers, maxFindings, shard, shards, nil
 }
