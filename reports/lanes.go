@@ -153,12 +153,12 @@ func (b *tlBuilder) serverRoles() {
 		}
 		x0, x1 := b.x(max(s.From, b.from)), b.x(min(s.To, b.to))
 		w := math.Max(x1-x0, 2)
-		y := r.y + r.h - 13
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: 10, Fill: roleColors[s.State], Stroke: "#94a3b8", SW: 0.5, Class: "role",
+		y := r.y + r.h - 14
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: 12, Fill: roleColors[s.State], Stroke: "#94a3b8", SW: 0.5, Class: "role",
 			Title: fmt.Sprintf("%s is %s from %s to %s", s.Server, s.State, checker.Sec(s.From), checker.Sec(s.To)),
 			Label: fmt.Sprintf("role %s %s %s", s.Server, s.State, checker.Sec(s.From))})
-		if boldWidth(s.State, 8.5)+6 < w {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 8.5, Text: s.State, Size: 8.5, Fill: "#0f172a", Weight: "700"})
+		if boldWidth(s.State, 10)+6 < w {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 10, Text: s.State, Size: 10, Fill: "#0f172a", Weight: "700"})
 		}
 	}
 }
@@ -293,8 +293,8 @@ func (b *tlBuilder) refusedRenewals(node string, y float64) {
 			Title: fmt.Sprintf("%s's renewal refused by %s at %s: the node held %s, not %s's token", who, node, checker.Sec(r.At), holder, who),
 			Label: fmt.Sprintf("renewal refused %s %s %s", node, who, checker.Sec(r.At))})
 		txt := "renewal refused"
-		if x+7+boldWidth(txt, 9.5) < b.t.X1 {
-			b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: x + 7, Y: y - 3, Text: txt, Size: 9.5, Fill: witnessRed, Weight: "700", Halo: true})
+		if x+7+boldWidth(txt, 10) < b.t.X1 {
+			b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: x + 7, Y: y - 3, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
 		}
 	}
 }
@@ -371,10 +371,10 @@ func (b *tlBuilder) fenceIssues() {
 		}
 		x := b.x(f.At)
 		txt := fmt.Sprintf("token %d", f.Token)
-		if l, ok := last[f.Node]; ok && x-l < textWidth(txt, 9.5)+12 {
+		if l, ok := last[f.Node]; ok && x-l < textWidth(txt, 10)+12 {
 			continue
 		}
-		t.Plot = append(t.Plot, shape{Kind: "text", X: x + 5, Y: r.y + r.h - 3, Text: txt, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: true})
+		t.Plot = append(t.Plot, shape{Kind: "text", X: x + 5, Y: r.y + r.h - 3, Text: txt, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true})
 		last[f.Node] = x
 	}
 }
@@ -514,7 +514,7 @@ func (b *tlBuilder) sessions(r row) {
 	// State labels of one client that would overlap join the previous one
 	// ("SUSPENDED → LOST").
 	lastLabel := map[string]int{} // index in t.Over: labels sit above every bar
-	stateWidth := func(s string) float64 { return boldWidth(s, 9.5) * 1.2 }
+	stateWidth := func(s string) float64 { return boldWidth(s, 10) * 1.2 }
 	for _, s := range b.mech.Sessions {
 		y, ok := line[s.Client]
 		if !ok || !b.visible(s.From, s.To) {
@@ -548,11 +548,11 @@ func (b *tlBuilder) sessions(r row) {
 		// which server it talks to is the point of the lane.
 		if !isConnected(s.State) || x0 <= t.X0+1 || s.State != "CONNECTED" {
 			lx := math.Max(x0, t.X0) + 3
-			if !isConnected(s.State) && lx+boldWidth(s.State, 9.5)*1.2 > t.X1 {
-				lx = t.X1 - boldWidth(s.State, 9.5)*1.2 - 2
+			if !isConnected(s.State) && lx+boldWidth(s.State, 10)*1.2 > t.X1 {
+				lx = t.X1 - boldWidth(s.State, 10)*1.2 - 2
 			}
-			if !isConnected(s.State) || w > boldWidth(s.State, 9.5)+6 {
-				t.Over = append(t.Over, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 9.5, Fill: "#0f172a", Weight: "700", Halo: !isConnected(s.State)})
+			if !isConnected(s.State) || w > boldWidth(s.State, 10)+6 {
+				t.Over = append(t.Over, shape{Kind: "text", X: lx, Y: y + 11, Text: s.State, Size: 10, Fill: "#0f172a", Weight: "700", Halo: !isConnected(s.State)})
 				if !isConnected(s.State) {
 					lastLabel[s.Client] = len(t.Over) - 1
 				}
@@ -603,8 +603,8 @@ func (b *tlBuilder) queue(r row) {
 		if z.End == "session expired" {
 			label += " · deleted with the session"
 		}
-		if boldWidth(label, 9.5)+6 < math.Min(x0+w, t.X1)-math.Max(x0, t.X0) {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: math.Max(x0, t.X0) + 3, Y: y + 11, Text: label, Size: 9.5, Fill: "#0f172a", Weight: "700"})
+		if boldWidth(label, 10)+6 < math.Min(x0+w, t.X1)-math.Max(x0, t.X0) {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: math.Max(x0, t.X0) + 3, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700"})
 		}
 		if z.Adopted && z.AdoptedAt >= b.from && z.AdoptedAt <= b.to {
 			// CURATOR-604: a hold begun on a node another session made.
@@ -613,8 +613,8 @@ func (b *tlBuilder) queue(r row) {
 				Title: fmt.Sprintf("%s adopts node %s at %s in its new session %s: the node belongs to the old session, which the ensemble will expire", z.Owner, z.Short, checker.Sec(z.AdoptedAt), z.AdoptedIn),
 				Label: fmt.Sprintf("adopted %s %s %s", z.Short, z.Owner, checker.Sec(z.AdoptedAt))})
 			txt := fmt.Sprintf("adopted by %s's new session", z.Owner)
-			if xa+8+boldWidth(txt, 9.5) < t.X1 {
-				t.Plot = append(t.Plot, shape{Kind: "text", X: xa + 8, Y: y + 11, Text: txt, Size: 9.5, Fill: witnessRed, Weight: "700", Halo: true})
+			if xa+8+boldWidth(txt, 10) < t.X1 {
+				t.Plot = append(t.Plot, shape{Kind: "text", X: xa + 8, Y: y + 11, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
 			}
 		}
 	}
@@ -635,8 +635,8 @@ func (b *tlBuilder) renewalFailures() {
 			Title: fmt.Sprintf("%s's renewal of its lease failed at %s (%s): the renewal stops", f.Client, checker.Sec(f.At), f.Reason),
 			Label: fmt.Sprintf("renewal failed %s %s", f.Client, checker.Sec(f.At))})
 		txt := "renewal failed"
-		if x+7+boldWidth(txt, 9.5) < t.X1 {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 7, Y: y + 8, Text: txt, Size: 9.5, Fill: witnessRed, Weight: "700", Halo: true})
+		if x+7+boldWidth(txt, 10) < t.X1 {
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 7, Y: y + 8, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
 		}
 	}
 }

@@ -469,11 +469,11 @@ func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever
 			t.Back = append(t.Back, s)
 			if len(g) <= len(others) || len(a.Fault.Groups) > 2 {
 				txt := "cut off from " + strings.Join(others, ",")
-				if _, client := b.rowOf[h]; client && !b.dense && textWidth(txt, 9.5) < t.X0-12 {
+				if _, client := b.rowOf[h]; client && !b.dense && textWidth(txt, 10) < t.X0-12 {
 					// Under the client's name, clear of the plot's labels.
-					t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: r.y + r.h - 6, Text: txt, Size: 9.5, Fill: faultAmber})
+					t.Over = append(t.Over, shape{Kind: "text", X: 8, Y: r.y + r.h - 6, Text: txt, Size: 10, Fill: faultAmber})
 				} else {
-					t.Back = append(t.Back, shape{Kind: "text", X: b.xc(until) - 4, Y: r.y + r.h - 4, Text: txt, Size: 9.5, Fill: faultAmber, Anchor: "end", Halo: true})
+					t.Back = append(t.Back, shape{Kind: "text", X: b.xc(until) - 4, Y: r.y + r.h - 4, Text: txt, Size: 10, Fill: faultAmber, Anchor: "end", Halo: true})
 				}
 			}
 		}
@@ -881,7 +881,7 @@ func (b *tlBuilder) clock(h scenarios.Host, r row) {
 	}
 	title += ")"
 	t.Plot = append(t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#be123c", SW: 2, Fill: "none", Class: "clock", Title: title})
-	t.Over = append(t.Over, shape{Kind: "text", X: t.X0 + 4, Y: r.y + 11, Text: fmt.Sprintf("clock − true time: %s … %s", signed(lo), signed(hi)), Size: 9.5, Fill: "#be123c", Halo: true})
+	t.Over = append(t.Over, shape{Kind: "text", X: t.X0 + 4, Y: r.y + 11, Text: fmt.Sprintf("clock − true time: %s … %s", signed(lo), signed(hi)), Size: 10, Fill: "#be123c", Halo: true})
 	for _, c := range h.Clock {
 		if c.At < b.from || c.At > b.to {
 			continue
