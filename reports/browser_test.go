@@ -460,6 +460,8 @@ func checkPhoneTimelines(t *testing.T, got probeResult, width int) {
 			t.Errorf("timeline %s opened on its violation at %d px: lane names in view %v, legend in view %v", tl.ID, width, tl.NamesInView, tl.LegendInView)
 		case narrow && tl.SmallestText < 11:
 			t.Errorf("timeline %s at %d px draws text of %.1f px, under 11", tl.ID, width, tl.SmallestText)
+		case !narrow && tl.NamesInView:
+			t.Errorf("timeline %s shows the phone's copy of its lane names at %d px", tl.ID, width)
 		case !narrow && tl.Hint:
 			t.Errorf("timeline %s shows the phone's scroll hint at %d px", tl.ID, width)
 		}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -46,7 +47,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -89,7 +90,7 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
 	var sessions []string
-	backendGrants := 0
+	backendGrants, permits := 0, 0
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -100,6 +101,10 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			continue
 		case strings.HasPrefix(s.Label, "backendhold "):
 			backendGrants += backendHoldClaim(res, s.Label, &errs)
+			continue
+		case strings.HasPrefix(s.Label, "permit "):
+			permits++
+			errs = append(errs, permitClaim(res, s.Label)...)
 			continue
 		case strings.HasPrefix(s.Label, "session "):
 			sessions = append(sessions, s.Label)
@@ -120,6 +125,18 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		errs = append(errs, attemptClaim(res, s.Label, ids)...)
 	}
 	errs = append(errs, sessionClaims(res, sessions)...)
+	// Every entry added to a semaphore's set is drawn, when the lane is.
+	if permits > 0 {
+		added := map[string]bool{}
+		for _, e := range res.Events {
+			if e.Kind == event.CommandExecuted && len(e.Args) >= 4 && strings.EqualFold(e.Args[0], "zadd") && e.Args[1] == res.Scenario.Key {
+				added[e.Node+" "+e.Args[len(e.Args)-1]] = true
+			}
+		}
+		if len(added) != permits {
+			errf("%d entries added to the permit set, %d drawn", len(added), permits)
+		}
+	}
 	// Every grant to a backend is in a drawn hold, when the lane is drawn.
 	if backendGrants > 0 {
 		dials := map[string]bool{}
@@ -537,4 +554,67 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		errf("no client holds the lock for %d ns of it", gap)
 	}
 	return grants
+}
+
+// permitClaim re-derives one entry of a semaphore's set: a ZADD of its
+// token ran on its node (queued in a MULTI, it takes effect at the
+// client's EXEC, which is when the entry is drawn from); its end is the
+// owner's ZREM of it, or another client's ZREMRANGEBYSCORE whose upper
+// bound reaches the entry's score, taking effect then; or the run's end.
+func permitClaim(res *scenarios.Result, label string) []string {
+	words, kv := labelFields(label)
+	node, tok, key := words[1], words[2], res.Scenario.Key
+	from, _ := strconv.ParseInt(kv["from"], 10, 64)
+	to, _ := strconv.ParseInt(kv["to"], 10, 64)
+	why, _ := url.QueryUnescape(kv["end"])
+	effective := func(e event.Event, at time.Duration) bool {
+		if e.At == at && e.Reply != "+QUEUED" {
+			return true
+		}
+		// Queued: its client's next EXEC on the node runs at at.
+		for _, x := range res.Events {
+			if x.At > at {
+				break
+			}
+			if x.At >= e.At && x.At == at && x.Kind == event.CommandExecuted && x.Node == e.Node && x.Client == e.Client && len(x.Args) == 1 && strings.EqualFold(x.Args[0], "exec") {
+				return true
+			}
+		}
+		return false
+	}
+	score := math.NaN()
+	began := false
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && e.Node == node && len(e.Args) >= 4 && strings.EqualFold(e.Args[0], "zadd") && e.Args[1] == key && e.Args[len(e.Args)-1] == tok {
+			if effective(e, time.Duration(from)) {
+				began = true
+				score, _ = strconv.ParseFloat(e.Args[len(e.Args)-2], 64)
+			}
+		}
+	}
+	if !began {
+		return []string{fmt.Sprintf("%q: no ZADD of %s on %s takes effect at %d ns", label, tok, node, from)}
+	}
+	ended := false
+	for _, e := range res.Events {
+		if e.Kind != event.CommandExecuted || e.Node != node || len(e.Args) < 3 || e.Args[1] != key || !effective(e, time.Duration(to)) {
+			continue
+		}
+		switch {
+		case strings.EqualFold(e.Args[0], "zrem") && slices.Contains(e.Args[2:], tok):
+			ended = ended || why == "released" || why == "removed by "+e.Client
+		case strings.EqualFold(e.Args[0], "zremrangebyscore") && len(e.Args) >= 4:
+			hi, err := strconv.ParseFloat(strings.TrimPrefix(e.Args[3], "("), 64)
+			if e.Args[3] == "+inf" || err == nil && score <= hi {
+				ended = ended || strings.HasPrefix(why, "removed by ") && strings.HasSuffix(why, "cleanup")
+			}
+		}
+	}
+	if why == "end of run" {
+		ended = time.Duration(to) == res.End
+	}
+	if !ended {
+		return []string{fmt.Sprintf("%q: no command removes %s from %s's set as %q at %d ns", label, tok, node, why, to)}
+	}
+	return nil
 }

@@ -43,6 +43,10 @@ func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 			b.sessionClients = who
 		}
 	}
+	if pl := permitLines(m.Permits); len(pl) > 0 && len(pl) <= 8 {
+		b.permitLines = pl
+		out = append(out, rowSpec{name: "permits", sub: "semaphore's set", kind: "permits", h: backendTop + 4 + subLineH*float64(len(pl))})
+	}
 	if bl := deriveBackends(b.res.Events); len(bl) > 0 && len(bl) <= 12 {
 		b.backends = bl
 		out = append(out, rowSpec{name: "backends", sub: "database sessions", kind: "backends", h: backendTop + 4 + subLineH*float64(len(bl))})
@@ -117,6 +121,9 @@ func (b *tlBuilder) drawMechanism() {
 	b.replication()
 	if r, ok := b.rowOf["votes:votes"]; ok {
 		b.votes(r)
+	}
+	if r, ok := b.rowOf["permits:permits"]; ok {
+		b.drawPermits(r)
 	}
 	if r, ok := b.rowOf["backends:backends"]; ok {
 		b.drawBackends(r)
@@ -283,6 +290,9 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		} else {
 			out = append(out, legendItem{Swatch: "sw-session-ok", Text: "session CONNECTED"}, legendItem{Swatch: "sw-session-suspended", Text: "SUSPENDED"}, legendItem{Swatch: "sw-session-lost", Text: "LOST"})
 		}
+	}
+	if len(b.permitLines) > 0 {
+		out = append(out, legendItem{Swatch: "sw-key", Text: "a client's entry in the semaphore's set on the node, from its ZADD to its removal (red outline: removed by another client)"})
 	}
 	if len(b.backends) > 0 {
 		out = append(out, legendItem{Swatch: "sw-key", Text: "a lock the database server granted a backend (a server session), until released, committed, or the session ended (✗, with why)"})

@@ -186,8 +186,10 @@ type mechanism struct {
 	// other than its plain string key (a semaphore's sorted set of
 	// permits, a reader-writer lock's hash): lockStructures.
 	Structures map[string]*lockData
-	Redlock    bool
-	ZK         bool
+	// Permits are the entries of a semaphore's sorted set (permits.go).
+	Permits []permitSpan
+	Redlock bool
+	ZK      bool
 }
 
 // hasRedis reports whether any key, fence or replication was seen.
@@ -304,6 +306,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	}
 	owner, state := kt.owner, kt.state
 
+	pt := newPermitTracker(sc.Key, owner)
 	var vt *voteTracker
 	if m.Redlock {
 		vt = newVoteTracker(m, clocks, sc.Key, lockNodes(sc, isNode))
@@ -411,6 +414,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			}
 		case isNode[actor] && e.Kind == event.CommandExecuted:
 			m.noteStructure(actor, i, e, sc.Key)
+			pt.executed(i, e)
 			f, reply := words(e), e.Reply
 			for range replicasOf(masterOf, actor) {
 				if changed(reply) {
@@ -433,6 +437,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	if vt != nil {
 		vt.end(sc.ClientNames())
 	}
+	m.Permits = pt.finish(res.End)
 	if ensemble {
 		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
 	}
