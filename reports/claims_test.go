@@ -47,7 +47,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -105,6 +105,9 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		case strings.HasPrefix(s.Label, "permit "):
 			permits++
 			errs = append(errs, permitClaim(res, s.Label)...)
+			continue
+		case strings.HasPrefix(s.Label, "repl ") || strings.HasPrefix(s.Label, "repllost "):
+			errs = append(errs, replClaim(res, s)...)
 			continue
 		case strings.HasPrefix(s.Label, "session "):
 			sessions = append(sessions, s.Label)
@@ -617,4 +620,58 @@ func permitClaim(res *scenarios.Result, label string) []string {
 		return []string{fmt.Sprintf("%q: no command removes %s from %s's set as %q at %d ns", label, tok, node, why, to)}
 	}
 	return nil
+}
+
+// replClaim re-derives a replication arrow: a lost one's events are
+// effects from its master lost or dropped on their way to its replica (the
+// arrow's target); an applied one's are the master's write (a command that
+// changed its data) and the replica's applying of it from that master, at
+// the times the arrow joins — so the lag is measured, and an effect whose
+// master had written before it is never drawn without one.
+func replClaim(res *scenarios.Result, s shape) []string {
+	var errs []string
+	errf := func(format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("%q: ", s.Label)+fmt.Sprintf(format, args...))
+	}
+	words, kv := labelFields(s.Label)
+	from, to := words[1], words[2]
+	ids, err := parseIDs(s.Events)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if words[0] == "repllost" {
+		for _, id := range ids {
+			e := res.Events[id]
+			lost := e.Kind == event.ReplicationLost || (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE"
+			if !lost || e.From != from || e.To != to {
+				errf("event %d (%s %s → %s) is not an effect of %s lost on its way to %s", id, e.Kind, e.From, e.To, from, to)
+			}
+		}
+		return errs
+	}
+	applied := res.Events[ids[len(ids)-1]]
+	if applied.Kind != event.ReplicationApplied || applied.Node != to || applied.From != from || strconv.FormatInt(int64(applied.At), 10) != kv["arrived"] {
+		errf("event %d is not %s applying an effect of %s at %s ns", ids[len(ids)-1], to, from, kv["arrived"])
+	}
+	if kv["known"] == "true" {
+		w := res.Events[ids[0]]
+		changed := w.Reply == "+OK" || strings.HasPrefix(w.Reply, ":") && w.Reply != ":0"
+		if len(ids) != 2 || w.Kind != event.CommandExecuted || w.Node != from || !changed || strconv.FormatInt(int64(w.At), 10) != kv["sent"] || w.At > applied.At {
+			errf("event %d is not a write %s ran at %s ns before the replica applied it", ids[0], from, kv["sent"])
+		}
+		return errs
+	}
+	synced := time.Duration(-1)
+	for _, e := range res.Events {
+		if e.Kind == event.ReplicationFullSync && e.Node == to && e.From == from && e.At <= applied.At {
+			synced = e.At
+		}
+	}
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && e.Node == from && e.At > synced && e.At <= applied.At && (e.Reply == "+OK" || strings.HasPrefix(e.Reply, ":") && e.Reply != ":0") {
+			errf("drawn without a lag, though %s wrote at %v before %s applied it", from, e.At, to)
+			break
+		}
+	}
+	return errs
 }

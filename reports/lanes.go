@@ -175,14 +175,17 @@ func (b *tlBuilder) replication() {
 			k := [2]string{ev.From, ev.To}
 			r := lost[k]
 			if r == nil {
-				r = &lostRun{first: ev, x: x1, y: (y0 + y1) / 2}
+				r = &lostRun{first: ev, x: x1, y: y1}
 				lost[k] = r
 				lostOrder = append(lostOrder, k)
 			}
-			ym := (y0 + y1) / 2
-			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1fM%.1f %.1fl8 8M%.1f %.1fl-8 8", x0, y0, x1, ym, x1-4, ym-4, x1+4, ym-4)
+			// The arrow ends, crossed, on the replica it never reached
+			// (halfway there put it on the row between, over another
+			// node's key).
+			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1fM%.1f %.1fl8 8M%.1f %.1fl-8 8", x0, y0, x1, y1, x1-4, y1-4, x1+4, y1-4)
 			r.n++
 			r.last = ev
+			r.ids = append(r.ids, ev.Event)
 			continue
 		}
 		if k := [2]string{ev.From, ev.To}; perPair[k] > 12 {
@@ -195,15 +198,23 @@ func (b *tlBuilder) replication() {
 			fmt.Fprintf(&r.d, "M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1)
 			r.n++
 			r.last = ev
+			r.ids = append(r.ids, ev.Event)
 			continue
 		}
-		title += fmt.Sprintf(", applied %s (lag %s)", checker.Sec(ev.Arrived), dur(ev.Arrived-sent))
-		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl", Title: title})
-		t.Plot = append(t.Plot, shape{Kind: "circle", X: x1, Y: y1, R: 2.5, Fill: "#0f766e", Title: title})
+		ids := []int{ev.Event}
+		if ev.HasSent {
+			ids = []int{ev.SentEvent, ev.Event}
+			title += fmt.Sprintf(", applied %s (lag %s)", checker.Sec(ev.Arrived), dur(ev.Arrived-sent))
+		} else {
+			title += fmt.Sprintf(", applied %s (the master's write not found: lag unknown)", checker.Sec(ev.Arrived))
+		}
+		label := fmt.Sprintf("repl %s %s arrived=%d sent=%d known=%v", ev.From, ev.To, ev.Arrived, sent, ev.HasSent)
+		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fL%.1f %.1f", x0, y0, x1, y1), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl", Title: title, Label: label, Events: eventIDs(ids)})
+		t.Plot = append(t.Plot, shape{Kind: "circle", X: x1, Y: y1, R: 2.5, Fill: "#0f766e", Title: title, Events: eventIDs(ids)})
 	}
 	for _, k := range appliedOrder {
 		r := applied[k]
-		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl",
+		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: "#0f766e", SW: 1.3, Fill: "none", Class: "repl", Events: eventIDs(r.ids),
 			Title: fmt.Sprintf("%d replications %s → %s applied from %s to %s, the first %s", r.n, k[0], k[1], checker.Sec(r.first.Arrived), checker.Sec(r.last.Arrived), r.first.Summary)})
 	}
 	for _, k := range lostOrder {
@@ -212,12 +223,13 @@ func (b *tlBuilder) replication() {
 		if r.n > 1 {
 			title = fmt.Sprintf("%d replications %s → %s lost from %s to %s, the first %s (%s)", r.n, k[0], k[1], checker.Sec(r.first.Arrived), checker.Sec(r.last.Arrived), r.first.Summary, r.first.Why)
 		}
-		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title})
-		label := "replication lost"
+		t.Plot = append(t.Plot, shape{Kind: "path", D: r.d.String(), Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Class: "repl-lost", Title: title,
+			Events: eventIDs(r.ids), Label: fmt.Sprintf("repllost %s %s n=%d", k[0], k[1], r.n)})
+		label := "replication to " + k[1] + " lost"
 		if r.n > 1 {
-			label = fmt.Sprintf("%d replications lost", r.n)
+			label = fmt.Sprintf("%d replications to %s lost", r.n, k[1])
 		}
-		t.Plot = append(t.Plot, shape{Kind: "text", X: r.x + 9, Y: r.y + 4, Text: label, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+		t.Plot = append(t.Plot, shape{Kind: "text", X: r.x + 9, Y: r.y + 4, Text: label, Size: 10, Fill: witnessRed, Weight: "700", Halo: true, Events: eventIDs(r.ids)})
 	}
 	for _, p := range b.mech.Promotions {
 		r, ok := b.rowOf["node:"+p.Node]
@@ -235,6 +247,7 @@ func (b *tlBuilder) replication() {
 type lostRun struct {
 	d           strings.Builder
 	n           int
+	ids         []int
 	first, last replEvent
 	x, y        float64 // where the first was lost
 }

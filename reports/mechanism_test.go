@@ -103,7 +103,7 @@ func TestMechanismFailoverLosesTheReplication(t *testing.T) {
 		t.Errorf("B's keys: %+v; want c2's after the promotion", b)
 	}
 	html := render(t, res, nil)
-	for _, w := range []string{"replication lost", "promoted to master", `class="repl-lost"`} {
+	for _, w := range []string{"replication to B lost", "promoted to master", `class="repl-lost"`} {
 		if !strings.Contains(html, w) {
 			t.Errorf("report lacks %q", w)
 		}
