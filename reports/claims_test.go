@@ -494,6 +494,7 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		end = res.End
 	}
 	grants, releases := 0, 0
+	forWho := strings.Split(kv["for"], ",")
 	at := func(e event.Event, kind event.Kind, t time.Duration) bool {
 		return e.Kind == kind && e.Conn == conn && e.At == t
 	}
@@ -504,6 +505,16 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		}
 		switch {
 		case e.Kind == event.DBLockGranted && e.Key == key:
+			// The client it is drawn granted for sent a statement of that
+			// op (to the pooler, or to this server) before it.
+			if grants < len(forWho) && forWho[grants] != "" {
+				who, op, t := forWho[grants], e.Op, e.At
+				if !slices.ContainsFunc(res.Events, func(x event.Event) bool {
+					return x.Kind == event.DBSegmentReceived && x.Dir == "request" && x.Client == who && x.Op == op && x.At <= t
+				}) {
+					errf("grant %d drawn for %s, who sent no %s before %v", grants+1, who, op, t)
+				}
+			}
 			grants++
 			began = began || e.At == time.Duration(from)
 		case e.Kind == event.DBLockReleased && e.Key == key:
