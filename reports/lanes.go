@@ -52,7 +52,11 @@ func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 		out = append(out, rowSpec{name: "backends", sub: "database sessions", kind: "backends", h: backendTop + 4 + subLineH*float64(len(bl))})
 	}
 	if m.ZK && len(m.Znodes) > 0 && len(m.Znodes) <= 14 {
-		out = append(out, rowSpec{name: "znodes", sub: "lock queue", kind: "queue", h: 10 + subLineH*float64(len(m.Znodes))})
+		sub := "lock queue"
+		if strings.Contains(b.res.Scenario.Algorithm, "semaphore") {
+			sub = "semaphore leases" // Curator's lease nodes, one per permit held or wanted
+		}
+		out = append(out, rowSpec{name: "znodes", sub: sub, kind: "queue", h: 10 + subLineH*float64(len(m.Znodes))})
 	}
 	return out
 }
