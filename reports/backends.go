@@ -35,7 +35,10 @@ type backendHold struct {
 	// held until as many unlocks as grants (PostgreSQL's "Advisory
 	// Locks"), or until the session ends.
 	Grants, Releases int
-	Events           []int
+	// For: per grant, the client whose statement the backend ran (a
+	// pooler's backend serves many; "" when not known).
+	For    []string
+	Events []int
 }
 
 // backendMark is a session's end or its connection's trouble.
@@ -60,6 +63,11 @@ func deriveBackends(events []event.Event) []*backendLine {
 			dials[e.Client] = true
 		}
 	}
+	// A pooler forwards each client's statement to a backend in the order
+	// it received them (PgBouncer queues its clients): the k-th statement
+	// of an op a backend receives from the pooler is the k-th the pooler
+	// received from a client. conn → the client whose statement it ran last.
+	runsFor := statementClients(events, dials)
 	var lines []*backendLine
 	byConn := map[string]*backendLine{}
 	open := map[string]*backendHold{} // conn+"|"+key → the hold open on it
@@ -98,6 +106,7 @@ func deriveBackends(events []event.Event) []*backendLine {
 				open[e.Conn+"|"+e.Key] = h
 			}
 			h.Grants++
+			h.For = append(h.For, runsFor.at(e.Conn, e.At))
 			h.Events = append(h.Events, i)
 		case event.DBLockReleased:
 			if h := open[e.Conn+"|"+e.Key]; h != nil {
@@ -227,12 +236,18 @@ func (b *tlBuilder) drawBackends(r row) {
 			if h.Grants > 1 {
 				text += fmt.Sprintf(" (granted %d×, released %d×)", h.Grants, h.Releases)
 			}
+			pooled := ""
+			if who := uniq(h.For); len(who) > 0 && (len(who) > 1 || who[0] != l.Owner) {
+				title += "; granted for " + strings.Join(h.For, ", ") + " (the clients whose statements it ran)"
+				pooled = " (granted for " + strings.Join(who, ", ") + ")"
+				text += pooled
+			}
 			if idle {
 				title += fmt.Sprintf("; for %s of it no client holds the lock: the backend keeps it (idle in the pool)", dur(gap))
-				text = fmt.Sprintf("held by %s, no client holding for %s (idle in the pool)", name, dur(gap))
+				text = fmt.Sprintf("held by %s%s, no client holding for %s (idle in the pool)", name, pooled, dur(gap))
 			}
 			t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(x1-x0, 2), H: 13, Fill: b.ownerColor(l.Owner), Opacity: 0.55, Class: "backend-hold", Title: title,
-				Events: eventIDs(h.Events), Label: fmt.Sprintf("backendhold %s %s from=%d to=%d grants=%d releases=%d unheld=%d end=%s", h.Conn, h.Key, h.From, h.To, h.Grants, h.Releases, gap, url.QueryEscape(h.End))})
+				Events: eventIDs(h.Events), Label: fmt.Sprintf("backendhold %s %s from=%d to=%d grants=%d releases=%d unheld=%d end=%s for=%s", h.Conn, h.Key, h.From, h.To, h.Grants, h.Releases, gap, url.QueryEscape(h.End), strings.Join(h.For, ","))})
 			if w := textWidth(text, 10); x0+3 > lastEnd && x0+3+w < t.X1 && (idle || w+6 < x1-x0) {
 				t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 11, Text: text, Size: 10, Fill: "#0f172a", Halo: true, Events: eventIDs(h.Events)})
 				lastEnd = x0 + 3 + w
@@ -251,4 +266,65 @@ func (b *tlBuilder) drawBackends(r row) {
 			}
 		}
 	}
+}
+
+// stmtClient is the client whose statement a backend received at At.
+type stmtClient struct {
+	At     time.Duration
+	Client string
+}
+
+// stmtClients: per backend connection, whose statements it ran, in order.
+type stmtClients map[string][]stmtClient
+
+// at is the client whose statement conn ran last at or before t (a grant
+// and the statement it answers share their instant).
+func (sc stmtClients) at(conn string, t time.Duration) string {
+	who := ""
+	for _, s := range sc[conn] {
+		if s.At > t {
+			break
+		}
+		who = s.Client
+	}
+	return who
+}
+
+// statementClients pairs the statements backends received with the
+// clients they came from: a backend's own client's, or through a pooler
+// (a host that both receives clients and dials servers) the k-th statement
+// of an op the pooler forwards is the k-th of that op it received.
+func statementClients(events []event.Event, dials map[string]bool) stmtClients {
+	out := stmtClients{}
+	waiting := map[string][]string{} // pooler|op → clients, in order
+	for _, e := range events {
+		if e.Kind != event.DBSegmentReceived || e.Dir != "request" {
+			continue
+		}
+		switch {
+		case dials[e.Actor]:
+			waiting[e.Actor+"|"+e.Op] = append(waiting[e.Actor+"|"+e.Op], e.Client)
+		case dials[e.Client]:
+			q := waiting[e.Client+"|"+e.Op]
+			who := ""
+			if len(q) > 0 {
+				who, waiting[e.Client+"|"+e.Op] = q[0], q[1:]
+			}
+			out[e.Conn] = append(out[e.Conn], stmtClient{e.At, who})
+		default:
+			out[e.Conn] = append(out[e.Conn], stmtClient{e.At, e.Client})
+		}
+	}
+	return out
+}
+
+// uniq keeps the first of each name, in order.
+func uniq(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -92,6 +92,9 @@ type probeResult struct {
 		OpenedOn      string
 		WitnessInView bool
 		Hint          bool
+		NamesInView   bool
+		LegendInView  bool
+		SmallestText  float64
 	}
 	Zoom, ZoomFirst bool
 	JS              string
@@ -453,6 +456,12 @@ func checkPhoneTimelines(t *testing.T, got probeResult, width int) {
 			t.Errorf("timeline %s does not open on its violation at %d px (opened on %q, in view %v)", tl.ID, width, tl.OpenedOn, tl.WitnessInView)
 		case narrow && !tl.Hint:
 			t.Errorf("timeline %s scrolls at %d px without the hint that says so", tl.ID, width)
+		case narrow && (!tl.NamesInView || !tl.LegendInView):
+			t.Errorf("timeline %s opened on its violation at %d px: lane names in view %v, legend in view %v", tl.ID, width, tl.NamesInView, tl.LegendInView)
+		case narrow && tl.SmallestText < 11:
+			t.Errorf("timeline %s at %d px draws text of %.1f px, under 11", tl.ID, width, tl.SmallestText)
+		case !narrow && tl.NamesInView:
+			t.Errorf("timeline %s shows the phone's copy of its lane names at %d px", tl.ID, width)
 		case !narrow && tl.Hint:
 			t.Errorf("timeline %s shows the phone's scroll hint at %d px", tl.ID, width)
 		}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -46,7 +47,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -89,7 +90,7 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
 	var sessions []string
-	backendGrants := 0
+	backendGrants, permits := 0, 0
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -100,6 +101,13 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			continue
 		case strings.HasPrefix(s.Label, "backendhold "):
 			backendGrants += backendHoldClaim(res, s.Label, &errs)
+			continue
+		case strings.HasPrefix(s.Label, "permit "):
+			permits++
+			errs = append(errs, permitClaim(res, s.Label)...)
+			continue
+		case strings.HasPrefix(s.Label, "repl ") || strings.HasPrefix(s.Label, "repllost "):
+			errs = append(errs, replClaim(res, s)...)
 			continue
 		case strings.HasPrefix(s.Label, "session "):
 			sessions = append(sessions, s.Label)
@@ -120,6 +128,18 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		errs = append(errs, attemptClaim(res, s.Label, ids)...)
 	}
 	errs = append(errs, sessionClaims(res, sessions)...)
+	// Every entry added to a semaphore's set is drawn, when the lane is.
+	if permits > 0 {
+		added := map[string]bool{}
+		for _, e := range res.Events {
+			if e.Kind == event.CommandExecuted && len(e.Args) >= 4 && strings.EqualFold(e.Args[0], "zadd") && e.Args[1] == res.Scenario.Key {
+				added[e.Node+" "+e.Args[len(e.Args)-1]] = true
+			}
+		}
+		if len(added) != permits {
+			errf("%d entries added to the permit set, %d drawn", len(added), permits)
+		}
+	}
 	// Every grant to a backend is in a drawn hold, when the lane is drawn.
 	if backendGrants > 0 {
 		dials := map[string]bool{}
@@ -474,6 +494,7 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		end = res.End
 	}
 	grants, releases := 0, 0
+	forWho := strings.Split(kv["for"], ",")
 	at := func(e event.Event, kind event.Kind, t time.Duration) bool {
 		return e.Kind == kind && e.Conn == conn && e.At == t
 	}
@@ -484,6 +505,16 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		}
 		switch {
 		case e.Kind == event.DBLockGranted && e.Key == key:
+			// The client it is drawn granted for sent a statement of that
+			// op (to the pooler, or to this server) before it.
+			if grants < len(forWho) && forWho[grants] != "" {
+				who, op, t := forWho[grants], e.Op, e.At
+				if !slices.ContainsFunc(res.Events, func(x event.Event) bool {
+					return x.Kind == event.DBSegmentReceived && x.Dir == "request" && x.Client == who && x.Op == op && x.At <= t
+				}) {
+					errf("grant %d drawn for %s, who sent no %s before %v", grants+1, who, op, t)
+				}
+			}
 			grants++
 			began = began || e.At == time.Duration(from)
 		case e.Kind == event.DBLockReleased && e.Key == key:
@@ -537,4 +568,121 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		errf("no client holds the lock for %d ns of it", gap)
 	}
 	return grants
+}
+
+// permitClaim re-derives one entry of a semaphore's set: a ZADD of its
+// token ran on its node (queued in a MULTI, it takes effect at the
+// client's EXEC, which is when the entry is drawn from); its end is the
+// owner's ZREM of it, or another client's ZREMRANGEBYSCORE whose upper
+// bound reaches the entry's score, taking effect then; or the run's end.
+func permitClaim(res *scenarios.Result, label string) []string {
+	words, kv := labelFields(label)
+	node, tok, key := words[1], words[2], res.Scenario.Key
+	from, _ := strconv.ParseInt(kv["from"], 10, 64)
+	to, _ := strconv.ParseInt(kv["to"], 10, 64)
+	why, _ := url.QueryUnescape(kv["end"])
+	effective := func(e event.Event, at time.Duration) bool {
+		if e.At == at && e.Reply != "+QUEUED" {
+			return true
+		}
+		// Queued: its client's next EXEC on the node runs at at.
+		for _, x := range res.Events {
+			if x.At > at {
+				break
+			}
+			if x.At >= e.At && x.At == at && x.Kind == event.CommandExecuted && x.Node == e.Node && x.Client == e.Client && len(x.Args) == 1 && strings.EqualFold(x.Args[0], "exec") {
+				return true
+			}
+		}
+		return false
+	}
+	score := math.NaN()
+	began := false
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && e.Node == node && len(e.Args) >= 4 && strings.EqualFold(e.Args[0], "zadd") && e.Args[1] == key && e.Args[len(e.Args)-1] == tok {
+			if effective(e, time.Duration(from)) {
+				began = true
+				score, _ = strconv.ParseFloat(e.Args[len(e.Args)-2], 64)
+			}
+		}
+	}
+	if !began {
+		return []string{fmt.Sprintf("%q: no ZADD of %s on %s takes effect at %d ns", label, tok, node, from)}
+	}
+	ended := false
+	for _, e := range res.Events {
+		if e.Kind != event.CommandExecuted || e.Node != node || len(e.Args) < 3 || e.Args[1] != key || !effective(e, time.Duration(to)) {
+			continue
+		}
+		switch {
+		case strings.EqualFold(e.Args[0], "zrem") && slices.Contains(e.Args[2:], tok):
+			ended = ended || why == "released" || why == "removed by "+e.Client
+		case strings.EqualFold(e.Args[0], "zremrangebyscore") && len(e.Args) >= 4:
+			hi, err := strconv.ParseFloat(strings.TrimPrefix(e.Args[3], "("), 64)
+			if e.Args[3] == "+inf" || err == nil && score <= hi {
+				ended = ended || strings.HasPrefix(why, "removed by ") && strings.HasSuffix(why, "cleanup")
+			}
+		}
+	}
+	if why == "end of run" {
+		ended = time.Duration(to) == res.End
+	}
+	if !ended {
+		return []string{fmt.Sprintf("%q: no command removes %s from %s's set as %q at %d ns", label, tok, node, why, to)}
+	}
+	return nil
+}
+
+// replClaim re-derives a replication arrow: a lost one's events are
+// effects from its master lost or dropped on their way to its replica (the
+// arrow's target); an applied one's are the master's write (a command that
+// changed its data) and the replica's applying of it from that master, at
+// the times the arrow joins — so the lag is measured, and an effect whose
+// master had written before it is never drawn without one.
+func replClaim(res *scenarios.Result, s shape) []string {
+	var errs []string
+	errf := func(format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("%q: ", s.Label)+fmt.Sprintf(format, args...))
+	}
+	words, kv := labelFields(s.Label)
+	from, to := words[1], words[2]
+	ids, err := parseIDs(s.Events)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if words[0] == "repllost" {
+		for _, id := range ids {
+			e := res.Events[id]
+			lost := e.Kind == event.ReplicationLost || (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE"
+			if !lost || e.From != from || e.To != to {
+				errf("event %d (%s %s → %s) is not an effect of %s lost on its way to %s", id, e.Kind, e.From, e.To, from, to)
+			}
+		}
+		return errs
+	}
+	applied := res.Events[ids[len(ids)-1]]
+	if applied.Kind != event.ReplicationApplied || applied.Node != to || applied.From != from || strconv.FormatInt(int64(applied.At), 10) != kv["arrived"] {
+		errf("event %d is not %s applying an effect of %s at %s ns", ids[len(ids)-1], to, from, kv["arrived"])
+	}
+	if kv["known"] == "true" {
+		w := res.Events[ids[0]]
+		changed := w.Reply == "+OK" || strings.HasPrefix(w.Reply, ":") && w.Reply != ":0"
+		if len(ids) != 2 || w.Kind != event.CommandExecuted || w.Node != from || !changed || strconv.FormatInt(int64(w.At), 10) != kv["sent"] || w.At > applied.At {
+			errf("event %d is not a write %s ran at %s ns before the replica applied it", ids[0], from, kv["sent"])
+		}
+		return errs
+	}
+	synced := time.Duration(-1)
+	for _, e := range res.Events {
+		if e.Kind == event.ReplicationFullSync && e.Node == to && e.From == from && e.At <= applied.At {
+			synced = e.At
+		}
+	}
+	for _, e := range res.Events {
+		if e.Kind == event.CommandExecuted && e.Node == from && e.At > synced && e.At <= applied.At && (e.Reply == "+OK" || strings.HasPrefix(e.Reply, ":") && e.Reply != ":0") {
+			errf("drawn without a lag, though %s wrote at %v before %s applied it", from, e.At, to)
+			break
+		}
+	}
+	return errs
 }

@@ -224,3 +224,33 @@ func freeShift(lb box, bars, others []box, x0, x1 float64) (dx, dy float64, ok b
 	}
 	return 0, 0, false
 }
+
+// Names is the timeline's left column, copied for the lane names that stay
+// in view on a phone while the plot scrolls (report.css, svg.tl-names):
+// the row backgrounds and lines, and every label that ends left of the
+// plot. The copies carry no id, claim or event ids: the page states each
+// once.
+func (t *timeline) Names() []shape {
+	var out []shape
+	plain := func(s shape) shape {
+		s.ID, s.Label, s.Events, s.Clients = "", "", "", ""
+		return s
+	}
+	for _, s := range t.Back {
+		if s.Kind == "rect" || s.Kind == "line" {
+			out = append(out, plain(s))
+		}
+	}
+	for _, s := range t.Over {
+		switch {
+		case s.Kind == "line" && s.X <= 0:
+			out = append(out, plain(s))
+		case s.Kind != "text":
+		case s.Anchor == "end" && s.X <= t.X0:
+			out = append(out, plain(s))
+		case s.Anchor != "end" && s.Anchor != "middle" && s.X+labelWidth(s.Text, s.Size, s.Weight != "") <= t.X0+4:
+			out = append(out, plain(s))
+		}
+	}
+	return out
+}

@@ -95,6 +95,9 @@ type replEvent struct {
 	Why      string // a lost effect: why ("partition", "A is down", a fault's reason)
 	Summary  string
 	HasSent  bool // the master's command was found (lag is known)
+	// SentEvent and Event: the master's command and the replica's
+	// applying (or the effect's loss), indexes in res.Events.
+	SentEvent, Event int
 }
 
 // promotion is a failover.
@@ -186,8 +189,10 @@ type mechanism struct {
 	// other than its plain string key (a semaphore's sorted set of
 	// permits, a reader-writer lock's hash): lockStructures.
 	Structures map[string]*lockData
-	Redlock    bool
-	ZK         bool
+	// Permits are the entries of a semaphore's sorted set (permits.go).
+	Permits []permitSpan
+	Redlock bool
+	ZK      bool
 }
 
 // hasRedis reports whether any key, fence or replication was seen.
@@ -304,35 +309,13 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	}
 	owner, state := kt.owner, kt.state
 
+	pt := newPermitTracker(sc.Key, owner)
 	var vt *voteTracker
 	if m.Redlock {
 		vt = newVoteTracker(m, clocks, sc.Key, lockNodes(sc, isNode))
 	}
-	// Pending master writes, for replication lag: summary → times.
-	masterOf := map[string]string{}
-	for _, h := range res.Hosts {
-		if r, ok := strings.CutPrefix(h.Role, "redis replica of "); ok {
-			masterOf[h.Name] = r
-		}
-	}
-	sentAt := map[string][]time.Duration{}   // master+"|"+summary → times
-	tokenWrite := map[string]time.Duration{} // master+"|"+token → last write
-	// sentTime is when the master ran the write a replication line is
-	// about: the same command, or (when the stream carries rewritten
-	// effects) the last write of the same token.
-	sentTime := func(master string, e *event.Event, arrived time.Duration) (time.Duration, bool) {
-		k := master + "|" + e.Command // the summary as an identifier only
-		if ts := sentAt[k]; len(ts) > 0 {
-			sentAt[k] = ts[1:]
-			return ts[0], true
-		}
-		for _, w := range words(e) {
-			if t, ok := tokenWrite[master+"|"+w]; ok && looksLikeToken(w) && t <= arrived {
-				return t, true
-			}
-		}
-		return 0, false
-	}
+	// Every node's writes, for the replication lag (replstream.go).
+	stream := newReplStream()
 	// ZooKeeper: the ensemble the real go-zookeeper client talks to.
 	ens := newEnsembleState()
 
@@ -372,22 +355,23 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			// The master that shipped the effect, as the replication
 			// stream says: after a failover it is not the one the host
 			// list started with.
-			ev := replEvent{From: e.From, To: actor, Arrived: e.At, Summary: e.Command}
-			ev.Sent, ev.HasSent = sentTime(ev.From, e, e.At)
+			ev := replEvent{From: e.From, To: actor, Arrived: e.At, Summary: e.Command, Event: i}
+			ev.Sent, ev.SentEvent, ev.HasSent = stream.match(ev.From, actor, e)
 			m.Repl = append(m.Repl, ev)
 			kt.apply(actor, words(e), "", e.At, true)
 		case isNode[actor] && e.Kind == event.ReplicationLost:
-			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.From + " was down before it could be delivered", Summary: e.Command}
-			ev.Sent, ev.HasSent = sentTime(e.From, e, e.At)
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.From + " was down before it could be delivered", Summary: e.Command, Event: i}
+			ev.Sent, ev.SentEvent, ev.HasSent = stream.match(e.From, e.To, e)
 			m.Repl = append(m.Repl, ev)
 		case (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE" && isNode[e.From] && isNode[e.To]:
 			// An effect the network lost or a fault dropped on its way
 			// to the replica.
-			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.Reason, Summary: e.Command}
-			ev.Sent, ev.HasSent = sentTime(e.From, e, e.At)
+			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.Reason, Summary: e.Command, Event: i}
+			ev.Sent, ev.SentEvent, ev.HasSent = stream.match(e.From, e.To, e)
 			m.Repl = append(m.Repl, ev)
 		case isNode[actor] && e.Kind == event.ReplicationFullSync:
 			kt.resync(e.Node, e.From, e.At)
+			stream.fullSync(e.From, e.Node)
 		case isNode[actor] && e.Kind == event.Promoted:
 			m.Promotions = append(m.Promotions, promotion{Node: e.Node, Old: e.From, At: e.At})
 		case isNode[actor] && e.Kind == event.NodeCrashed:
@@ -411,17 +395,10 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 			}
 		case isNode[actor] && e.Kind == event.CommandExecuted:
 			m.noteStructure(actor, i, e, sc.Key)
+			pt.executed(i, e)
 			f, reply := words(e), e.Reply
-			for range replicasOf(masterOf, actor) {
-				if changed(reply) {
-					k := actor + "|" + e.Command // the summary as an identifier only
-					sentAt[k] = append(sentAt[k], e.At)
-					for _, w := range f {
-						if looksLikeToken(w) {
-							tokenWrite[actor+"|"+w] = e.At
-						}
-					}
-				}
+			if changed(reply) {
+				stream.wrote(actor, i, e)
 			}
 			kt.apply(actor, f, reply, e.At, false)
 		}
@@ -433,6 +410,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	if vt != nil {
 		vt.end(sc.ClientNames())
 	}
+	m.Permits = pt.finish(res.End)
 	if ensemble {
 		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
 	}
@@ -444,17 +422,6 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	sort.SliceStable(m.Attempts, func(i, j int) bool { return m.Attempts[i].From < m.Attempts[j].From })
 	m.Voters = voters(m)
 	return m
-}
-
-func replicasOf(masterOf map[string]string, node string) []string {
-	var out []string
-	for r, mst := range masterOf {
-		if mst == node {
-			out = append(out, r)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // changed reports whether a reply says the command changed the dataset (the

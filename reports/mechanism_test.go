@@ -103,7 +103,7 @@ func TestMechanismFailoverLosesTheReplication(t *testing.T) {
 		t.Errorf("B's keys: %+v; want c2's after the promotion", b)
 	}
 	html := render(t, res, nil)
-	for _, w := range []string{"replication lost", "promoted to master", `class="repl-lost"`} {
+	for _, w := range []string{"replication to B lost", "promoted to master", `class="repl-lost"`} {
 		if !strings.Contains(html, w) {
 			t.Errorf("report lacks %q", w)
 		}
@@ -166,7 +166,7 @@ func TestMechanismZooKeeperEnsemble(t *testing.T) {
 	// The quorum expires c1's session at 6 s while zk1, cut off from it,
 	// still answers c1 until it stops serving (issue 34: the lane showed
 	// CONNECTED across the expiry).
-	want := "c1 CONNECTED zk1 0.006s, c1 LOST (zk1 still answers) 6.000s, c1 LOST 11.001s, c2 CONNECTED zk2 0.006s"
+	want := "c1 CONNECTED zk1 0.006s, c1 LOST (still connected to zk1) 6.000s, c1 LOST 11.001s, c2 CONNECTED zk2 0.006s"
 	if got := strings.Join(states, ", "); got != want {
 		t.Errorf("connection states: %s; want %s (c1 stays connected to zk1 long after the expiry)", got, want)
 	}

@@ -34,6 +34,7 @@ var assets embed.FS
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"f":          coord,
 	"sub":        func(a, b float64) float64 { return a - b },
+	"div":        func(a, b float64) float64 { return a / b },
 	"pct":        func(v float64) string { return strconv.FormatFloat(v*100, 'f', 0, 64) + "%" },
 	"termAnchor": termAnchor,
 }).ParseFS(assets, "assets/templates.html"))

@@ -250,7 +250,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		if st := s.state[who]; st != nil && s.sessionOf[s.current[who]] == e.Session {
 			lost := "LOST"
 			if srv, ok := strings.CutPrefix(st.State, "CONNECTED "); ok {
-				lost = "LOST (" + srv + " still answers)"
+				lost = "LOST (still connected to " + srv + ")"
 			}
 			s.setState(m, who, lost, e.At)
 		}

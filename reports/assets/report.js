@@ -81,7 +81,10 @@
       var w = fig.querySelector("svg.tl [id].witness");
       if (!w) { return; }
       var left = w.getBoundingClientRect().left - fig.getBoundingClientRect().left + fig.scrollLeft;
-      fig.scrollLeft = Math.max(0, left - 40);
+      // The lane names stay over the left of the box (svg.tl-names): the
+      // violation opens just right of them.
+      var names = fig.querySelector("svg.tl-names"), nw = names ? names.getBoundingClientRect().width : 0;
+      fig.scrollLeft = Math.max(0, left - 40 - nw);
       fig.setAttribute("data-opened-on", w.id);
     });
   }

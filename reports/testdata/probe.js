@@ -101,11 +101,24 @@
       if (!w) { return; }
       var fr = fig.getBoundingClientRect(), wr = w.getBoundingClientRect();
       var hint = fig.querySelector(".scroll-hint");
+      // On a phone the lane names and the legend stay in view while the
+      // plot scrolls (svg.tl-names, a sticky figcaption), and the labels
+      // are drawn at 11 px or more.
+      var names = fig.querySelector("svg.tl-names"), nr = names ? names.getBoundingClientRect() : null;
+      var namesShown = !!nr && getComputedStyle(names).display !== "none" && nr.width > 0;
+      var cap = fig.querySelector("figcaption .legend"), cr = cap ? cap.getBoundingClientRect() : null;
+      var svg = fig.querySelector("svg.tl"), scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width, smallest = 99;
+      Array.prototype.forEach.call(svg.querySelectorAll("text"), function (t) {
+        smallest = Math.min(smallest, parseFloat(getComputedStyle(t).fontSize) * scale);
+      });
       out.timelines.push({
         id: fig.id,
         scrollable: fig.scrollWidth > fig.clientWidth + 1,
         openedOn: fig.getAttribute("data-opened-on") || "",
-        witnessInView: wr.right > fr.left && wr.left < fr.right,
+        witnessInView: wr.right > (namesShown ? nr.right : fr.left) && wr.left < fr.right,
+        namesInView: namesShown && nr.left >= fr.left - 0.5 && nr.left <= fr.left + 12,
+        legendInView: !!cr && cr.left >= fr.left - 0.5 && cr.right <= fr.right + 0.5,
+        smallestText: smallest,
         hint: !!hint && getComputedStyle(hint).display !== "none"
       });
     });
