@@ -54,8 +54,8 @@ type editExercise struct {
 	Fenced bool
 	Guard  string
 	// Changes are what the twin changes, field by field, as the page
-	// prints them; steps are the same changes as data (edit_apply.go
-	// applies them in the test that runs every answer).
+	// prints them; steps are the same changes as data (the test that
+	// applies and runs every answer, exercises_apply_test.go, uses them).
 	Changes []string
 	steps   []editStep
 	// SameFaults says the twin keeps the failure's faults, so the task
