@@ -54,8 +54,8 @@ type editExercise struct {
 	Fenced bool
 	Guard  string
 	// Changes are what the twin changes, field by field, as the page
-	// prints them; steps are the same changes as data (edit_apply.go
-	// applies them in the test that runs every answer).
+	// prints them; steps are the same changes as data (the test that
+	// applies and runs every answer, exercises_apply_test.go, uses them).
 	Changes []string
 	steps   []editStep
 	// SameFaults says the twin keeps the failure's faults, so the task
@@ -120,9 +120,9 @@ func newEdit(first *scenarios.Scenario, twins []*scenarios.Scenario, hint string
 	}
 	e.Goal, e.Fenced = editGoal(twin.Expect)
 	if e.Fenced {
-		e.Guard = "and the fix keeps the writes of the one whose turn is over off the resource (it checks its lease before writing, or it no longer deletes the other's key)"
+		e.Guard = "and the fix keeps the late holder's writes off the resource (it checks its lease before writing, or it no longer deletes the new holder's key)"
 		if f := twin.Resource.Fencing; f != "" && f != "none" {
-			e.Guard = "and the storage refuses the writes of the one whose turn is over: their fencing token is older than one it has seen"
+			e.Guard = "and the storage refuses the late holder's writes, whose fencing token is older than one it has seen"
 		}
 	}
 	return e
