@@ -92,6 +92,7 @@ type hostBubble struct {
 // connBubble is a simulated connection's state in the bubble.
 type connBubble struct {
 	id       string // host>node#k, k counting that host's dials to that node
+	who      string // "c " and id: who enters the kernel for the connection
 	reads    uint64
 	ready    chan struct{}
 	waiting  bool
