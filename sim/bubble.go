@@ -209,11 +209,11 @@ type messageSource struct {
 }
 
 // messageRand makes the world's source contentRand(key) for the draws
-// about one message, and returns what undoes it. The draws end before
-// Network.Send or Judge returns, so the source is the bubble's own,
-// reseeded per message instead of allocated (one per nesting level):
-// the same draws, without the garbage.
-func (w *World) messageRand(key string) (restore func()) {
+// about one message, and returns the source to give back with
+// endMessageRand. The draws end before Network.Send or Judge returns, so
+// the source is the bubble's own, reseeded per message instead of
+// allocated (one per nesting level): the same draws, without the garbage.
+func (w *World) messageRand(key string) (saved *rand.Rand) {
 	b := w.b
 	if b.msgDepth == len(b.msgRands) {
 		pcg := rand.NewPCG(0, 0)
@@ -222,9 +222,15 @@ func (w *World) messageRand(key string) (restore func()) {
 	src := b.msgRands[b.msgDepth]
 	b.msgDepth++
 	src.pcg.Seed(w.Seed, fnv64a(key))
-	saved := w.rng
+	saved = w.rng
 	w.rng = src.r
-	return func() { w.rng = saved; b.msgDepth-- }
+	return saved
+}
+
+// endMessageRand gives the world's source back after a message's draws.
+func (w *World) endMessageRand(saved *rand.Rand) {
+	w.rng = saved
+	w.b.msgDepth--
 }
 
 // bubbleKey orders a message by its content and draws its jitter and
