@@ -92,6 +92,7 @@ type hostBubble struct {
 // connBubble is a simulated connection's state in the bubble.
 type connBubble struct {
 	id       string // host>node#k, k counting that host's dials to that node
+	who      string // "c " and id: who enters the kernel for the connection
 	reads    uint64
 	ready    chan struct{}
 	waiting  bool
@@ -208,11 +209,11 @@ type messageSource struct {
 }
 
 // messageRand makes the world's source contentRand(key) for the draws
-// about one message, and returns what undoes it. The draws end before
-// Network.Send or Judge returns, so the source is the bubble's own,
-// reseeded per message instead of allocated (one per nesting level):
-// the same draws, without the garbage.
-func (w *World) messageRand(key string) (restore func()) {
+// about one message, and returns the source to give back with
+// endMessageRand. The draws end before Network.Send or Judge returns, so
+// the source is the bubble's own, reseeded per message instead of
+// allocated (one per nesting level): the same draws, without the garbage.
+func (w *World) messageRand(key string) (saved *rand.Rand) {
 	b := w.b
 	if b.msgDepth == len(b.msgRands) {
 		pcg := rand.NewPCG(0, 0)
@@ -221,9 +222,15 @@ func (w *World) messageRand(key string) (restore func()) {
 	src := b.msgRands[b.msgDepth]
 	b.msgDepth++
 	src.pcg.Seed(w.Seed, fnv64a(key))
-	saved := w.rng
+	saved = w.rng
 	w.rng = src.r
-	return func() { w.rng = saved; b.msgDepth-- }
+	return saved
+}
+
+// endMessageRand gives the world's source back after a message's draws.
+func (w *World) endMessageRand(saved *rand.Rand) {
+	w.rng = saved
+	w.b.msgDepth--
 }
 
 // bubbleKey orders a message by its content and draws its jitter and
@@ -430,6 +437,12 @@ func (w *World) runBubble(limit time.Duration) error {
 	b := w.b
 	b.mu.Lock()
 	sameInstant, lastAt := 0, time.Duration(-1)
+	// One timer for every sleep of the run: a new one per sleep was a
+	// sixth of a redsync run's allocations (issue 39). Since Go 1.23 a
+	// stopped timer delivers no stale tick, so Reset is a fresh timer.
+	sleep := time.NewTimer(time.Hour)
+	sleep.Stop()
+	defer sleep.Stop()
 	for {
 		b.mu.Unlock()
 		synctest.Wait()
@@ -454,12 +467,12 @@ func (w *World) runBubble(limit time.Duration) error {
 			b.waitingFor = target
 			d := target - w.now
 			b.mu.Unlock()
-			t := time.NewTimer(d)
+			sleep.Reset(d)
 			select {
-			case <-t.C:
+			case <-sleep.C:
 			case <-b.kick:
 			}
-			t.Stop()
+			sleep.Stop()
 			b.mu.Lock()
 			b.waitingFor = -1
 			continue

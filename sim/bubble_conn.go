@@ -16,7 +16,8 @@ func (c *redisConn) bubbleDial() {
 	w := c.node.w
 	pair := c.host.Name + ">" + c.node.Name
 	w.b.dials[pair]++
-	c.bb = &connBubble{id: fmt.Sprintf("%s#%d", pair, w.b.dials[pair]), ready: make(chan struct{}, 1)}
+	id := fmt.Sprintf("%s#%d", pair, w.b.dials[pair])
+	c.bb = &connBubble{id: id, who: "c " + id, ready: make(chan struct{}, 1)}
 	w.b.conns = append(w.b.conns, c)
 }
 
@@ -36,7 +37,7 @@ func (c *redisConn) signal() {
 
 func (c *redisConn) bubbleWrite(b []byte) (int, error) {
 	w := c.node.w
-	w.enter("c " + c.bb.id)
+	w.enter(c.bb.who)
 	defer w.leave()
 	w.gateAct(c.host)
 	if c.dead() {
@@ -88,7 +89,7 @@ func (c *redisConn) bubbleTimeout(id uint64) {
 
 func (c *redisConn) bubbleRead(b []byte) (int, error) {
 	w := c.node.w
-	who := "c " + c.bb.id
+	who := c.bb.who
 	w.enter(who)
 	defer w.leave()
 	w.gate(c.host)
@@ -129,7 +130,7 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 
 func (c *redisConn) bubbleClose() error {
 	w := c.node.w
-	w.enter("c " + c.bb.id)
+	w.enter(c.bb.who)
 	defer w.leave()
 	w.gateAct(c.host)
 	if !c.closed {

@@ -30,13 +30,13 @@ func TestMessageRandDrawsAsContentRand(t *testing.T) {
 		return [3]uint64{r.Uint64(), r.Uint64(), r.Uint64()}
 	}
 	for _, key := range []string{"a", "b", "a"} {
-		undo := w.messageRand(key)
+		saved := w.messageRand(key)
 		outer := w.rng.Uint64()
-		undoInner := w.messageRand(key + "/inner")
+		savedInner := w.messageRand(key + "/inner")
 		inner := [3]uint64{w.rng.Uint64(), w.rng.Uint64(), w.rng.Uint64()}
-		undoInner()
+		w.endMessageRand(savedInner)
 		rest := [2]uint64{w.rng.Uint64(), w.rng.Uint64()}
-		undo()
+		w.endMessageRand(saved)
 		if want := draw(key); [3]uint64{outer, rest[0], rest[1]} != want {
 			t.Errorf("%s: drew %v %v, want %v", key, outer, rest, want)
 		}

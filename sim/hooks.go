@@ -142,7 +142,7 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		if m.order == "" {
 			m.order = m.Stream
 		}
-		defer w.messageRand(n.bubbleKey(m))()
+		defer w.endMessageRand(w.messageRand(n.bubbleKey(m)))
 	}
 	for _, f := range n.filters {
 		d, extra, why := f(m)

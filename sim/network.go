@@ -230,7 +230,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 		// Decisions about this message (jitter, random drops) come from
 		// its content, not from the order racing goroutines sent in.
 		key = n.bubbleKey(m)
-		defer w.messageRand(key)()
+		defer w.endMessageRand(w.messageRand(key))
 	}
 	if !n.talked[[2]string{m.From, m.To}] {
 		n.talked[[2]string{m.From, m.To}] = true

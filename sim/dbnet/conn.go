@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -341,8 +342,28 @@ func (l *link) releaseStalled() {
 	}
 }
 
+// key orders a segment among events due at one instant: "db " and the
+// link, the direction and the segment's number, eight digits wide
+// (fmt's %08d, appended without fmt: it was a twentieth of a pgx run).
 func (l *link) key(s *segment) string {
-	return fmt.Sprintf("db %s%s %08d", l.id, s.from.dir(), s.seq)
+	b := make([]byte, 0, 3+len(l.id)+5+1+8)
+	b = append(b, "db "...)
+	b = append(b, l.id...)
+	b = append(b, s.from.dir()...)
+	b = append(b, ' ')
+	return string(appendPadded8(b, s.seq))
+}
+
+// appendPadded8 appends n as fmt's %08d does.
+func appendPadded8(b []byte, n int) []byte {
+	if n < 0 {
+		return fmt.Appendf(b, "%08d", n)
+	}
+	d := strconv.Itoa(n)
+	for i := len(d); i < 8; i++ {
+		b = append(b, '0')
+	}
+	return append(b, d...)
 }
 
 // depart judges a segment and schedules its arrival, after the previous
