@@ -309,10 +309,9 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := cmp.Or(opt.Context, context.Background())
 	more := 0
-	var unhunted []unhuntedRun // runs that violated only what Hunt leaves out
-
 	var (
-		next     atomic.Int64 // next run index to hand out
+		unhunted []unhuntedRun // runs that violated only what Hunt leaves out
+		next     atomic.Int64  // next run index to hand out
 		done     atomic.Int64
 		found    atomic.Int64
 		firstBad atomic.Int64 // lowest violating index so far (0: none)
@@ -322,10 +321,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		failure  error
 		wg       sync.WaitGroup
 	)
-	deadline := time.Time{}
-	if opt.Time > 0 {
-		deadline = start.Add(opt.Time)
-	}
+	deadline := opt.deadline(start)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -364,12 +360,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 				if prop != "" {
 					found.Add(1)
 					firstAt.CompareAndSwap(0, int64(time.Since(start)))
-					for {
-						fb := firstBad.Load()
-						if fb != 0 && fb <= int64(i) || firstBad.CompareAndSwap(fb, int64(i)) {
-							break
-						}
-					}
+					lowerTo(&firstBad, int64(i))
 					mu.Lock()
 					hits = append(hits, Finding{Run: i, Property: prop, Scenario: sc, Result: res})
 					if len(hits) > 2*maxFindings {
@@ -400,6 +391,24 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	}
 	out.Elapsed = time.Since(start)
 	return out, nil
+}
+
+// deadline is when a sweep bounded by Time stops (zero: none).
+func (opt ExploreOptions) deadline(start time.Time) time.Time {
+	if opt.Time > 0 {
+		return start.Add(opt.Time)
+	}
+	return time.Time{}
+}
+
+// lowerTo sets v to i unless it already holds a lower index (0: none).
+func lowerTo(v *atomic.Int64, i int64) {
+	for {
+		fb := v.Load()
+		if fb != 0 && fb <= i || v.CompareAndSwap(fb, i) {
+			return
+		}
+	}
 }
 
 // shrinkFirst shrinks the first finding. Shrinking stops at once when
