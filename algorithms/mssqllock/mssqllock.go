@@ -108,7 +108,7 @@ func init() {
 	algorithms.Register(algorithms.Info{
 		Name:    "mssql-applock-session",
 		Summary: "SQL Server application lock through go-mssqldb: sp_getapplock @LockOwner = 'Session', on a pooled *sql.DB or a pinned *sql.Conn",
-		Backend: Backend, Bubble: true,
+		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{
 			{Name: "connection", Expect: "pool or pinned", Check: algorithms.OneOf("pool", "pinned")},
 			timeoutParam,
@@ -127,7 +127,7 @@ func init() {
 	algorithms.Register(algorithms.Info{
 		Name:    "mssql-applock-transaction",
 		Summary: "SQL Server application lock through go-mssqldb: sp_getapplock @LockOwner = 'Transaction' in a *sql.Tx, released by its COMMIT",
-		Backend: Backend, Bubble: true,
+		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{
 			timeoutParam,
 			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},

@@ -98,7 +98,7 @@ func init() {
 	algorithms.Register(algorithms.Info{
 		Name:    "mysql-get-lock",
 		Summary: "MySQL named lock through go-sql-driver/mysql: GET_LOCK(name, 0) polled, RELEASE_LOCK, on a pooled or pinned connection",
-		Backend: Backend, Bubble: true,
+		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{
 			{Name: "connection", Expect: "pool or pinned", Check: algorithms.OneOf("pool", "pinned")},
 			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},

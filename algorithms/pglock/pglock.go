@@ -67,14 +67,14 @@ func init() {
 	algorithms.Register(algorithms.Info{
 		Name:    "pg-advisory-session",
 		Summary: "Postgres session advisory lock through pgx: pg_try_advisory_lock polled, pg_advisory_unlock",
-		Backend: Backend, Bubble: true,
+		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{fencingParam},
 		New:    func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) { return newLock(p, c, false) },
 	})
 	algorithms.Register(algorithms.Info{
 		Name:    "pg-advisory-xact",
 		Summary: "Postgres transaction advisory lock through pgx: BEGIN; pg_try_advisory_xact_lock ... COMMIT",
-		Backend: Backend, Bubble: true,
+		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{fencingParam},
 		New:    func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) { return newLock(p, c, true) },
 	})
