@@ -25,8 +25,8 @@ func mysqlIDs(t *testing.T) []*Scenario {
 			out = append(out, s)
 		}
 	}
-	if len(out) != 6 {
-		t.Fatalf("%d MySQL scenarios in the catalogue, want 6", len(out))
+	if len(out) != 7 {
+		t.Fatalf("%d MySQL scenarios in the catalogue, want 7", len(out))
 	}
 	return out
 }
