@@ -25,8 +25,6 @@ func mysqlIDs(t *testing.T) []*Scenario {
 			out = append(out, s)
 		}
 	}
-	// Six, and mysql-galera-get-lock-fenced, the Galera lesson's fenced
-	// twin, since it moved from testdata into the catalogue (issue 31).
 	if len(out) != 7 {
 		t.Fatalf("%d MySQL scenarios in the catalogue, want 7", len(out))
 	}

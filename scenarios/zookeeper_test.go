@@ -20,6 +20,7 @@ var zkScenarios = []string{
 	"zk-semaphore-session-expiry",
 	"zk-rwlock-lost-create-reply", "zk-rwlock-lost-create-reply-fixed",
 	"zk-semaphore-lost-lease-reply", "zk-semaphore-lost-release", "zk-rwlock-lost-release",
+	"zk-rwlock-writer-behind-reader",
 }
 
 func zkMetric(t *testing.T, ms []Metric, name string) int64 {
