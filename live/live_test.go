@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
@@ -62,14 +63,33 @@ func liveRun(t *testing.T, id string) *scenarios.Result {
 // partition past a 6 s session), far beyond what a loaded machine's
 // scheduling can move; behind PgBouncer in transaction mode every try of
 // the workers lands on the backend that holds the lock.
+//
+// What a loaded machine can move is the start: these stories begin with
+// the earliest-starting client holding the lock, and their second client
+// starts 5 to 100 ms later. Live runs are real time, so on a machine with
+// fifteen runnable threads per core the second client's connection can be
+// ready first and take the lock, and the story never begins (seen: c2 held
+// zk-suspended-vs-lost's queue lock at 369 ms while c1's session was still
+// connecting). Such a run is run again, up to three times in all, and says
+// so; a run whose story began and did not end in the classic failure fails
+// the test at once.
 func TestLiveClassicFailures(t *testing.T) {
 	for _, id := range []string{"gc-pause-beyond-ttl", "redlock-clock-jump", "zk-suspended-vs-lost", "pgbouncer-transaction-pooling"} {
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
-			res := liveRun(t, id)
-			v := res.Report.Verdict
-			if v.MutualExclusion != checker.Violated || v.Resource != checker.Violated {
-				t.Fatalf("live %s: %+v, want mutual exclusion and resource violated (history %+v)", id, v, res.History)
+			var res *scenarios.Result
+			var v checker.Verdict
+			for attempt := 1; ; attempt++ {
+				res = liveRun(t, id)
+				v = res.Report.Verdict
+				if v.MutualExclusion == checker.Violated && v.Resource == checker.Violated {
+					break
+				}
+				first, want := firstHolder(res), earliestClient(res.Scenario)
+				if first == want || attempt == 3 {
+					t.Fatalf("live %s: %+v, want mutual exclusion and resource violated (first holder %s; history %+v)", id, v, first, res.History)
+				}
+				t.Logf("live %s, run %d: %s held the lock first, not %s (real scheduling on a loaded machine): the story did not begin; running again", id, attempt, first, want)
 			}
 			if w := res.Report.Witness.MutualExclusion; w == nil {
 				t.Fatalf("live %s: no mutual-exclusion witness", id)
@@ -96,4 +116,33 @@ func TestLiveRefusesWhatItCannotMake(t *testing.T) {
 	if !strings.Contains(err.Error(), "replicates from") || !strings.Contains(err.Error(), "failover") {
 		t.Fatalf("refusal does not name the replica and the failover:\n%v", err)
 	}
+}
+
+// firstHolder is the client whose hold began first in a run, or "".
+func firstHolder(res *scenarios.Result) string {
+	first := ""
+	var at time.Duration
+	for _, iv := range res.History.Intervals {
+		if first == "" || iv.Start < at {
+			first, at = iv.Client, iv.Start
+		}
+	}
+	return first
+}
+
+// earliestClient is the client the scenario starts first (the lowest
+// start.min; the first named on a tie).
+func earliestClient(sc *scenarios.Scenario) string {
+	best := ""
+	var at time.Duration
+	for _, c := range sc.ClientNames() {
+		start := sc.Clients.Start.Min
+		if o := sc.Clients.Each[c].Start; o != nil {
+			start = o.Min
+		}
+		if best == "" || start < at {
+			best, at = c, start
+		}
+	}
+	return best
 }
