@@ -191,6 +191,8 @@ type mechanism struct {
 	Structures map[string]*lockData
 	// Permits are the entries of a semaphore's sorted set (permits.go).
 	Permits []permitSpan
+	// RW are the holds in a reader-writer lock's hash (rwlane.go).
+	RW      []rwSpan
 	Redlock bool
 	ZK      bool
 }
@@ -310,6 +312,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	owner, state := kt.owner, kt.state
 
 	pt := newPermitTracker(sc.Key, owner)
+	rt := newRWTracker(sc.Key, owner)
 	var vt *voteTracker
 	if m.Redlock {
 		vt = newVoteTracker(m, clocks, sc.Key, lockNodes(sc, isNode))
@@ -328,6 +331,9 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		}
 		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
 			continue
+		}
+		if isNode[actor] {
+			rt.event(i, e)
 		}
 		if vt != nil {
 			client := ""
@@ -411,6 +417,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		vt.end(sc.ClientNames())
 	}
 	m.Permits = pt.finish(res.End)
+	m.RW = rt.finish(res.End)
 	if ensemble {
 		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
 	}

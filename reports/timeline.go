@@ -89,6 +89,7 @@ type tlBuilder struct {
 	voteClients, sessionClients []string
 	backends                    []*backendLine // database backends drawn (backends.go)
 	permitLines                 [][]permitSpan // a semaphore's set, packed in lines (permits.go)
+	rwLines                     [][]rwSpan     // a reader-writer hash's holds (rwlane.go)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
