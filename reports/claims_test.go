@@ -115,6 +115,16 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			continue
 		case strings.HasPrefix(s.Label, "session "):
 			sessions = append(sessions, s.Label)
+			// The event it names began the state then.
+			if ids, err := parseIDs(s.Events); err != nil || len(ids) != 1 || fmt.Sprintf("%.3fs", res.Events[ids[0]].At.Seconds()) != s.Label[strings.LastIndex(s.Label, " ")+1:] {
+				errf("%q: its event (%s) is not at its start", s.Label, s.Events)
+			}
+			continue
+		case (s.Class == "hold" || strings.HasPrefix(s.Class, "hold ")) && s.Events != "":
+			// A client's hold bar names the hold.began of that client.
+			if ids, err := parseIDs(s.Events); err != nil || len(ids) != 1 || res.Events[ids[0]].Kind != event.HoldBegan || !strings.HasPrefix(s.Title, res.Events[ids[0]].Actor+" holds") {
+				errf("hold bar %q: its event (%s) is not its client's hold.began", s.Title, s.Events)
+			}
 			continue
 		case !strings.HasPrefix(s.Label, "attempts "):
 			continue

@@ -111,6 +111,7 @@ type sessionSpan struct {
 	Client   string
 	State    string // CONNECTED, SUSPENDED, LOST, ...
 	From, To time.Duration
+	Event    int // the event that began it (res.Events)
 }
 
 // sessionExpiry is the server expiring a client's session.
@@ -329,6 +330,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		for _, n := range m.Nodes {
 			kt.expire(n, e.At)
 		}
+		ens.cur = i
 		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
 			continue
 		}
