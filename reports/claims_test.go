@@ -120,6 +120,16 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 				errf("%q: its event (%s) is not at its start", s.Label, s.Events)
 			}
 			continue
+		case s.Class == "key-span" && s.Events != "":
+			// A key bar's events are its own node's: the write, the end.
+			node := strings.Fields(s.Label)[1]
+			ids, err := parseIDs(s.Events)
+			for _, id := range ids {
+				if e := res.Events[id]; err != nil || e.Node != node && e.Actor != node {
+					errf("key bar %q names event %d of %s", s.Label, id, e.Actor)
+				}
+			}
+			continue
 		case (s.Class == "hold" || strings.HasPrefix(s.Class, "hold ")) && s.Events != "":
 			// A client's hold bar names the hold.began of that client.
 			if ids, err := parseIDs(s.Events); err != nil || len(ids) != 1 || res.Events[ids[0]].Kind != event.HoldBegan || !strings.HasPrefix(s.Title, res.Events[ids[0]].Actor+" holds") {

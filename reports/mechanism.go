@@ -44,6 +44,9 @@ type keySpan struct {
 	// Renewals are the true times of those renewals, each drawn.
 	Renewals []time.Duration
 	Replica  bool // the key arrived by replication
+	// Events: the write that set it and the event that ended it (not an
+	// expiry, which the node's clock decides), indexes in res.Events.
+	Events []int
 }
 
 // fenceIssue is an INCR of the fencing counter on a node.
@@ -330,7 +333,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		for _, n := range m.Nodes {
 			kt.expire(n, e.At)
 		}
-		ens.cur = i
+		ens.cur, kt.cur = i, i
 		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
 			continue
 		}
