@@ -146,6 +146,12 @@ func deriveBackends(events []event.Event) []*backendLine {
 			}
 		}
 	}
+	return finishBackends(lines, open, byConn)
+}
+
+// finishBackends closes the holds still open at the end of the run (To -1:
+// the run's end) and keeps the backends with something to draw.
+func finishBackends(lines []*backendLine, open map[string]*backendHold, byConn map[string]*backendLine) []*backendLine {
 	for _, k := range sortedKeysOf(open) {
 		h := open[k]
 		h.End = "end of run"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
@@ -47,7 +48,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -109,8 +110,31 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		case strings.HasPrefix(s.Label, "repl ") || strings.HasPrefix(s.Label, "repllost "):
 			errs = append(errs, replClaim(res, s)...)
 			continue
+		case strings.HasPrefix(s.Label, "rwhold "):
+			errs = append(errs, rwClaim(res, s.Label)...)
+			continue
 		case strings.HasPrefix(s.Label, "session "):
 			sessions = append(sessions, s.Label)
+			// The event it names began the state then.
+			if ids, err := parseIDs(s.Events); err != nil || len(ids) != 1 || fmt.Sprintf("%.3fs", res.Events[ids[0]].At.Seconds()) != s.Label[strings.LastIndex(s.Label, " ")+1:] {
+				errf("%q: its event (%s) is not at its start", s.Label, s.Events)
+			}
+			continue
+		case s.Class == "key-span" && s.Events != "":
+			// A key bar's events are its own node's: the write, the end.
+			node := strings.Fields(s.Label)[1]
+			ids, err := parseIDs(s.Events)
+			for _, id := range ids {
+				if e := res.Events[id]; err != nil || e.Node != node && e.Actor != node {
+					errf("key bar %q names event %d of %s", s.Label, id, e.Actor)
+				}
+			}
+			continue
+		case (s.Class == "hold" || strings.HasPrefix(s.Class, "hold ")) && s.Events != "":
+			// A client's hold bar names the hold.began of that client.
+			if ids, err := parseIDs(s.Events); err != nil || len(ids) != 1 || res.Events[ids[0]].Kind != event.HoldBegan || !strings.HasPrefix(s.Title, res.Events[ids[0]].Actor+" holds") {
+				errf("hold bar %q: its event (%s) is not its client's hold.began", s.Title, s.Events)
+			}
 			continue
 		case !strings.HasPrefix(s.Label, "attempts "):
 			continue
@@ -683,6 +707,52 @@ func replClaim(res *scenarios.Result, s shape) []string {
 			errf("drawn without a lag, though %s wrote at %v before %s applied it", from, e.At, to)
 			break
 		}
+	}
+	return errs
+}
+
+// rwClaim re-derives a hold in a reader-writer lock's hash: the node ran
+// the read or write script (the mode drawn) for the token and answered 1
+// at its start; it ends where the node ran the release script for the
+// token as often as it granted it, or where the hash expired on the node.
+func rwClaim(res *scenarios.Result, label string) []string {
+	words, kv := labelFields(label)
+	node, tok, mode, key := words[1], words[2], words[3], res.Scenario.Key
+	from, _ := strconv.ParseInt(kv["from"], 10, 64)
+	to, _ := strconv.ParseInt(kv["to"], 10, 64)
+	why, _ := url.QueryUnescape(kv["end"])
+	script := map[string]string{"read": algorithms.ScriptRWRead, "write": algorithms.ScriptRWWrite}[mode]
+	ran := func(e event.Event, body string, at time.Duration) bool {
+		return e.Kind == event.CommandExecuted && e.Node == node && e.At == at && e.Reply == ":1" && len(e.Args) >= 5 && e.Args[1] == body && e.Args[3] == key && slices.Contains(e.Args[4:], tok)
+	}
+	began, ended, grants, releases := false, why == "end of run" && time.Duration(to) == res.End, 0, 0
+	for _, e := range res.Events {
+		if e.At < time.Duration(from) || e.At > time.Duration(to) {
+			continue
+		}
+		if ran(e, script, e.At) {
+			grants++
+			began = began || e.At == time.Duration(from)
+		}
+		if ran(e, algorithms.ScriptRWRelease, e.At) {
+			releases++
+		}
+		if e.Kind == event.KeyExpired && e.Node == node && e.Key == key && e.At > time.Duration(from) && e.At < time.Duration(to) {
+			return []string{fmt.Sprintf("%q: drawn across the hash's expiry on %s at %v", label, node, e.At)}
+		}
+		switch {
+		case why == "released" && ran(e, algorithms.ScriptRWRelease, time.Duration(to)):
+			ended = true
+		case why == "expired" && e.Kind == event.KeyExpired && e.Node == node && e.Key == key && e.At == time.Duration(to):
+			ended = true
+		}
+	}
+	var errs []string
+	if !began {
+		errs = append(errs, fmt.Sprintf("%q: %s ran no %s script for %s at %d ns", label, node, mode, tok, from))
+	}
+	if !ended || why == "released" && grants != releases {
+		errs = append(errs, fmt.Sprintf("%q: no event ends it as %q at %d ns (%d grants, %d releases)", label, why, to, grants, releases))
 	}
 	return errs
 }

@@ -117,6 +117,9 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 		title += fmt.Sprintf("; fencing token %d", iv.Fence)
 	}
 	s := shape{Kind: "rect", X: x0, Y: by, W: w, H: bh, Fill: b.color[iv.Client], Class: "hold", Title: title}
+	if id, ok := b.holdBegan[fmt.Sprint(iv.Client, "|", iv.Start)]; ok {
+		s.Events = eventIDs([]int{id})
+	}
 	if iv.Mode == checker.ModeRead {
 		// A reader's bar is lighter: readers may share the lock.
 		s.Opacity, s.Class = 0.6, "hold hold-read"

@@ -75,7 +75,7 @@ func (b *tlBuilder) keyLane(node string, r row) {
 			title += "; arrived by replication"
 		}
 		fill := b.ownerColor(k.Owner)
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: keyBarH, Fill: fill, Opacity: 0.55, Stroke: fill, SW: 1, Class: "key-span", Title: title,
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: keyBarH, Fill: fill, Opacity: 0.55, Stroke: fill, SW: 1, Class: "key-span", Title: title, Events: eventIDs(k.Events),
 			Label: fmt.Sprintf("key %s %s %s %s %s", node, k.Owner, checker.Sec(k.From), checker.Sec(k.To), k.End)})
 		// A key that expired before its nominal TTL: the node's clock ran
 		// ahead. Draw the rest of the nominal lease as an outline, so the

@@ -30,6 +30,7 @@ type keyTracker struct {
 	key, fenceKey string
 	owner         map[string]string // token → client that sent it
 	state         map[string]*keyState
+	cur           int // the index of the event being read (res.Events)
 }
 
 // close ends node n's current key span at true time at.
@@ -39,6 +40,11 @@ func (kt *keyTracker) close(n string, at time.Duration, why string) {
 		return
 	}
 	s.span.To, s.span.End, s.live = at, why, false
+	if why != "expired" && why != "end of run" {
+		// Ended by the event being read; an expiry is the node's clock
+		// passing the deadline, found while reading a later event.
+		s.span.Events = append(s.span.Events, kt.cur)
+	}
 	kt.m.Keys[n] = append(kt.m.Keys[n], s.span)
 }
 
@@ -54,6 +60,7 @@ func (kt *keyTracker) resync(n, master string, at time.Duration) {
 	s.live, s.set, s.deadline = true, ms.set, ms.deadline
 	s.span = ms.span
 	s.span.Node, s.span.From, s.span.Replica = n, at, true
+	s.span.Events = []int{kt.cur} // the full sync
 	s.span.Renewals = nil
 	s.span.Renewed = 0
 }
@@ -86,7 +93,7 @@ func (kt *keyTracker) open(n, token string, at, ttl time.Duration, replica bool)
 	if who == "" {
 		who = token
 	}
-	s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica}
+	s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica, Events: []int{kt.cur}}
 	if ttl > 0 {
 		s.span.Nominal = at + ttl
 	}

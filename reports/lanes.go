@@ -47,6 +47,10 @@ func (b *tlBuilder) mechRows(clients []string) []rowSpec {
 		b.permitLines = pl
 		out = append(out, rowSpec{name: "permits", sub: "semaphore's set", kind: "permits", h: backendTop + 4 + subLineH*float64(len(pl))})
 	}
+	if rl := rwLines(m.RW); len(rl) > 0 && len(rl) <= 8 {
+		b.rwLines = rl
+		out = append(out, rowSpec{name: "readers/writer", sub: "the lock's hash", kind: "rw", h: backendTop + 4 + subLineH*float64(len(rl))})
+	}
 	if bl := deriveBackends(b.res.Events); len(bl) > 0 && len(bl) <= 12 {
 		b.backends = bl
 		out = append(out, rowSpec{name: "backends", sub: "database sessions", kind: "backends", h: backendTop + 4 + subLineH*float64(len(bl))})
@@ -125,6 +129,9 @@ func (b *tlBuilder) drawMechanism() {
 	b.replication()
 	if r, ok := b.rowOf["votes:votes"]; ok {
 		b.votes(r)
+	}
+	if r, ok := b.rowOf["rw:readers/writer"]; ok {
+		b.drawRW(r)
 	}
 	if r, ok := b.rowOf["permits:permits"]; ok {
 		b.drawPermits(r)
@@ -310,6 +317,9 @@ func (b *tlBuilder) mechLegend() []legendItem {
 	}
 	if len(b.permitLines) > 0 {
 		out = append(out, legendItem{Swatch: "sw-key", Text: "a client's entry in the semaphore's set on the node, from its ZADD to its removal (red outline: removed by another client)"})
+	}
+	if len(b.rwLines) > 0 {
+		out = append(out, legendItem{Swatch: "sw-key", Text: "a reader's (lighter) or writer's hold in the lock's hash on the node, until released or the hash expired there"})
 	}
 	if len(b.backends) > 0 {
 		out = append(out, legendItem{Swatch: "sw-key", Text: "a lock the database server granted a backend (a server session), until released, committed, or the session ended (✗, with why)"})

@@ -44,6 +44,9 @@ type keySpan struct {
 	// Renewals are the true times of those renewals, each drawn.
 	Renewals []time.Duration
 	Replica  bool // the key arrived by replication
+	// Events: the write that set it and the event that ended it (not an
+	// expiry, which the node's clock decides), indexes in res.Events.
+	Events []int
 }
 
 // fenceIssue is an INCR of the fencing counter on a node.
@@ -111,6 +114,7 @@ type sessionSpan struct {
 	Client   string
 	State    string // CONNECTED, SUSPENDED, LOST, ...
 	From, To time.Duration
+	Event    int // the event that began it (res.Events)
 }
 
 // sessionExpiry is the server expiring a client's session.
@@ -191,6 +195,8 @@ type mechanism struct {
 	Structures map[string]*lockData
 	// Permits are the entries of a semaphore's sorted set (permits.go).
 	Permits []permitSpan
+	// RW are the holds in a reader-writer lock's hash (rwlane.go).
+	RW      []rwSpan
 	Redlock bool
 	ZK      bool
 }
@@ -310,6 +316,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 	owner, state := kt.owner, kt.state
 
 	pt := newPermitTracker(sc.Key, owner)
+	rt := newRWTracker(sc.Key, owner)
 	var vt *voteTracker
 	if m.Redlock {
 		vt = newVoteTracker(m, clocks, sc.Key, lockNodes(sc, isNode))
@@ -326,8 +333,12 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		for _, n := range m.Nodes {
 			kt.expire(n, e.At)
 		}
+		ens.cur, kt.cur = i, i
 		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
 			continue
+		}
+		if isNode[actor] {
+			rt.event(i, e)
 		}
 		if vt != nil {
 			client := ""
@@ -411,6 +422,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 		vt.end(sc.ClientNames())
 	}
 	m.Permits = pt.finish(res.End)
+	m.RW = rt.finish(res.End)
 	if ensemble {
 		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
 	}

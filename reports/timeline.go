@@ -9,6 +9,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/event"
 )
 
 // The timeline is drawn in Go as SVG, so every report shows who held the lock
@@ -89,6 +90,8 @@ type tlBuilder struct {
 	voteClients, sessionClients []string
 	backends                    []*backendLine // database backends drawn (backends.go)
 	permitLines                 [][]permitSpan // a semaphore's set, packed in lines (permits.go)
+	rwLines                     [][]rwSpan     // a reader-writer hash's holds (rwlane.go)
+	holdBegan                   map[string]int // client|start → its hold.began event (res.Events)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
@@ -121,6 +124,12 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	b.huge = len(clients) > 40
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
+	}
+	b.holdBegan = map[string]int{}
+	for i, e := range res.Events {
+		if e.Kind == event.HoldBegan {
+			b.holdBegan[fmt.Sprint(e.Actor, "|", e.At)] = i
+		}
 	}
 	b.layout(clients)
 	settleLabels(t)

@@ -23,15 +23,15 @@ func (b *tlBuilder) votes(r row) {
 		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: line[c] + 11, Text: c, Size: 11, Fill: b.color[c], Weight: "700", Anchor: "end"})
 	}
 	lastEnd := map[string]float64{}
-	// label places an attempt's words after x (or, for a held attempt,
-	// before it) unless they would run into the previous ones.
+	// label places an attempt's words after x, or before it when they do not
+	// fit there, unless they would run into the previous ones.
 	label := func(a voteAttempt, x, y float64, text, ids string) {
 		w := boldWidth(text, 10)
 		s := shape{Kind: "text", X: x + 6, Y: y + 11, Text: text, Size: 10, Fill: "#0f172a", Weight: "700", Halo: true, Events: ids}
 		switch {
 		case x+6 > lastEnd[a.Client] && x+6+w < t.X1:
 			lastEnd[a.Client] = x + 6 + w + 4
-		case a.Held && x-6-w > t.X0 && x-6-w > lastEnd[a.Client]:
+		case x-6-w > t.X0 && x-6-w > lastEnd[a.Client]:
 			s.X, s.Anchor = x-6, "end"
 			lastEnd[a.Client] = x + 4
 		default:

@@ -94,7 +94,7 @@ func (b *tlBuilder) sessions(r row) {
 				x0 := b.x(s.From)
 				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(b.x(s.To)-x0, 2), H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session",
 					Title: fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To)),
-					Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
+					Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From)), Events: eventIDs([]int{s.Event})})
 				continue
 			}
 		}
@@ -106,7 +106,7 @@ func (b *tlBuilder) sessions(r row) {
 		w := math.Max(x1-x0, 2)
 		title := fmt.Sprintf("%s's session is %s from %s to %s", s.Client, s.State, checker.Sec(s.From), checker.Sec(s.To))
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Stroke: "#94a3b8", SW: 0.5, Class: "session", Title: title,
-			Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From))})
+			Label: fmt.Sprintf("session %s %s %s", s.Client, s.State, checker.Sec(s.From)), Events: eventIDs([]int{s.Event})})
 		// An ensemble client's "CONNECTED zk2" is labelled wherever it fits:
 		// which server it talks to is the point of the lane.
 		if !isConnected(s.State) || x0 <= t.X0+1 || s.State != "CONNECTED" {

@@ -27,6 +27,7 @@ type ensembleState struct {
 	state     map[string]*sessionSpan
 	role      map[string]*serverSpan // server → its current role
 	redialed  map[string]bool        // client → it redialed unanswered since its last CONNECT reply
+	cur       int                    // the index of the event being read (res.Events)
 }
 
 func newEnsembleState() *ensembleState {
@@ -55,7 +56,7 @@ func (s *ensembleState) setState(m *mechanism, client, st string, at time.Durati
 		cur.To = at
 		m.Sessions = append(m.Sessions, *cur)
 	}
-	s.state[client] = &sessionSpan{Client: client, State: st, From: at}
+	s.state[client] = &sessionSpan{Client: client, State: st, From: at, Event: s.cur}
 }
 
 // setRole starts a new role span of a server.
