@@ -23,7 +23,6 @@ var tooLong = map[string]string{
 	"reports/keytracker.go apply":           "reports/ belongs to the issue 34 rewrite",
 	"reports/backends.go deriveBackends":    "issue 34 rewrite in progress",
 	"reports/zkmechanism.go deriveEnsemble": "reports/ belongs to the issue 34 rewrite",
-	"sim/zk/ensemble/tree.go prepare":       "one switch over ZooKeeper's request types (jute); not reached",
 }
 
 const (
