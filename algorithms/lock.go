@@ -353,6 +353,9 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseIncr(name, info, p); err != nil {
+		return nil, err
+	}
 	lock, err := info.New(p, c)
 	if err != nil {
 		return nil, err
@@ -374,9 +377,6 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 	switch f := p.Extra["fencing"]; f {
 	case "", "none":
 	case "incr":
-		if info.Fencing != FencingDecorator {
-			return nil, fmt.Errorf("%s: fencing: incr is for a lock that hands out no fencing tokens, and %s's fencing is %s; expected fencing: none", name, name, info.Fencing)
-		}
 		tokens, ok := FenceCounter(c.Tokens, c.Redis)
 		if !ok {
 			return nil, fmt.Errorf("%s: fencing by INCR needs a Redis node", name)
@@ -388,6 +388,24 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 		}
 	}
 	return lock, nil
+}
+
+// refuseIncr turns fencing: incr away, before the lock is built, from an
+// algorithm that is not a decorator (Info.Fencing, fencing.go): one that
+// fences its own leases would get a second token per grant, and one whose
+// fencing is none has no token to give and nothing to count on.
+func refuseIncr(name string, info Info, p Params) error {
+	if p.Extra["fencing"] != "incr" {
+		return nil
+	}
+	switch info.Fencing {
+	case FencingDecorator:
+		return nil
+	case FencingBuiltIn:
+		return fmt.Errorf("%s: fencing: incr is for a lock that hands out no fencing tokens, and %s's fencing is %s; expected fencing: none", name, name, info.Fencing)
+	default:
+		return fmt.Errorf("%s: fencing: incr cannot be added to %s, whose leases carry no fencing token (its fencing is %s); expected fencing: none", name, name, info.Fencing)
+	}
 }
 
 // Lookup finds an algorithm by name.

@@ -131,107 +131,129 @@ type span struct{ From, To time.Duration }
 // segments.
 func longestUnavailable(h History, maxHold time.Duration, windows []Window) *Unavailable {
 	edges, stuck := liveEdges(h, maxHold, windows)
-	var (
-		holders, waiters, blamable int
-		states                     = map[string]*waiterState{}
-		best, open                 *Unavailable
-		segs, bestSegs             []span          // excused segments of the open and the best stretch
-		waited, bestWaited         map[string]bool // clients that wanted the lock in the stretch
-		joined                     []string        // clients whose want began at this instant
-	)
-	stateOf := func(c string) *waiterState {
-		st := states[c]
-		if st == nil {
-			st = &waiterState{}
-			states[c] = st
-		}
-		return st
-	}
-	closeStretch := func() {
-		if best == nil || open.Blamed > best.Blamed {
-			best, bestSegs, bestWaited = open, segs, waited
-		}
-		open, segs, waited = nil, nil, nil
-	}
+	s := &liveSweep{states: map[string]*waiterState{}}
 	for i := 0; i < len(edges); {
 		at := edges[i].at
-		joined = joined[:0]
-		for ; i < len(edges) && edges[i].at == at; i++ {
-			e := edges[i]
-			if e.kind == edgeHold {
-				holders += e.delta
-				continue
-			}
-			st := stateOf(e.client)
-			wasWaiting, wasBlamable := st.waiting(), st.blamable()
-			switch e.kind {
-			case edgeWant:
-				st.wanting += e.delta
-				if e.delta > 0 {
-					joined = append(joined, e.client)
-				}
-			case edgePause:
-				st.paused += e.delta
-			case edgeExcuse:
-				st.excused += e.delta
-			}
-			waiters += b2i(st.waiting()) - b2i(wasWaiting)
-			blamable += b2i(st.blamable()) - b2i(wasBlamable)
-		}
-		unavailable := holders == 0 && waiters > 0
-		switch {
-		case unavailable && open == nil:
-			open = &Unavailable{From: at, To: at}
-			waited = map[string]bool{}
-			for c, st := range states {
-				if st.waiting() {
-					waited[c] = true
-				}
-			}
-		case !unavailable && open != nil:
-			open.To = at
-			closeStretch()
-		}
-		if open == nil {
-			continue
-		}
-		for _, c := range joined {
-			waited[c] = true
-		}
+		i = s.apply(edges, i)
 		next := h.End
 		if i < len(edges) {
 			next = edges[i].at
 		}
-		if next <= at {
-			continue
-		}
-		open.To = next
-		switch {
-		case blamable > 0:
-			open.Blamed += next - at
-		case len(segs) > 0 && segs[len(segs)-1].To == at:
-			segs[len(segs)-1].To = next
-		default:
-			segs = append(segs, span{at, next})
-		}
+		s.advance(at, next)
 	}
-	if open != nil {
-		closeStretch()
+	if s.open != nil {
+		s.closeStretch()
 	}
+	best := s.best
 	if best == nil {
 		return nil
 	}
-	for c := range bestWaited {
+	for c := range s.bestWaited {
 		best.Waiting = append(best.Waiting, c)
 	}
 	sort.Strings(best.Waiting)
-	best.Excuses = excusesOf(best, windows, bestSegs, bestWaited)
+	best.Excuses = excusesOf(best, windows, s.bestSegs, s.bestWaited)
 	for _, iv := range h.Intervals {
 		if stuck[iv.Client] && iv.Start+maxHold <= best.From && iv.End >= best.To {
 			best.Stuck = mergeNames(best.Stuck, []string{iv.Client})
 		}
 	}
 	return best
+}
+
+// liveSweep is longestUnavailable's state between one instant of the sweep
+// and the next.
+type liveSweep struct {
+	holders, waiters, blamable int
+	states                     map[string]*waiterState
+	best, open                 *Unavailable
+	segs, bestSegs             []span          // excused segments of the open and the best stretch
+	waited, bestWaited         map[string]bool // clients that wanted the lock in the stretch
+	joined                     []string        // clients whose want began at this instant
+}
+
+func (s *liveSweep) stateOf(c string) *waiterState {
+	st := s.states[c]
+	if st == nil {
+		st = &waiterState{}
+		s.states[c] = st
+	}
+	return st
+}
+
+// closeStretch ends the open stretch, keeping it if it is the worst yet.
+func (s *liveSweep) closeStretch() {
+	if s.best == nil || s.open.Blamed > s.best.Blamed {
+		s.best, s.bestSegs, s.bestWaited = s.open, s.segs, s.waited
+	}
+	s.open, s.segs, s.waited = nil, nil, nil
+}
+
+// apply takes in every edge at edges[i]'s instant, each touching only its
+// own client's state, and returns the index of the first edge after it.
+func (s *liveSweep) apply(edges []liveEdge, i int) int {
+	at := edges[i].at
+	s.joined = s.joined[:0]
+	for ; i < len(edges) && edges[i].at == at; i++ {
+		e := edges[i]
+		if e.kind == edgeHold {
+			s.holders += e.delta
+			continue
+		}
+		st := s.stateOf(e.client)
+		wasWaiting, wasBlamable := st.waiting(), st.blamable()
+		switch e.kind {
+		case edgeWant:
+			st.wanting += e.delta
+			if e.delta > 0 {
+				s.joined = append(s.joined, e.client)
+			}
+		case edgePause:
+			st.paused += e.delta
+		case edgeExcuse:
+			st.excused += e.delta
+		}
+		s.waiters += b2i(st.waiting()) - b2i(wasWaiting)
+		s.blamable += b2i(st.blamable()) - b2i(wasBlamable)
+	}
+	return i
+}
+
+// advance opens or closes a stretch at instant at, and counts the time up
+// to the next instant against the lock (a blamable waiter) or as excused.
+func (s *liveSweep) advance(at, next time.Duration) {
+	unavailable := s.holders == 0 && s.waiters > 0
+	switch {
+	case unavailable && s.open == nil:
+		s.open = &Unavailable{From: at, To: at}
+		s.waited = map[string]bool{}
+		for c, st := range s.states {
+			if st.waiting() {
+				s.waited[c] = true
+			}
+		}
+	case !unavailable && s.open != nil:
+		s.open.To = at
+		s.closeStretch()
+	}
+	if s.open == nil {
+		return
+	}
+	for _, c := range s.joined {
+		s.waited[c] = true
+	}
+	if next <= at {
+		return
+	}
+	s.open.To = next
+	switch {
+	case s.blamable > 0:
+		s.open.Blamed += next - at
+	case len(s.segs) > 0 && s.segs[len(s.segs)-1].To == at:
+		s.segs[len(s.segs)-1].To = next
+	default:
+		s.segs = append(s.segs, span{at, next})
+	}
 }
 
 // liveEdges lists the sweep's edges in time order: holds (cut at maxHold,

@@ -256,123 +256,165 @@ func (g *gen) pattern(f *Fault) {
 	}
 }
 
+// fault draws one fault of class c; each class's draw is its own method,
+// and the order of draws is the schedule's (same seed, same schedule).
 func (g *gen) fault(c Class) Fault {
 	switch c {
 	case ClassClock:
-		// A jump matters while a lock is held, so half the time it comes
-		// right after the target answered (a node) or heard back (a client).
-		f := Fault{Kind: ClockJump, Target: g.pick(g.n.hosts())}
-		switch {
-		case slices.Contains(g.n.Clients, f.Target):
-			g.when(&f, f.Target)
-		case g.rng.IntN(2) == 0:
-			f.After = &Trigger{Node: f.Target, Nth: 1 + g.rng.IntN(5)}
-		default:
-			f.At = g.at()
-		}
-		if g.rng.IntN(3) < 2 {
-			f.Jump = g.scaled(0.1, 2)
-		} else {
-			f.Jump = -g.scaled(0.1, 1)
-		}
-		return f
+		return g.clockJumpFault()
 	case ClassDrift:
-		f := Fault{Kind: Drift, Target: g.pick(g.n.hosts()), PPM: 1000 + g.rng.Int64N(49_001)}
-		if g.rng.IntN(2) == 0 {
-			f.PPM = -f.PPM
-		}
-		if g.rng.IntN(2) == 0 {
-			f.At = g.at() // otherwise from the start
-		}
-		return f
+		return g.driftFault()
 	case ClassPause:
-		f := Fault{Kind: Pause, Target: g.pick(g.n.Clients)}
-		if g.rng.IntN(2) == 0 {
-			f.Duration = g.scaled(0.1, 0.99)
-		} else {
-			f.Duration = g.scaled(1, 3)
-		}
-		g.when(&f, f.Target)
-		return f
+		return g.pauseFault()
 	case ClassDrop:
-		f := Fault{Kind: Drop}
-		g.pattern(&f)
-		if g.rng.IntN(2) == 0 {
-			f.Count = 1 + g.rng.IntN(3)
-		} else {
-			f.Probability = float64(10+g.rng.IntN(41)) / 100
-			f.Duration = g.scaled(0.5, 3)
-		}
-		return f
+		return g.dropFault()
 	case ClassDelay:
-		f := Fault{Kind: Delay}
-		g.pattern(&f)
-		if g.rng.IntN(2) == 0 {
-			f.Duration = g.scaled(0.05, 0.5)
-		} else {
-			f.Duration = g.scaled(1, 2)
-		}
-		// Always a bounded number of messages: a network that delays a
-		// share of all messages forever (and, FIFO per link, everything
-		// queued behind them) makes any lock unavailable, which says
-		// nothing about the lock.
-		if g.rng.IntN(3) < 2 {
-			f.Count = 1 + g.rng.IntN(3)
-		} else {
-			f.Probability = float64(5+g.rng.IntN(26)) / 100
-			f.Count = 3 + g.rng.IntN(8)
-		}
-		return f
+		return g.delayFault()
 	case ClassCrash:
-		f := Fault{Kind: Crash, Target: g.pick(g.n.Clients)}
-		g.when(&f, f.Target)
-		return f
+		return g.crashFault()
 	case ClassRestart:
-		f := Fault{
-			Kind:         NodeCrash,
-			Target:       g.pick(append(slices.Clone(g.n.Nodes), g.n.Servers...)),
-			At:           g.at(),
-			RestartAfter: g.scaled(0.1, 2),
-			Persistence:  []string{"none", "everysec", "always"}[g.rng.IntN(3)],
-		}
-		if !slices.Contains(g.n.Nodes, f.Target) {
-			// A ZooKeeper server logs every write before it acknowledges
-			// it: there is no persistence setting to draw (the draw above
-			// still happens, so Redis schedules stay what they were).
-			f.Persistence = ""
-		}
-		return f
+		return g.restartFault()
 	case ClassPartition:
-		hosts := g.n.hosts()
-		perm := g.rng.Perm(len(hosts))
-		split := 1 + g.rng.IntN(len(hosts)-1)
-		side := make([]int, len(hosts)) // 0: first group, 1: second, 2: neither
-		for i, p := range perm {
-			if i >= split {
-				side[p] = 1
-				if i > split && g.rng.IntN(3) == 0 {
-					side[p] = 2 // not every other host is cut off
-				}
-			}
-		}
-		var a, b []string
-		for i, h := range hosts {
-			switch side[i] {
-			case 0:
-				a = append(a, h)
-			case 1:
-				b = append(b, h)
-			}
-		}
-		return Fault{
-			Kind:     Partition,
-			Groups:   [][]string{a, b},
-			OneWay:   g.rng.IntN(2) == 0,
-			Duration: g.scaled(0.25, 3),
-			At:       g.at(),
-		}
+		return g.partitionFault()
 	}
 	panic("faults: no generator for class " + string(c))
+}
+
+// clockJumpFault draws a clock jump on a host.
+func (g *gen) clockJumpFault() Fault {
+	// A jump matters while a lock is held, so half the time it comes
+	// right after the target answered (a node) or heard back (a client).
+	f := Fault{Kind: ClockJump, Target: g.pick(g.n.hosts())}
+	switch {
+	case slices.Contains(g.n.Clients, f.Target):
+		g.when(&f, f.Target)
+	case g.rng.IntN(2) == 0:
+		f.After = &Trigger{Node: f.Target, Nth: 1 + g.rng.IntN(5)}
+	default:
+		f.At = g.at()
+	}
+	if g.rng.IntN(3) < 2 {
+		f.Jump = g.scaled(0.1, 2)
+	} else {
+		f.Jump = -g.scaled(0.1, 1)
+	}
+	return f
+}
+
+// driftFault draws a clock drift on a host.
+func (g *gen) driftFault() Fault {
+	f := Fault{Kind: Drift, Target: g.pick(g.n.hosts()), PPM: 1000 + g.rng.Int64N(49_001)}
+	if g.rng.IntN(2) == 0 {
+		f.PPM = -f.PPM
+	}
+	if g.rng.IntN(2) == 0 {
+		f.At = g.at() // otherwise from the start
+	}
+	return f
+}
+
+// pauseFault draws a client pause.
+func (g *gen) pauseFault() Fault {
+	f := Fault{Kind: Pause, Target: g.pick(g.n.Clients)}
+	if g.rng.IntN(2) == 0 {
+		f.Duration = g.scaled(0.1, 0.99)
+	} else {
+		f.Duration = g.scaled(1, 3)
+	}
+	g.when(&f, f.Target)
+	return f
+}
+
+// dropFault draws dropped messages.
+func (g *gen) dropFault() Fault {
+	f := Fault{Kind: Drop}
+	g.pattern(&f)
+	if g.rng.IntN(2) == 0 {
+		f.Count = 1 + g.rng.IntN(3)
+	} else {
+		f.Probability = float64(10+g.rng.IntN(41)) / 100
+		f.Duration = g.scaled(0.5, 3)
+	}
+	return f
+}
+
+// delayFault draws delayed messages.
+func (g *gen) delayFault() Fault {
+	f := Fault{Kind: Delay}
+	g.pattern(&f)
+	if g.rng.IntN(2) == 0 {
+		f.Duration = g.scaled(0.05, 0.5)
+	} else {
+		f.Duration = g.scaled(1, 2)
+	}
+	// Always a bounded number of messages: a network that delays a
+	// share of all messages forever (and, FIFO per link, everything
+	// queued behind them) makes any lock unavailable, which says
+	// nothing about the lock.
+	if g.rng.IntN(3) < 2 {
+		f.Count = 1 + g.rng.IntN(3)
+	} else {
+		f.Probability = float64(5+g.rng.IntN(26)) / 100
+		f.Count = 3 + g.rng.IntN(8)
+	}
+	return f
+}
+
+// crashFault draws a client crash.
+func (g *gen) crashFault() Fault {
+	f := Fault{Kind: Crash, Target: g.pick(g.n.Clients)}
+	g.when(&f, f.Target)
+	return f
+}
+
+// restartFault draws a node or server crash and restart.
+func (g *gen) restartFault() Fault {
+	f := Fault{
+		Kind:         NodeCrash,
+		Target:       g.pick(append(slices.Clone(g.n.Nodes), g.n.Servers...)),
+		At:           g.at(),
+		RestartAfter: g.scaled(0.1, 2),
+		Persistence:  []string{"none", "everysec", "always"}[g.rng.IntN(3)],
+	}
+	if !slices.Contains(g.n.Nodes, f.Target) {
+		// A ZooKeeper server logs every write before it acknowledges
+		// it: there is no persistence setting to draw (the draw above
+		// still happens, so Redis schedules stay what they were).
+		f.Persistence = ""
+	}
+	return f
+}
+
+// partitionFault draws a partition of the hosts into two groups.
+func (g *gen) partitionFault() Fault {
+	hosts := g.n.hosts()
+	perm := g.rng.Perm(len(hosts))
+	split := 1 + g.rng.IntN(len(hosts)-1)
+	side := make([]int, len(hosts)) // 0: first group, 1: second, 2: neither
+	for i, p := range perm {
+		if i >= split {
+			side[p] = 1
+			if i > split && g.rng.IntN(3) == 0 {
+				side[p] = 2 // not every other host is cut off
+			}
+		}
+	}
+	var a, b []string
+	for i, h := range hosts {
+		switch side[i] {
+		case 0:
+			a = append(a, h)
+		case 1:
+			b = append(b, h)
+		}
+	}
+	return Fault{
+		Kind:     Partition,
+		Groups:   [][]string{a, b},
+		OneWay:   g.rng.IntN(2) == 0,
+		Duration: g.scaled(0.25, 3),
+		At:       g.at(),
+	}
 }
 
 // ShrinkCandidates returns simpler neighbours of s, simplest first: s with

@@ -57,24 +57,36 @@ func (f Fault) Validate(n Names) error {
 // outside ±MaxDuration) are refused here too, so a schedule built in Go is
 // held to the same ranges as one read from a file.
 func (f Fault) Problems(n Names) []Problem {
-	var out []Problem
-	bad := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
+	p := &problemList{}
 	allowed, known := kindFields[f.Kind]
 	switch {
 	case f.Kind == "":
-		bad("kind", "missing; expected one of %s", kindList())
-		return out
+		p.bad("kind", "missing; expected one of %s", kindList())
+		return p.out
 	case !known:
 		msg := fmt.Sprintf("unknown fault kind %q; expected one of %s", f.Kind, kindList())
 		if s := closest(string(f.Kind), kindNames()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", s)
 		}
-		bad("kind", "%s", msg)
-		return out
+		p.bad("kind", "%s", msg)
+		return p.out
 	}
-	// Fields the kind does not read.
+	f.unusedFieldProblems(p, allowed)
+	f.timingProblems(p, n)
+	f.kindProblems(p, n)
+	return p.out
+}
+
+// problemList collects a fault's problems in the order they are found.
+type problemList struct{ out []Problem }
+
+func (p *problemList) bad(field, format string, args ...any) {
+	p.out = append(p.out, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// unusedFieldProblems refuses every field the fault's kind does not read
+// (allowed: the kind's own fields, kindFields).
+func (f Fault) unusedFieldProblems(p *problemList, allowed []string) {
 	v := reflect.ValueOf(f)
 	t := v.Type()
 	for i := range t.NumField() {
@@ -84,15 +96,19 @@ func (f Fault) Problems(n Names) []Problem {
 		}
 		if !v.Field(i).IsZero() {
 			takes := strings.Join(append(slices.Clone(allowed), commonFields[1:]...), ", ")
-			bad(key, "a %s fault does not use %s; expected only %s", f.Kind, key, takes)
+			p.bad(key, "a %s fault does not use %s; expected only %s", f.Kind, key, takes)
 		}
 	}
+}
 
+// timingProblems checks when the fault happens: at or an after trigger,
+// and every duration's range.
+func (f Fault) timingProblems(p *problemList, n Names) {
 	if f.At != nil && f.After != nil {
-		bad("after", "give either at or after, not both")
+		p.bad("after", "give either at or after, not both")
 	}
 	if f.At == nil && f.After == nil && f.Kind != Drop && f.Kind != Delay && f.Kind != Drift {
-		bad("at", "missing; expected a true time such as 1.5s, or an after trigger")
+		p.bad("at", "missing; expected a true time such as 1.5s, or an after trigger")
 	}
 	durations := []struct {
 		field string
@@ -108,130 +124,157 @@ func (f Fault) Problems(n Names) []Problem {
 	}
 	for _, d := range durations {
 		if d.d.D() < d.lo || d.d.D() > MaxDuration {
-			bad(d.field, "expected a duration between %s and %s, found %v", Human(d.lo), Human(MaxDuration), d.d)
+			p.bad(d.field, "expected a duration between %s and %s, found %v", Human(d.lo), Human(MaxDuration), d.d)
 		}
 	}
 	if f.After != nil {
 		if f.After.Client != "" && !slices.Contains(n.Clients, f.After.Client) {
-			bad("after.client", "%s", unknown("client", f.After.Client, n.Clients))
+			p.bad("after.client", "%s", unknown("client", f.After.Client, n.Clients))
 		}
 		if f.After.Node != "" && !slices.Contains(n.hosts(), f.After.Node) {
-			bad("after.node", "%s", unknown("node", f.After.Node, n.hosts()))
+			p.bad("after.node", "%s", unknown("node", f.After.Node, n.hosts()))
 		}
 		if f.After.Dir != "" && f.After.Dir != "reply" && f.After.Dir != "request" {
-			bad("after.dir", "expected request or reply, found %q", f.After.Dir)
+			p.bad("after.dir", "expected request or reply, found %q", f.After.Dir)
 		}
 		if f.After.Nth < 0 {
-			bad("after.nth", "expected a count >= 1, found %d", f.After.Nth)
+			p.bad("after.nth", "expected a count >= 1, found %d", f.After.Nth)
 		}
 		if f.After.Op != "" && !KnownOp(f.After.Op) {
-			bad("after.op", "%s", unknownOp(f.After.Op))
+			p.bad("after.op", "%s", unknownOp(f.After.Op))
 		}
 	}
-	needTarget := func(kinds string, names []string) {
-		switch {
-		case f.Target == "":
-			bad("target", "missing; expected one of %s", strings.Join(names, ", "))
-		case !slices.Contains(names, f.Target):
-			bad("target", "%s", unknown(kinds, f.Target, names))
-		}
+}
+
+// needTarget checks that the fault names one of names (kinds says what
+// they are).
+func (f Fault) needTarget(p *problemList, kinds string, names []string) {
+	switch {
+	case f.Target == "":
+		p.bad("target", "missing; expected one of %s", strings.Join(names, ", "))
+	case !slices.Contains(names, f.Target):
+		p.bad("target", "%s", unknown(kinds, f.Target, names))
 	}
+}
+
+// kindProblems checks the fields each kind needs.
+func (f Fault) kindProblems(p *problemList, n Names) {
 	switch f.Kind {
 	case Pause:
-		needTarget("client", n.Clients)
+		f.needTarget(p, "client", n.Clients)
 		if f.Duration <= 0 {
-			bad("duration", "expected how long the pause lasts, such as 15s")
+			p.bad("duration", "expected how long the pause lasts, such as 15s")
 		}
 	case Crash:
-		needTarget("client", n.Clients)
+		f.needTarget(p, "client", n.Clients)
 	case Hang:
-		needTarget("client", n.Clients)
+		f.needTarget(p, "client", n.Clients)
 	case Failover:
-		switch {
-		case len(n.Replicas) == 0 && len(n.Standbys) == 0:
-			how := n.NothingToPromote
-			if how == "" {
-				how = "this scenario has no replica to promote; give a node replica_of"
-			}
-			bad("target", "%s", how)
-		case len(n.Standbys) > 0:
-			needTarget("replica or standby", append(slices.Clone(n.Replicas), n.Standbys...))
-		default:
-			needTarget("replica", n.Replicas)
-		}
+		f.failoverProblems(p, n)
 	case ClockJump:
-		needTarget("client or node", n.hosts())
+		f.needTarget(p, "client or node", n.hosts())
 		if f.Jump == 0 {
-			bad("jump", "expected a non-zero clock jump such as 10s or -2s")
+			p.bad("jump", "expected a non-zero clock jump such as 10s or -2s")
 		}
 	case Drift:
-		needTarget("client or node", n.hosts())
+		f.needTarget(p, "client or node", n.hosts())
 		if f.PPM <= -1_000_000 || f.PPM > 1_000_000 {
-			bad("ppm", "expected a rate offset in (-1000000, 1000000] (-1000000 would stop the clock), found %d", f.PPM)
+			p.bad("ppm", "expected a rate offset in (-1000000, 1000000] (-1000000 would stop the clock), found %d", f.PPM)
 		}
 	case Drop, Delay:
-		if f.Dir != "" && f.Dir != "request" && f.Dir != "reply" {
-			bad("dir", "expected request or reply, found %q", f.Dir)
-		}
-		if f.Client != "" && !slices.Contains(n.Clients, f.Client) {
-			bad("client", "%s", unknown("client", f.Client, n.Clients))
-		}
-		if f.Node != "" && !slices.Contains(n.hosts(), f.Node) {
-			bad("node", "%s", unknown("node", f.Node, n.hosts()))
-		}
-		if f.Op != "" && !KnownOp(f.Op) {
-			bad("op", "%s", unknownOp(f.Op))
-		}
-		if math.IsNaN(f.Probability) || f.Probability < 0 || f.Probability > 1 {
-			bad("probability", "expected a number in [0, 1], found %v", f.Probability)
-		}
-		if f.Count < 0 {
-			bad("count", "expected a count >= 0, found %d", f.Count)
-		}
-		if f.Kind == Delay && f.Duration <= 0 {
-			bad("duration", "expected the delay to add, such as 2s")
-		}
+		f.linkProblems(p, n)
 	case NodeCrash:
-		needTarget("node", append(slices.Clone(n.Nodes), n.Servers...))
-		switch {
-		case f.Persistence != "" && slices.Contains(n.Servers, f.Target) && !slices.Contains(n.Nodes, f.Target):
-			// A ZooKeeper server fsyncs its transaction log before it
-			// acknowledges a proposal (ZooKeeper Administrator's Guide,
-			// forceSync), so a restart keeps everything it acknowledged:
-			// there is no setting to choose.
-			if !strings.HasPrefix(f.Target, "zk") {
-				// A database server or pooler (sim/dbnet): a restart
-				// keeps its tables and loses its advisory locks, always.
-				bad("persistence", "%s is a database server or pooler: a restart keeps its tables and never its advisory locks; persistence applies to Redis nodes only: remove it", f.Target)
-				break
-			}
-			bad("persistence", "%s is a ZooKeeper server, which logs every write to disk before acknowledging it; persistence applies to Redis nodes only: remove it", f.Target)
-		case f.Persistence == "", f.Persistence == "none", f.Persistence == "everysec", f.Persistence == "always":
-		default:
-			bad("persistence", "expected none, everysec or always, found %q", f.Persistence)
-		}
+		f.nodeCrashProblems(p, n)
 	case Partition:
-		if len(f.Groups) != 2 {
-			bad("groups", "expected two groups of hosts, such as [[c1, A], [B, C]], found %d", len(f.Groups))
+		f.partitionProblems(p, n)
+	}
+}
+
+// failoverProblems checks a failover's target: a replica or standby of
+// the scenario.
+func (f Fault) failoverProblems(p *problemList, n Names) {
+	switch {
+	case len(n.Replicas) == 0 && len(n.Standbys) == 0:
+		how := n.NothingToPromote
+		if how == "" {
+			how = "this scenario has no replica to promote; give a node replica_of"
+		}
+		p.bad("target", "%s", how)
+	case len(n.Standbys) > 0:
+		f.needTarget(p, "replica or standby", append(slices.Clone(n.Replicas), n.Standbys...))
+	default:
+		f.needTarget(p, "replica", n.Replicas)
+	}
+}
+
+// linkProblems checks a drop's or delay's message pattern and amounts.
+func (f Fault) linkProblems(p *problemList, n Names) {
+	if f.Dir != "" && f.Dir != "request" && f.Dir != "reply" {
+		p.bad("dir", "expected request or reply, found %q", f.Dir)
+	}
+	if f.Client != "" && !slices.Contains(n.Clients, f.Client) {
+		p.bad("client", "%s", unknown("client", f.Client, n.Clients))
+	}
+	if f.Node != "" && !slices.Contains(n.hosts(), f.Node) {
+		p.bad("node", "%s", unknown("node", f.Node, n.hosts()))
+	}
+	if f.Op != "" && !KnownOp(f.Op) {
+		p.bad("op", "%s", unknownOp(f.Op))
+	}
+	if math.IsNaN(f.Probability) || f.Probability < 0 || f.Probability > 1 {
+		p.bad("probability", "expected a number in [0, 1], found %v", f.Probability)
+	}
+	if f.Count < 0 {
+		p.bad("count", "expected a count >= 0, found %d", f.Count)
+	}
+	if f.Kind == Delay && f.Duration <= 0 {
+		p.bad("duration", "expected the delay to add, such as 2s")
+	}
+}
+
+// nodeCrashProblems checks a node crash's target and persistence.
+func (f Fault) nodeCrashProblems(p *problemList, n Names) {
+	f.needTarget(p, "node", append(slices.Clone(n.Nodes), n.Servers...))
+	switch {
+	case f.Persistence != "" && slices.Contains(n.Servers, f.Target) && !slices.Contains(n.Nodes, f.Target):
+		// A ZooKeeper server fsyncs its transaction log before it
+		// acknowledges a proposal (ZooKeeper Administrator's Guide,
+		// forceSync), so a restart keeps everything it acknowledged:
+		// there is no setting to choose.
+		if !strings.HasPrefix(f.Target, "zk") {
+			// A database server or pooler (sim/dbnet): a restart
+			// keeps its tables and loses its advisory locks, always.
+			p.bad("persistence", "%s is a database server or pooler: a restart keeps its tables and never its advisory locks; persistence applies to Redis nodes only: remove it", f.Target)
 			break
 		}
-		for gi, g := range f.Groups {
-			if len(g) == 0 {
-				bad(fmt.Sprintf("groups[%d]", gi), "expected at least one host, found an empty group")
-			}
-			// Each unknown name is refused once, at its first use: a
-			// group of a thousand aliases of one unknown name printed a
-			// thousand equal lines at the group's position (issue 32).
-			said := map[string]bool{}
-			for hi, h := range g {
-				if !slices.Contains(n.hosts(), h) && !said[h] {
-					said[h] = true
-					bad(fmt.Sprintf("groups[%d][%d]", gi, hi), "%s", unknown("host", h, n.hosts()))
-				}
+		p.bad("persistence", "%s is a ZooKeeper server, which logs every write to disk before acknowledging it; persistence applies to Redis nodes only: remove it", f.Target)
+	case f.Persistence == "", f.Persistence == "none", f.Persistence == "everysec", f.Persistence == "always":
+	default:
+		p.bad("persistence", "expected none, everysec or always, found %q", f.Persistence)
+	}
+}
+
+// partitionProblems checks a partition's two groups of known hosts.
+func (f Fault) partitionProblems(p *problemList, n Names) {
+	if len(f.Groups) != 2 {
+		p.bad("groups", "expected two groups of hosts, such as [[c1, A], [B, C]], found %d", len(f.Groups))
+		return
+	}
+	for gi, g := range f.Groups {
+		if len(g) == 0 {
+			p.bad(fmt.Sprintf("groups[%d]", gi), "expected at least one host, found an empty group")
+		}
+		// Each unknown name is refused once, at its first use: a
+		// group of a thousand aliases of one unknown name printed a
+		// thousand equal lines at the group's position (issue 32).
+		said := map[string]bool{}
+		for hi, h := range g {
+			if !slices.Contains(n.hosts(), h) && !said[h] {
+				said[h] = true
+				p.bad(fmt.Sprintf("groups[%d][%d]", gi, hi), "%s", unknown("host", h, n.hosts()))
 			}
 		}
 	}
-	return out
 }
 
 func unknown(kind, name string, names []string) string {

@@ -62,8 +62,15 @@ func init() {
 		{"etcd-election", "etcd's concurrency.Election as a lock: Campaign to acquire, Resign to release", true, false},
 	} {
 		a := a
+		// etcd-mutex-fenced numbers its leases by its key's create
+		// revision (Acquire); the others hand out no token, and an etcd
+		// scenario has no Redis node for fencing: incr to count on.
+		fencing := algorithms.FencingNone
+		if a.fenced {
+			fencing = algorithms.FencingBuiltIn
+		}
 		algorithms.Register(algorithms.Info{
-			Name: a.name, Summary: a.summary, Backend: Backend, Bubble: true,
+			Name: a.name, Summary: a.summary, Backend: Backend, Bubble: true, Fencing: fencing,
 			Params: []algorithms.Param{stopParam},
 			New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 				client, ok := c.Backend.(*Client)

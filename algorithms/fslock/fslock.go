@@ -71,8 +71,10 @@ func init() {
 		{"fcntl", "fcntl(2) F_SETLK write lock on the whole file, per process", kernelParams, kernelLock(true)},
 	} {
 		a := a
+		// fencing: file (commonParams) is each lock's own token source:
+		// a counter file under the lock (nextFence).
 		algorithms.Register(algorithms.Info{
-			Name: a.name, Summary: a.summary, Backend: Backend, Params: a.params,
+			Name: a.name, Summary: a.summary, Backend: Backend, Params: a.params, Fencing: algorithms.FencingBuiltIn,
 			New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 				proc, ok := c.Backend.(*fsnode.Process)
 				if !ok || proc == nil {

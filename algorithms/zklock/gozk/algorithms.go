@@ -373,6 +373,7 @@ func init() {
 		Name:    "gozk-lock",
 		Summary: "go-zookeeper/zk's own Lock, unmodified, on the real client against a simulated ensemble",
 		Backend: Backend,
+		Fencing: algorithms.FencingNone, // no sequence node to number leases by, and no Redis node to INCR on
 		Bubble:  true,
 		Params:  common,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
@@ -389,6 +390,7 @@ func init() {
 		Name:    "gozk-queue",
 		Summary: "ZooKeeper queue on the real client, fixed as Curator's InterProcessMutex: protected create and lookup, guaranteed delete",
 		Backend: Backend,
+		Fencing: algorithms.FencingBuiltIn, // the queue node's sequence (ensembleLock.Acquire)
 		Bubble:  true,
 		Params:  queue,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
@@ -399,6 +401,7 @@ func init() {
 		Name:    "gozk-queue-naive",
 		Summary: "ZooKeeper queue on the real client as first written: an unanswered lookup makes a second node, a lost DELETE is not retried",
 		Backend: Backend,
+		Fencing: algorithms.FencingBuiltIn, // the queue node's sequence (ensembleLock.Acquire)
 		Bubble:  true,
 		Params:  queue,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
@@ -409,6 +412,7 @@ func init() {
 		Name:    "gozk-reentrant",
 		Summary: "Curator InterProcessMutex semantics on the real client: reentrant per owner, fixed queue underneath",
 		Backend: Backend,
+		Fencing: algorithms.FencingBuiltIn, // the queue node's sequence (ensembleLock.Acquire)
 		Bubble:  true,
 		Params:  common,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
@@ -448,6 +452,7 @@ func init() {
 		Name:    "gozk-simple",
 		Summary: "one ephemeral node every waiter watches, on the real client (the herd effect)",
 		Backend: Backend,
+		Fencing: algorithms.FencingNone, // no sequence node to number leases by, and no Redis node to INCR on
 		Bubble:  true,
 		Params:  common,
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {

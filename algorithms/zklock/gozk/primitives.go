@@ -17,6 +17,7 @@ func init() {
 		Name:      "gozk-semaphore",
 		Summary:   "Curator InterProcessSemaphoreV2 on the real client: leases as ephemeral sequential nodes, counted under a mutex",
 		Backend:   Backend,
+		Fencing:   algorithms.FencingBuiltIn, // the lease node's sequence (ensembleLock.Acquire)
 		Bubble:    true,
 		Primitive: algorithms.PrimitiveSemaphore,
 		Params:    []algorithms.Param{stopOnDisconnectParam},
@@ -45,6 +46,7 @@ func init() {
 		Name:      "gozk-rwlock",
 		Summary:   "Curator InterProcessReadWriteLock on the real client: protected read- and write- sequential nodes in one queue",
 		Backend:   Backend,
+		Fencing:   algorithms.FencingBuiltIn, // the lease node's sequence (ensembleLock.Acquire)
 		Bubble:    true,
 		Primitive: algorithms.PrimitiveReadWrite,
 		Params:    []algorithms.Param{stopOnDisconnectParam},
@@ -54,6 +56,7 @@ func init() {
 		Name:      "gozk-rwlock-naive",
 		Summary:   "ZooKeeper reader-writer lock on the real client as first written: node names without a GUID, so a lost create reply leaves an orphan",
 		Backend:   Backend,
+		Fencing:   algorithms.FencingBuiltIn, // the lease node's sequence (ensembleLock.Acquire)
 		Bubble:    true,
 		Primitive: algorithms.PrimitiveReadWrite,
 		Params:    []algorithms.Param{stopOnDisconnectParam},

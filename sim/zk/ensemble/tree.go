@@ -130,101 +130,13 @@ func validPath(path string, sequential bool) bool {
 func (t *tree) prepare(r wire.Request, session int64, zxid, ms int64) ([]effect, result) {
 	switch r.Op {
 	case wire.OpMulti:
-		// All or nothing: prepare on a scratch copy; on the first failure
-		// earlier ops report OK, the failing one its code and later ones
-		// RuntimeInconsistency, and nothing is applied (MultiOperationRecord).
-		scratch := t.clone()
-		var effs []effect
-		res := result{op: wire.OpMulti}
-		failed := -1
-		for i, sub := range r.Ops {
-			e, sr := scratch.prepare(sub, session, zxid, ms)
-			if sr.err != wire.ErrOK {
-				failed = i
-				res.err = sr.err
-				break
-			}
-			effs = append(effs, e...)
-			res.multi = append(res.multi, sr)
-		}
-		if failed >= 0 {
-			res.multi = res.multi[:0]
-			for i := range r.Ops {
-				code := wire.ErrOK
-				switch {
-				case i == failed:
-					code = res.err
-				case i > failed:
-					code = wire.ErrRuntimeInconsistency
-				}
-				res.multi = append(res.multi, result{op: wire.OpError, err: code})
-			}
-			return nil, res
-		}
-		for _, e := range effs {
-			t.apply(e, zxid, ms)
-		}
-		return effs, res
+		return t.prepareMulti(r, session, zxid, ms)
 	case wire.OpCreate:
-		seq := r.Flags&wire.FlagSequence != 0
-		if r.Flags < 0 || r.Flags > 3 || !validPath(r.Path, seq) {
-			return nil, result{err: wire.ErrBadArguments, op: r.Op}
-		}
-		if len(r.ACL) == 0 {
-			return nil, result{err: wire.ErrInvalidACL, op: r.Op}
-		}
-		parentPath := parentOf(r.Path)
-		parent := t.nodes[parentPath]
-		if parent == nil {
-			return nil, result{err: wire.ErrNoNode, op: r.Op}
-		}
-		if parent.stat.EphemeralOwner != 0 {
-			return nil, result{err: wire.ErrNoChildrenForEphemerals, op: r.Op}
-		}
-		path := r.Path
-		if seq {
-			// The suffix is the parent's child version before this create,
-			// ten digits, zero-padded (PrepRequestProcessor).
-			path = fmt.Sprintf("%s%010d", r.Path, parent.stat.Cversion)
-		}
-		if t.nodes[path] != nil {
-			return nil, result{err: wire.ErrNodeExists, op: r.Op}
-		}
-		var owner int64
-		if r.Flags&wire.FlagEphemeral != 0 {
-			owner = session
-		}
-		e := effect{op: wire.OpCreate, path: path, data: r.Data, owner: owner}
-		t.apply(e, zxid, ms)
-		return []effect{e}, result{path: path, op: r.Op}
+		return t.prepareCreate(r, session, zxid, ms)
 	case wire.OpDelete:
-		if !validPath(r.Path, false) || r.Path == "/" {
-			return nil, result{err: wire.ErrBadArguments, op: r.Op}
-		}
-		if t.nodes[parentOf(r.Path)] == nil {
-			return nil, result{err: wire.ErrNoNode, op: r.Op}
-		}
-		n, code := t.versioned(r.Path, r.Version)
-		if code != wire.ErrOK {
-			return nil, result{err: code, op: r.Op}
-		}
-		if len(n.children) > 0 {
-			return nil, result{err: wire.ErrNotEmpty, op: r.Op}
-		}
-		e := effect{op: wire.OpDelete, path: r.Path}
-		t.apply(e, zxid, ms)
-		return []effect{e}, result{op: r.Op}
+		return t.prepareDelete(r, zxid, ms)
 	case wire.OpSetData:
-		if !validPath(r.Path, false) {
-			return nil, result{err: wire.ErrBadArguments, op: r.Op}
-		}
-		_, code := t.versioned(r.Path, r.Version)
-		if code != wire.ErrOK {
-			return nil, result{err: code, op: r.Op}
-		}
-		e := effect{op: wire.OpSetData, path: r.Path, data: r.Data}
-		t.apply(e, zxid, ms)
-		return []effect{e}, result{stat: t.nodes[r.Path].wireStat(), op: r.Op}
+		return t.prepareSetData(r, zxid, ms)
 	case wire.OpCheck:
 		if !validPath(r.Path, false) {
 			return nil, result{err: wire.ErrBadArguments, op: r.Op}
@@ -236,6 +148,116 @@ func (t *tree) prepare(r wire.Request, session int64, zxid, ms int64) ([]effect,
 		return nil, result{op: r.Op}
 	}
 	return nil, result{err: wire.ErrUnimplemented, op: r.Op}
+}
+
+// prepareMulti prepares a multi's ops in order, all or nothing.
+func (t *tree) prepareMulti(r wire.Request, session int64, zxid, ms int64) ([]effect, result) {
+	// All or nothing: prepare on a scratch copy; on the first failure
+	// earlier ops report OK, the failing one its code and later ones
+	// RuntimeInconsistency, and nothing is applied (MultiOperationRecord).
+	scratch := t.clone()
+	var effs []effect
+	res := result{op: wire.OpMulti}
+	failed := -1
+	for i, sub := range r.Ops {
+		e, sr := scratch.prepare(sub, session, zxid, ms)
+		if sr.err != wire.ErrOK {
+			failed = i
+			res.err = sr.err
+			break
+		}
+		effs = append(effs, e...)
+		res.multi = append(res.multi, sr)
+	}
+	if failed >= 0 {
+		res.multi = res.multi[:0]
+		for i := range r.Ops {
+			code := wire.ErrOK
+			switch {
+			case i == failed:
+				code = res.err
+			case i > failed:
+				code = wire.ErrRuntimeInconsistency
+			}
+			res.multi = append(res.multi, result{op: wire.OpError, err: code})
+		}
+		return nil, res
+	}
+	for _, e := range effs {
+		t.apply(e, zxid, ms)
+	}
+	return effs, res
+}
+
+// prepareCreate prepares a create: a valid path under an existing,
+// persistent parent, with the sequential suffix when asked for.
+func (t *tree) prepareCreate(r wire.Request, session int64, zxid, ms int64) ([]effect, result) {
+	seq := r.Flags&wire.FlagSequence != 0
+	if r.Flags < 0 || r.Flags > 3 || !validPath(r.Path, seq) {
+		return nil, result{err: wire.ErrBadArguments, op: r.Op}
+	}
+	if len(r.ACL) == 0 {
+		return nil, result{err: wire.ErrInvalidACL, op: r.Op}
+	}
+	parentPath := parentOf(r.Path)
+	parent := t.nodes[parentPath]
+	if parent == nil {
+		return nil, result{err: wire.ErrNoNode, op: r.Op}
+	}
+	if parent.stat.EphemeralOwner != 0 {
+		return nil, result{err: wire.ErrNoChildrenForEphemerals, op: r.Op}
+	}
+	path := r.Path
+	if seq {
+		// The suffix is the parent's child version before this create,
+		// ten digits, zero-padded (PrepRequestProcessor).
+		path = fmt.Sprintf("%s%010d", r.Path, parent.stat.Cversion)
+	}
+	if t.nodes[path] != nil {
+		return nil, result{err: wire.ErrNodeExists, op: r.Op}
+	}
+	var owner int64
+	if r.Flags&wire.FlagEphemeral != 0 {
+		owner = session
+	}
+	e := effect{op: wire.OpCreate, path: path, data: r.Data, owner: owner}
+	t.apply(e, zxid, ms)
+	return []effect{e}, result{path: path, op: r.Op}
+}
+
+// prepareDelete prepares a delete of a childless node at the expected
+// version.
+func (t *tree) prepareDelete(r wire.Request, zxid, ms int64) ([]effect, result) {
+	if !validPath(r.Path, false) || r.Path == "/" {
+		return nil, result{err: wire.ErrBadArguments, op: r.Op}
+	}
+	if t.nodes[parentOf(r.Path)] == nil {
+		return nil, result{err: wire.ErrNoNode, op: r.Op}
+	}
+	n, code := t.versioned(r.Path, r.Version)
+	if code != wire.ErrOK {
+		return nil, result{err: code, op: r.Op}
+	}
+	if len(n.children) > 0 {
+		return nil, result{err: wire.ErrNotEmpty, op: r.Op}
+	}
+	e := effect{op: wire.OpDelete, path: r.Path}
+	t.apply(e, zxid, ms)
+	return []effect{e}, result{op: r.Op}
+}
+
+// prepareSetData prepares a setData at the expected version.
+func (t *tree) prepareSetData(r wire.Request, zxid, ms int64) ([]effect, result) {
+	if !validPath(r.Path, false) {
+		return nil, result{err: wire.ErrBadArguments, op: r.Op}
+	}
+	_, code := t.versioned(r.Path, r.Version)
+	if code != wire.ErrOK {
+		return nil, result{err: code, op: r.Op}
+	}
+	e := effect{op: wire.OpSetData, path: r.Path, data: r.Data}
+	t.apply(e, zxid, ms)
+	return []effect{e}, result{stat: t.nodes[r.Path].wireStat(), op: r.Op}
 }
 
 // closeSession is the effects of a closeSession transaction: the session's
