@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,204 +13,12 @@ import (
 	"github.com/locklab/locklab/scenarios"
 )
 
-// A course is the catalogue taught in order: each classic failure beside its
-// fixed twin, one page per lesson, and an index.
-
-// Lesson is one page of the course: a scenario and the twins the catalogue
-// has for it (its fixed counterparts; a failure may have several fixes).
-type Lesson struct {
-	// First is shown first: the scenario that fails (or the only one).
-	First *scenarios.Scenario
-	// Twins are its counterparts, by id; none when the catalogue has none.
-	Twins []*scenarios.Scenario
-	// MissingTwin names a twin the scenario refers to that the catalogue
-	// does not have (yet).
-	MissingTwin string
-}
-
-// File is the lesson's page name inside the course directory.
-func (l Lesson) File() string { return safeFileName(l.First.ID) + ".html" }
-
-// Scenarios lists the lesson's scenarios, first the failure.
-func (l Lesson) Scenarios() []*scenarios.Scenario {
-	return append([]*scenarios.Scenario{l.First}, l.Twins...)
-}
-
-// IDs lists the lesson's scenario ids, first the failure.
-func (l Lesson) IDs() []string {
-	var ids []string
-	for _, s := range l.Scenarios() {
-		ids = append(ids, s.ID)
-	}
-	return ids
-}
-
-// teachingOrder is the order of the course: the single-instance mistakes
-// first (SETNX then EXPIRE, DEL against compare-and-delete, pauses and
-// fencing), then Redlock, failover and ZooKeeper. Scenarios that match none
-// of these come last, by id.
-var teachingOrder = []string{
-	"setnx-expire",
-	"del-wrong-client",
-	"gc-pause",
-	"delayed-grant",
-	"client-retry",
-	"reentrant",
-	"watchdog",
-	"redlock-",
-	"failover-",
-	"fencing-token",
-	"zk-",
-}
-
-func teachingRank(id string) int {
-	for i, p := range teachingOrder {
-		if strings.HasPrefix(id, p) {
-			return i
-		}
-	}
-	return len(teachingOrder)
-}
-
-// violations is the set of properties a scenario expects to be violated.
-func violations(s *scenarios.Scenario) map[string]bool {
-	v := map[string]bool{}
-	if s.Expect.MutualExclusion == checker.Violated {
-		v["mutual exclusion"] = true
-	}
-	if s.Expect.Resource == checker.Violated {
-		v["resource"] = true
-	}
-	if s.Expect.Liveness == checker.Violated {
-		v["liveness"] = true
-	}
-	return v
-}
-
-func expectsViolation(s *scenarios.Scenario) bool { return len(violations(s)) > 0 }
-
-// Lessons groups every scenario with its twins — the scenarios it names as
-// twin or that name it, transitively — and orders the lessons for teaching.
-// Each scenario is in exactly one lesson. Within a lesson the scenario with
-// the most expected violations comes first.
-func Lessons(all []*scenarios.Scenario) []Lesson {
-	sorted := append([]*scenarios.Scenario(nil), all...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
-	byID := map[string]int{}
-	for i, s := range sorted {
-		if _, dup := byID[s.ID]; !dup {
-			byID[s.ID] = i
-		}
-	}
-	// Union-find over the twin relation.
-	parent := make([]int, len(sorted))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	for i, s := range sorted {
-		if j, ok := byID[s.Twin]; ok && s.Twin != "" {
-			a, b := find(i), find(j)
-			parent[max(a, b)] = min(a, b)
-		}
-	}
-	groups := map[int][]*scenarios.Scenario{}
-	var roots []int
-	for i, s := range sorted {
-		r := find(i)
-		if _, ok := groups[r]; !ok {
-			roots = append(roots, r)
-		}
-		groups[r] = append(groups[r], s)
-	}
-	var out []Lesson
-	for _, r := range roots {
-		g := groups[r]
-		sort.SliceStable(g, func(i, j int) bool { return firstOfPair(g[i], g[j]) })
-		l := Lesson{First: g[0], Twins: g[1:]}
-		if len(g) == 1 && g[0].Twin != "" {
-			l.MissingTwin = g[0].Twin
-		}
-		out = append(out, l)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		ri, rj := lessonRank(out[i]), lessonRank(out[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return out[i].First.ID < out[j].First.ID
-	})
-	return out
-}
-
-// firstOfPair reports whether a should be shown before b: the one expecting
-// more violations first, else the one whose id is a prefix of the other's,
-// else by id.
-func firstOfPair(a, b *scenarios.Scenario) bool {
-	va, vb := len(violations(a)), len(violations(b))
-	if va != vb {
-		return va > vb
-	}
-	if strings.HasPrefix(b.ID, a.ID) != strings.HasPrefix(a.ID, b.ID) {
-		return strings.HasPrefix(b.ID, a.ID)
-	}
-	return a.ID < b.ID
-}
-
-func lessonRank(l Lesson) int {
-	r := teachingRank(l.First.ID)
-	for _, t := range l.Twins {
-		r = min(r, teachingRank(t.ID))
-	}
-	return r
-}
-
-// safeFileName keeps letters, digits, '-', '_' and '.' of an id.
-func safeFileName(id string) string {
-	var b strings.Builder
-	for _, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := strings.TrimLeft(b.String(), ".")
-	if s == "" || s == "index" {
-		s = "scenario-" + s
-	}
-	return s
-}
-
-// CourseOptions tunes WriteCourse.
-type CourseOptions struct {
-	// Progress, if set, is called after each lesson (err is the reason the
-	// lesson could not be written, or nil).
-	Progress func(done, total int, l Lesson, file string, err error)
-	// Run runs a scenario; nil means scenarios.RunCompared with the
-	// scenario's own seed and the trace kept.
-	Run func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error)
-	// Syllabus is the teaching material; nil means DefaultSyllabus.
-	Syllabus *Syllabus
-}
-
 // EChartsFile is the name of the shared ECharts copy in a course directory.
 const EChartsFile = "echarts.min.js"
 
 // courseTraceRows caps each lesson's event logs: a lesson explains one
 // failure, and the herd lesson alone would otherwise carry megabytes.
 const courseTraceRows = 100
-
-// HandoutFile is the lesson's printable one-page handout.
-func (l Lesson) HandoutFile() string { return safeFileName(l.First.ID) + "-handout.html" }
 
 // WriteCourse writes the course into dir (created if needed): one page and
 // one printable handout per lesson, a glossary, the index, and — when a
@@ -237,19 +44,10 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 		}
 	}
 	secs, outside, _ := syl.plan(all)
-	// Shared assets, once per directory: the style sheet, the script and
-	// the ECharts copy.
-	if err := writeSharedAssets(dir); err != nil {
+	ec, err := writeCourseAssets(dir)
+	if err != nil {
 		return "", err
 	}
-	ec := loadECharts()
-	if ec.ok() {
-		if err := os.WriteFile(filepath.Join(dir, EChartsFile), ec.raw, 0o644); err != nil {
-			return "", fmt.Errorf("cannot write %s: %w", EChartsFile, err)
-		}
-		ec = echartsAsset{src: EChartsFile, raw: ec.raw}
-	}
-	ec.shared = true
 	plain := echartsAsset{shared: true}
 	var flat []courseLesson
 	for _, sec := range secs {
@@ -262,38 +60,14 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 		l := cl.Lesson
 		sec := sectionOf(secs, cl.N)
 		entry := indexEntry{N: cl.N, File: l.File(), Handout: l.HandoutFile(), Title: l.First.Title, MissingTwin: l.MissingTwin, Objectives: cl.Meta.Objectives}
-		var inputs []RunInput
-		var err error
-		for _, sc := range l.Scenarios() {
-			res, cmp, rerr := run(sc)
-			if rerr != nil {
-				err = fmt.Errorf("%s: %w", sc.ID, rerr)
-				break
-			}
-			inputs = append(inputs, RunInput{Result: res, Compared: cmp, Replay: fmt.Sprintf("locklab run %s --seed %d", sc.ID, res.Seed)})
-		}
+		inputs, err := runLesson(run, l)
 		if err == nil {
-			var prev, next *crumb
-			if i > 0 {
-				prev = &crumb{Text: fmt.Sprintf("%d. %s", flat[i-1].N, flat[i-1].First.Title), Href: flat[i-1].File()}
-			}
-			if i+1 < len(flat) {
-				next = &crumb{Text: fmt.Sprintf("%d. %s", flat[i+1].N, flat[i+1].First.Title), Href: flat[i+1].File()}
-			}
+			prev, next := crumbsAround(flat, i)
 			lv := newLessonView(cl, sec, inputs, prev, next, ec, newGlossaryLinker(syl.Glossary))
 			for _, v := range lv.Runs {
 				leavePerClientViewsOut(v)
 			}
-			// Porcupine's viewer, once per directory; each run then
-			// carries only its history.
-			for _, v := range lv.Runs {
-				if v.vizViewer != "" && !wroteViewer {
-					if werr := os.WriteFile(filepath.Join(dir, PorcupineFile), []byte(v.vizViewer), 0o644); werr == nil {
-						wroteViewer = true
-					}
-				}
-				v.VizShared = wroteViewer && v.VizData != ""
-			}
+			wroteViewer = shareViewer(dir, lv, wroteViewer)
 			err = writeFile(filepath.Join(dir, l.File()), func(w io.Writer) error {
 				return writeLessonPage(w, lv, ec)
 			})
@@ -329,6 +103,63 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 		return index, fmt.Errorf("%d lesson(s) could not be written: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return index, nil
+}
+
+// writeCourseAssets writes what every page of a course directory shares,
+// once: the style sheet, the script and, when available, the ECharts copy,
+// which the pages then load from the directory.
+func writeCourseAssets(dir string) (echartsAsset, error) {
+	if err := writeSharedAssets(dir); err != nil {
+		return echartsAsset{}, err
+	}
+	ec := loadECharts()
+	if ec.ok() {
+		if err := os.WriteFile(filepath.Join(dir, EChartsFile), ec.raw, 0o644); err != nil {
+			return echartsAsset{}, fmt.Errorf("cannot write %s: %w", EChartsFile, err)
+		}
+		ec = echartsAsset{src: EChartsFile, raw: ec.raw}
+	}
+	ec.shared = true
+	return ec, nil
+}
+
+// runLesson runs the lesson's scenarios, the failure first, and stops at
+// the first that cannot run.
+func runLesson(run func(*scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error), l Lesson) ([]RunInput, error) {
+	var inputs []RunInput
+	for _, sc := range l.Scenarios() {
+		res, cmp, err := run(sc)
+		if err != nil {
+			return inputs, fmt.Errorf("%s: %w", sc.ID, err)
+		}
+		inputs = append(inputs, RunInput{Result: res, Compared: cmp, Replay: fmt.Sprintf("locklab run %s --seed %d", sc.ID, res.Seed)})
+	}
+	return inputs, nil
+}
+
+// crumbsAround links the i-th lesson page to its neighbours.
+func crumbsAround(flat []courseLesson, i int) (prev, next *crumb) {
+	if i > 0 {
+		prev = &crumb{Text: fmt.Sprintf("%d. %s", flat[i-1].N, flat[i-1].First.Title), Href: flat[i-1].File()}
+	}
+	if i+1 < len(flat) {
+		next = &crumb{Text: fmt.Sprintf("%d. %s", flat[i+1].N, flat[i+1].First.Title), Href: flat[i+1].File()}
+	}
+	return prev, next
+}
+
+// shareViewer writes porcupine's viewer once per directory (wrote says
+// whether it already is); each run then carries only its history.
+func shareViewer(dir string, lv *lessonView, wrote bool) bool {
+	for _, v := range lv.Runs {
+		if v.vizViewer != "" && !wrote {
+			if err := os.WriteFile(filepath.Join(dir, PorcupineFile), []byte(v.vizViewer), 0o644); err == nil {
+				wrote = true
+			}
+		}
+		v.VizShared = wrote && v.VizData != ""
+	}
+	return wrote
 }
 
 // GlossaryFile is the course's glossary page.
