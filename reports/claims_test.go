@@ -27,13 +27,23 @@ import (
 func TestDrawnClaimsAreEvents(t *testing.T) {
 	seen := map[string]int{}
 	for _, r := range catalogueMechanisms(t) {
+		// Access markers and the store's fence labels are drawn with or
+		// without a mechanism (claims_access_test.go).
+		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
+		n, errs := accessClaims(r.res, tl)
+		seen["access"] += n
+		for _, err := range errs {
+			t.Errorf("%s: %s", r.id, err)
+		}
 		if r.m == nil {
 			continue
 		}
-		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
 		for _, s := range allShapes(tl) {
-			if k, _, ok := strings.Cut(s.Label, " "); ok {
+			if k, _, ok := strings.Cut(s.Label, " "); ok && k != "access" {
 				seen[k]++
+			}
+			if strings.Contains(s.Text, " ✓") || strings.Contains(s.Text, " ✗") {
+				seen["fence"]++ // a fence label, checked by accessClaims
 			}
 			// A reader-writer hold names its holder: "as a reader", "as a
 			// writer" (never "writeer").
@@ -48,7 +58,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}

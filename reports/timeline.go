@@ -92,6 +92,7 @@ type tlBuilder struct {
 	permitLines                 [][]permitSpan // a semaphore's set, packed in lines (permits.go)
 	rwLines                     [][]rwSpan     // a reader-writer hash's holds (rwlane.go)
 	holdBegan                   map[string]int // client|start → its hold.began event (res.Events)
+	accessed                    map[string]int // client|at|READ or WRITE → the store's command.executed (res.Events)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
@@ -125,10 +126,13 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
 	}
-	b.holdBegan = map[string]int{}
+	b.holdBegan, b.accessed = map[string]int{}, map[string]int{}
 	for i, e := range res.Events {
 		if e.Kind == event.HoldBegan {
 			b.holdBegan[fmt.Sprint(e.Actor, "|", e.At)] = i
+		}
+		if e.Kind == event.CommandExecuted && e.Node == scenarios.ResourceHost {
+			b.accessed[fmt.Sprint(e.Client, "|", e.At, "|", e.Op)] = i
 		}
 	}
 	b.layout(clients)
