@@ -32,6 +32,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
 		n, errs := accessClaims(r.res, tl)
 		seen["access"] += n
+		n, werrs := witnessClaims(r.res, tl)
+		seen["witness"] += n
+		errs = append(errs, werrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -58,7 +61,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
