@@ -35,6 +35,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		n, werrs := witnessClaims(r.res, tl)
 		seen["witness"] += n
 		errs = append(errs, werrs...)
+		n, zerrs := zkClaims(r.res, tl)
+		seen["zk"] += n
+		errs = append(errs, zerrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -61,7 +64,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}

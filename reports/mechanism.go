@@ -138,6 +138,12 @@ type znodeSpan struct {
 	Adopted   bool
 	AdoptedAt time.Duration
 	AdoptedIn string
+	// Events: the create's reply (as the client read it, or as a fault
+	// held or ate it), then the delete's reply or the session's expiry;
+	// AdoptedEvent is the hold.began that adopted it (indexes in
+	// res.Events).
+	Events       []int
+	AdoptedEvent int
 }
 
 // refusal is a renewal (compare-and-pexpire) a node refused because the
@@ -159,6 +165,7 @@ type notify struct {
 	Client string
 	At     time.Duration
 	Event  string
+	Index  int // the frame the client received (index in res.Events)
 }
 
 // serverSpan is one role of a ZooKeeper ensemble server: "leader",
