@@ -38,6 +38,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		n, zerrs := zkClaims(r.res, tl)
 		seen["zk"] += n
 		errs = append(errs, zerrs...)
+		n, rerrs := roleClaims(r.res, tl)
+		seen["roles"] += n
+		errs = append(errs, rerrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -64,7 +67,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}

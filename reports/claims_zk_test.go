@@ -95,3 +95,50 @@ func znodeClaim(res *scenarios.Result, words []string, ids []int) []string {
 	}
 	return nil
 }
+
+// roleClaims checks each ensemble server's drawn role against the event it
+// names: a leader is the server the first leader or an election named, a
+// follower one the first leader did not name or that follows, a server not
+// serving one that stopped or restarted, a crashed one that crashed; the
+// role begins at that event. Every election and crash is drawn, when any
+// role is. It returns the roles checked.
+func roleClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+	var errs []string
+	named := map[int]bool{}
+	for _, s := range allShapes(tl) {
+		words, _ := labelFields(s.Label)
+		if len(words) < 4 || words[0] != "role" {
+			continue
+		}
+		server, state, from := words[1], strings.Join(words[2:len(words)-1], " "), words[len(words)-1]
+		ids, err := parseIDs(s.Events)
+		if err != nil || len(ids) != 1 {
+			errs = append(errs, fmt.Sprintf("%q: events %q", s.Label, s.Events))
+			continue
+		}
+		e := res.Events[ids[0]]
+		named[ids[0]] = true
+		var ok bool
+		switch state {
+		case "leader":
+			ok = (e.Kind == event.LeaderAtStart || e.Kind == event.LeaderElected) && e.Node == server
+		case "follower":
+			ok = e.Kind == event.LeaderAtStart && e.Node != server || e.Kind == event.ServerFollows && e.Node == server
+		case "not serving":
+			ok = (e.Kind == event.ServerStopped || e.Kind == event.ServerRestarted) && e.Node == server
+		case "crashed":
+			ok = e.Kind == event.ServerCrashed && e.Node == server
+		}
+		if !ok || checker.Sec(e.At) != from {
+			errs = append(errs, fmt.Sprintf("%q: event %d (%s of %s at %s) does not begin it", s.Label, ids[0], e.Kind, e.Node, checker.Sec(e.At)))
+		}
+	}
+	if len(named) > 0 {
+		for i, e := range res.Events {
+			if (e.Kind == event.LeaderElected || e.Kind == event.ServerCrashed || e.Kind == event.LeaderAtStart) && !named[i] {
+				errs = append(errs, fmt.Sprintf("%s of %s at %v (event %d) is not drawn", e.Kind, e.Node, e.At, i))
+			}
+		}
+	}
+	return len(named), errs
+}

@@ -174,6 +174,7 @@ type serverSpan struct {
 	Server   string
 	State    string
 	From, To time.Duration
+	Event    int // the event that began it (index in res.Events)
 }
 
 // mechanism is everything derived from one run.

@@ -35,9 +35,9 @@ func (b *tlBuilder) serverRoles() {
 		y := r.y + r.h - 14
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: 12, Fill: roleColors[s.State], Stroke: "#94a3b8", SW: 0.5, Class: "role",
 			Title: fmt.Sprintf("%s is %s from %s to %s", s.Server, s.State, checker.Sec(s.From), checker.Sec(s.To)),
-			Label: fmt.Sprintf("role %s %s %s", s.Server, s.State, checker.Sec(s.From))})
+			Label: fmt.Sprintf("role %s %s %s", s.Server, s.State, checker.Sec(s.From)), Events: eventIDs([]int{s.Event})})
 		if boldWidth(s.State, 10)+6 < w {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 10, Text: s.State, Size: 10, Fill: "#0f172a", Weight: "700"})
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 10, Text: s.State, Size: 10, Fill: "#0f172a", Weight: "700", Events: eventIDs([]int{s.Event})})
 		}
 	}
 }

@@ -68,7 +68,7 @@ func (s *ensembleState) setRole(m *mechanism, server, st string, at time.Duratio
 		cur.To = at
 		m.Servers = append(m.Servers, *cur)
 	}
-	s.role[server] = &serverSpan{Server: server, State: st, From: at}
+	s.role[server] = &serverSpan{Server: server, State: st, From: at, Event: s.cur}
 }
 
 // finish closes the open connection states and server roles at the end of
