@@ -41,6 +41,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		n, rerrs := roleClaims(r.res, tl)
 		seen["roles"] += n
 		errs = append(errs, rerrs...)
+		n, nerrs := renewalClaims(r.res, tl)
+		seen["renewals"] += n
+		errs = append(errs, nerrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -67,7 +70,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
