@@ -44,6 +44,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		n, nerrs := renewalClaims(r.res, tl)
 		seen["renewals"] += n
 		errs = append(errs, nerrs...)
+		n, ferrs := faultClaims(r.res, tl)
+		seen["faults"] += n
+		errs = append(errs, ferrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -70,7 +73,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim/event"
 )
 
 // Faults on the timeline: a partition's rows hatched with the group each is
@@ -19,6 +20,7 @@ import (
 func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever bool, title string) bool {
 	t := b.t
 	drawn := false
+	ids := eventIDs(b.faultEvents(a, until))
 	for gi, g := range a.Fault.Groups {
 		var others []string
 		for gj, o := range a.Fault.Groups {
@@ -36,7 +38,7 @@ func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever
 			}
 			drawn = true
 			s := shape{Kind: "rect", X: b.xc(a.At), Y: r.y + 1, W: b.xc(until) - b.xc(a.At), H: r.h - 2, Fill: "url(#" + t.P + "hatch-cut)", Class: "fault-window partition", Title: title,
-				Label: fmt.Sprintf("fault partition %s %s %s", h, checker.Sec(a.At), checker.Sec(until))}
+				Label: fmt.Sprintf("fault partition %s %s %s", h, checker.Sec(a.At), checker.Sec(until)), Events: ids}
 			if forever {
 				s.Class += " fault-forever"
 			}
@@ -53,6 +55,23 @@ func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever
 		}
 	}
 	return drawn
+}
+
+// faultEvents are the events a fault's band is drawn from: its
+// fault.applied, then what ended it at until (its own fault.healed, or a
+// heal fault applied then), when something did.
+func (b *tlBuilder) faultEvents(a faults.Applied, until time.Duration) []int {
+	var ids []int
+	for i, e := range b.res.Events {
+		switch {
+		case len(ids) == 0 && e.Kind == event.FaultApplied && e.At == a.At && e.Fault == a.Text:
+			ids = append(ids, i)
+		case len(ids) == 1 && e.At == until && until > a.At &&
+			(e.Kind == event.FaultHealed && e.Fault == a.Text || e.Kind == event.FaultApplied && strings.HasPrefix(e.Fault, "heal")):
+			return append(ids, i)
+		}
+	}
+	return ids
 }
 
 // faultExtent is how long a fault lasts on the drawing: its own end, or

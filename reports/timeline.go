@@ -352,7 +352,7 @@ func (b *tlBuilder) layout(clients []string) {
 			// the whole picture.
 		} else if until > a.At {
 			s := shape{Kind: "rect", X: b.xc(a.At), Y: t.Y0, W: b.xc(until) - b.xc(a.At), H: t.Y1 - t.Y0, Fill: "#fde68a", Opacity: 0.35, Class: "fault-window", Title: title,
-				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until))}
+				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until)), Events: eventIDs(b.faultEvents(a, until))}
 			if forever {
 				s.Class += " fault-forever"
 				s.Stroke, s.SW, s.Dash = faultAmber, 1, "6 4"
