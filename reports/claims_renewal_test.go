@@ -94,6 +94,20 @@ func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 	n := 0
 	for _, s := range allShapes(tl) {
 		words, _ := labelFields(s.Label)
+		if len(words) == 4 && words[0] == "faultrow" {
+			// A fault on its target's own row: a pause, a crash, a node down.
+			n++
+			ids, err := parseIDs(s.Events)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%q: %v", s.Label, err))
+				continue
+			}
+			if e := res.Events[ids[0]]; e.Kind != event.FaultApplied || e.Node != words[2] || !strings.HasPrefix(e.Fault, words[1]+" ") || checker.Sec(e.At) != words[3] {
+				errs = append(errs, fmt.Sprintf("%q: event %q (%s %q of %s) is not its fault", s.Label, s.Events, e.Kind, e.Fault, e.Node))
+			}
+			named[ids[0]] = true
+			continue
+		}
 		if len(words) < 4 || words[0] != "fault" {
 			continue
 		}
