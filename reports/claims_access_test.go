@@ -84,7 +84,14 @@ func accessClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 				continue
 			}
 			drawn[ids[0]] = true
-			if exp := fmt.Sprintf("access %s %s at=%d accepted=%t fence=%d highest=%d", a.client, a.kind, a.at, a.accepted, a.fence, a.highest); s.Label != exp {
+			exp := fmt.Sprintf("access %s %s at=%d ok", a.client, a.kind, a.at)
+			if !a.accepted {
+				exp = strings.TrimSuffix(exp, "ok") + "rejected"
+			}
+			if a.fence != 0 {
+				exp += fmt.Sprintf(" fence=%d highest=%d", a.fence, a.highest)
+			}
+			if s.Label != exp {
 				errf("access marker %q, the events say %q", s.Label, exp)
 			}
 			continue

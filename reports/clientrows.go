@@ -159,9 +159,18 @@ type accessMark struct {
 // accessLabel is the data-label of an access marker: the claim
 // TestDrawnClaimsAreEvents re-derives from the store's command.executed
 // event — who, read or write, accepted or not, and the comparison the
-// store made (the token against the highest it had seen; 0 for none).
+// store made (the token against the highest it had seen), only when the
+// access carried a token: a herd's hundreds of markers stay light.
 func accessLabel(a checker.Access) string {
-	return fmt.Sprintf("access %s %s at=%d accepted=%t fence=%d highest=%d", a.Client, a.Kind, a.At, a.Accepted, a.Fence, a.Highest)
+	verdict := "ok"
+	if !a.Accepted {
+		verdict = "rejected"
+	}
+	label := fmt.Sprintf("access %s %s at=%d %s", a.Client, a.Kind, a.At, verdict)
+	if a.Fence != 0 {
+		label += fmt.Sprintf(" fence=%d highest=%d", a.Fence, a.Highest)
+	}
+	return label
 }
 
 // accessEvent is the store's command.executed event of an access (sim
@@ -213,11 +222,12 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 		if hasStore && a.Kind == "write" {
 			// The store lane repeats the client row's marker; its tooltip is
 			// only written once, on the client row, when there is one.
-			storeTitle := title
+			// So are its events and claim.
+			storeTitle, storeIDs := title, ids
 			if _, ok := b.rowOf[a.Client]; ok {
-				storeTitle = ""
+				storeTitle, storeIDs = "", nil
 			}
-			b.marker(a, x, store.y+store.h/2-4, storeTitle, ids)
+			b.marker(a, x, store.y+store.h/2-4, storeTitle, storeIDs)
 			txt := fmt.Sprintf("%d by %s", a.Value, a.Client)
 			if !a.Accepted {
 				txt = "rejects " + a.Client
@@ -295,7 +305,10 @@ func (b *tlBuilder) accessY(r row) float64 {
 // the access's claim in data-label.
 func (b *tlBuilder) marker(a checker.Access, x, y float64, title string, ids []int) {
 	t := b.t
-	s := shape{Title: title, Events: eventIDs(ids), Label: accessLabel(a)}
+	s := shape{Title: title}
+	if ids != nil {
+		s.Events, s.Label = eventIDs(ids), accessLabel(a)
+	}
 	switch {
 	case a.Kind == "read":
 		s.Kind, s.X, s.Y, s.R, s.Class = "circle", x, y, 4.5, "access read"
@@ -303,9 +316,9 @@ func (b *tlBuilder) marker(a checker.Access, x, y float64, title string, ids []i
 		s.Kind, s.X, s.Y, s.W, s.H, s.Class = "rect", x-4.5, y-4.5, 9, 9, "access write"
 	default:
 		b.cross(x, y, 5, witnessRed, title)
-		s = t.Plot[len(t.Plot)-1]
-		s.Events, s.Label = eventIDs(ids), accessLabel(a)
-		t.Plot[len(t.Plot)-1] = s
+		if ids != nil {
+			t.Plot[len(t.Plot)-1].Events, t.Plot[len(t.Plot)-1].Label = s.Events, s.Label
+		}
 		return
 	}
 	t.Plot = append(t.Plot, s)
