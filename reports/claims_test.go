@@ -27,13 +27,38 @@ import (
 func TestDrawnClaimsAreEvents(t *testing.T) {
 	seen := map[string]int{}
 	for _, r := range catalogueMechanisms(t) {
+		// Access markers and the store's fence labels are drawn with or
+		// without a mechanism (claims_access_test.go).
+		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
+		n, errs := accessClaims(r.res, tl)
+		seen["access"] += n
+		n, werrs := witnessClaims(r.res, tl)
+		seen["witness"] += n
+		errs = append(errs, werrs...)
+		n, zerrs := zkClaims(r.res, tl)
+		seen["zk"] += n
+		errs = append(errs, zerrs...)
+		n, rerrs := roleClaims(r.res, tl)
+		seen["roles"] += n
+		errs = append(errs, rerrs...)
+		n, nerrs := renewalClaims(r.res, tl)
+		seen["renewals"] += n
+		errs = append(errs, nerrs...)
+		n, ferrs := faultClaims(r.res, tl)
+		seen["faults"] += n
+		errs = append(errs, ferrs...)
+		for _, err := range errs {
+			t.Errorf("%s: %s", r.id, err)
+		}
 		if r.m == nil {
 			continue
 		}
-		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
 		for _, s := range allShapes(tl) {
-			if k, _, ok := strings.Cut(s.Label, " "); ok {
+			if k, _, ok := strings.Cut(s.Label, " "); ok && k != "access" {
 				seen[k]++
+			}
+			if strings.Contains(s.Text, " ✓") || strings.Contains(s.Text, " ✗") {
+				seen["fence"]++ // a fence label, checked by accessClaims
 			}
 			// A reader-writer hold names its holder: "as a reader", "as a
 			// writer" (never "writeer").
@@ -48,7 +73,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}

@@ -153,6 +153,34 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 type accessMark struct {
 	x     float64
 	short string
+	ids   []int // the access's event (data-events of the label)
+}
+
+// accessLabel is the data-label of an access marker: the claim
+// TestDrawnClaimsAreEvents re-derives from the store's command.executed
+// event — who, read or write, accepted or not, and the comparison the
+// store made (the token against the highest it had seen), only when the
+// access carried a token: a herd's hundreds of markers stay light.
+func accessLabel(a checker.Access) string {
+	verdict := "ok"
+	if !a.Accepted {
+		verdict = "rejected"
+	}
+	label := fmt.Sprintf("access %s %s at=%d %s", a.Client, a.Kind, a.At, verdict)
+	if a.Fence != 0 {
+		label += fmt.Sprintf(" fence=%d highest=%d", a.Fence, a.Highest)
+	}
+	return label
+}
+
+// accessEvent is the store's command.executed event of an access (sim
+// records the access in the same step the store executes the command),
+// or nil when the log has none.
+func (b *tlBuilder) accessEvent(a checker.Access) []int {
+	if id, ok := b.accessed[fmt.Sprint(a.Client, "|", a.At, "|", strings.ToUpper(a.Kind))]; ok {
+		return []int{id}
+	}
+	return nil
 }
 
 func (b *tlBuilder) accesses(acc []checker.Access) {
@@ -186,18 +214,20 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 		if a.Fence != 0 {
 			title += fmt.Sprintf(" (fencing token %d)", a.Fence)
 		}
+		ids := b.accessEvent(a)
 		if r, ok := b.rowOf[a.Client]; ok {
-			b.marker(a, x, b.accessY(r), title)
-			addMark(a.Client, accessMark{x, short})
+			b.marker(a, x, b.accessY(r), title, ids)
+			addMark(a.Client, accessMark{x, short, ids})
 		}
 		if hasStore && a.Kind == "write" {
 			// The store lane repeats the client row's marker; its tooltip is
 			// only written once, on the client row, when there is one.
-			storeTitle := title
+			// So are its events and claim.
+			storeTitle, storeIDs := title, ids
 			if _, ok := b.rowOf[a.Client]; ok {
-				storeTitle = ""
+				storeTitle, storeIDs = "", nil
 			}
-			b.marker(a, x, store.y+store.h/2-4, storeTitle)
+			b.marker(a, x, store.y+store.h/2-4, storeTitle, storeIDs)
 			txt := fmt.Sprintf("%d by %s", a.Value, a.Client)
 			if !a.Accepted {
 				txt = "rejects " + a.Client
@@ -205,13 +235,22 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 			if fl := fenceLabel(a); fl != "" {
 				txt += ": " + fl
 			}
-			addMark("store:"+scenarios.ResourceHost, accessMark{x, txt})
+			addMark("store:"+scenarios.ResourceHost, accessMark{x, txt, ids})
 		}
 	}
 	if b.dense {
 		return
 	}
-	// Labels: markers closer than a few pixels share one label, placed after
+	b.accessLabels(rowOrder, byRow)
+	if hasStore {
+		t.Plot = append(t.Plot, shape{Kind: "text", X: t.X0 + 4, Y: store.y + 11, Text: fmt.Sprintf("stock starts at %d", b.res.History.Initial), Size: 10, Fill: "#64748b"})
+	}
+}
+
+// accessLabels writes the labels of the access markers, row by row.
+func (b *tlBuilder) accessLabels(rowOrder []string, byRow map[string][]accessMark) {
+	t := b.t
+	// Markers closer than a few pixels share one label, placed after
 	// the last of them; a label that would run into the next one is dropped
 	// (every marker keeps its tooltip).
 	for _, key := range rowOrder {
@@ -225,9 +264,11 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 		for i := 0; i < len(marks); {
 			j := i
 			texts := []string{marks[i].short}
+			ids := slices.Clone(marks[i].ids)
 			for j+1 < len(marks) && marks[j+1].x-marks[j].x < 12 {
 				j++
 				texts = append(texts, marks[j].short)
+				ids = append(ids, marks[j].ids...)
 			}
 			label := strings.Join(texts, ", ")
 			w := textWidth(label, 10)
@@ -243,14 +284,11 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 				start, end = x-w, x
 			}
 			if start > lastEnd && start > t.X0 && marks[i].x-6 > lastEnd && end < next && end < t.X1-2 {
-				t.Plot = append(t.Plot, shape{Kind: "text", X: x, Y: y, Text: label, Size: 10, Fill: "#334155", Anchor: anchor})
+				t.Plot = append(t.Plot, shape{Kind: "text", X: x, Y: y, Text: label, Size: 10, Fill: "#334155", Anchor: anchor, Events: eventIDs(ids)})
 				lastEnd = max(end, marks[j].x+6)
 			}
 			i = j + 1
 		}
-	}
-	if hasStore {
-		t.Plot = append(t.Plot, shape{Kind: "text", X: t.X0 + 4, Y: store.y + 11, Text: fmt.Sprintf("stock starts at %d", b.res.History.Initial), Size: 10, Fill: "#64748b"})
 	}
 }
 
@@ -263,14 +301,25 @@ func (b *tlBuilder) accessY(r row) float64 {
 	return by + bh + 10
 }
 
-func (b *tlBuilder) marker(a checker.Access, x, y float64, title string) {
+// marker draws one access; ids are its event, named in data-events with
+// the access's claim in data-label.
+func (b *tlBuilder) marker(a checker.Access, x, y float64, title string, ids []int) {
 	t := b.t
+	s := shape{Title: title}
+	if ids != nil {
+		s.Events, s.Label = eventIDs(ids), accessLabel(a)
+	}
 	switch {
 	case a.Kind == "read":
-		t.Plot = append(t.Plot, shape{Kind: "circle", X: x, Y: y, R: 4.5, Class: "access read", Title: title})
+		s.Kind, s.X, s.Y, s.R, s.Class = "circle", x, y, 4.5, "access read"
 	case a.Accepted:
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: x - 4.5, Y: y - 4.5, W: 9, H: 9, Class: "access write", Title: title})
+		s.Kind, s.X, s.Y, s.W, s.H, s.Class = "rect", x-4.5, y-4.5, 9, 9, "access write"
 	default:
 		b.cross(x, y, 5, witnessRed, title)
+		if ids != nil {
+			t.Plot[len(t.Plot)-1].Events, t.Plot[len(t.Plot)-1].Label = s.Events, s.Label
+		}
+		return
 	}
+	t.Plot = append(t.Plot, s)
 }

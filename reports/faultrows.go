@@ -7,6 +7,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/sim/event"
 )
 
 // Faults on the timeline: a partition's rows hatched with the group each is
@@ -19,6 +20,7 @@ import (
 func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever bool, title string) bool {
 	t := b.t
 	drawn := false
+	ids := eventIDs(b.faultEvents(a, until))
 	for gi, g := range a.Fault.Groups {
 		var others []string
 		for gj, o := range a.Fault.Groups {
@@ -36,7 +38,7 @@ func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever
 			}
 			drawn = true
 			s := shape{Kind: "rect", X: b.xc(a.At), Y: r.y + 1, W: b.xc(until) - b.xc(a.At), H: r.h - 2, Fill: "url(#" + t.P + "hatch-cut)", Class: "fault-window partition", Title: title,
-				Label: fmt.Sprintf("fault partition %s %s %s", h, checker.Sec(a.At), checker.Sec(until))}
+				Label: fmt.Sprintf("fault partition %s %s %s", h, checker.Sec(a.At), checker.Sec(until)), Events: ids}
 			if forever {
 				s.Class += " fault-forever"
 			}
@@ -53,6 +55,23 @@ func (b *tlBuilder) partitionRows(a faults.Applied, until time.Duration, forever
 		}
 	}
 	return drawn
+}
+
+// faultEvents are the events a fault's band is drawn from: its
+// fault.applied, then what ended it at until (its own fault.healed, or a
+// heal fault applied then), when something did.
+func (b *tlBuilder) faultEvents(a faults.Applied, until time.Duration) []int {
+	var ids []int
+	for i, e := range b.res.Events {
+		switch {
+		case len(ids) == 0 && e.Kind == event.FaultApplied && e.At == a.At && e.Fault == a.Text:
+			ids = append(ids, i)
+		case len(ids) == 1 && e.At == until && until > a.At &&
+			(e.Kind == event.FaultHealed && e.Fault == a.Text || e.Kind == event.FaultApplied && strings.HasPrefix(e.Fault, "heal")):
+			return append(ids, i)
+		}
+	}
+	return ids
 }
 
 // faultExtent is how long a fault lasts on the drawing: its own end, or
@@ -89,17 +108,21 @@ func faultTitle(a faults.Applied) string {
 	return s
 }
 
-// faultOnRow draws what a fault does to its target's own row.
+// faultOnRow draws what a fault does to its target's own row; the band
+// names the fault's events and says which fault it is (data-label
+// "faultrow KIND TARGET FROM").
 func (b *tlBuilder) faultOnRow(a faults.Applied) {
 	t := b.t
 	f := a.Fault
+	label := fmt.Sprintf("faultrow %s %s %s", f.Kind, f.Target, checker.Sec(a.At))
 	switch f.Kind {
 	case faults.Pause:
 		r, ok := b.rowOf[f.Target]
 		if !ok {
 			return
 		}
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 2, W: b.x(a.Until) - b.x(a.At), H: r.h - 4, Class: "paused", Fill: "url(#" + t.P + "hatch-pause)", Title: faultTitle(a)})
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 2, W: b.x(a.Until) - b.x(a.At), H: r.h - 4, Class: "paused", Fill: "url(#" + t.P + "hatch-pause)", Title: faultTitle(a),
+			Events: eventIDs(b.faultEvents(a, a.Until)), Label: label})
 		if !b.dense {
 			x := b.xc(a.At) + 4
 			t.Plot = append(t.Plot, shape{Kind: "text", X: x, Y: r.y + 12, Text: fmt.Sprintf("%s paused (%s)", f.Target, dur(a.Until-a.At)), Size: 10.5, Fill: faultAmber, Weight: "700"})
@@ -117,7 +140,8 @@ func (b *tlBuilder) faultOnRow(a faults.Applied) {
 			return
 		}
 		end := b.res.End
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 2, W: b.x(end) - b.x(a.At), H: r.h - 4, Class: "dead", Fill: "url(#" + t.P + "hatch-pause)", Title: f.Target + " crashed at " + checker.Sec(a.At)})
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 2, W: b.x(end) - b.x(a.At), H: r.h - 4, Class: "dead", Fill: "url(#" + t.P + "hatch-pause)", Title: f.Target + " crashed at " + checker.Sec(a.At),
+			Events: eventIDs(b.faultEvents(a, end)), Label: label})
 		b.cross(b.x(a.At), r.y+r.h/2, 7, witnessRed, f.Target+" crashes at "+checker.Sec(a.At))
 		if !b.dense {
 			t.Plot = append(t.Plot, shape{Kind: "text", X: b.x(a.At) + 10, Y: r.y + 12, Text: f.Target + " crashes", Size: 10.5, Fill: witnessRed, Weight: "700"})
@@ -131,7 +155,8 @@ func (b *tlBuilder) faultOnRow(a faults.Applied) {
 		if until <= a.At {
 			until = b.res.End
 		}
-		t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 8, W: b.x(until) - b.x(a.At), H: r.h - 16, Fill: "#334155", Opacity: 0.85, Class: "node-down", Title: faultTitle(a)})
+		t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 8, W: b.x(until) - b.x(a.At), H: r.h - 16, Fill: "#334155", Opacity: 0.85, Class: "node-down", Title: faultTitle(a),
+			Events: eventIDs(b.faultEvents(a, until)), Label: label})
 		if b.x(until)-b.xc(a.At) > 60 {
 			t.Plot = append(t.Plot, shape{Kind: "text", X: b.xc(a.At) + 4, Y: r.y + r.h/2 + 4, Text: f.Target + " down", Size: 10.5, Fill: "#ffffff", Weight: "700"})
 		}

@@ -141,10 +141,10 @@ func (b *tlBuilder) refusedRenewals(node string, y float64) {
 		}
 		b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl8 8m0 -8l-8 8", x-4, y+keyBarH/2-4), Stroke: witnessRed, SW: 2.2, Fill: "none", Class: "key-renewal-refused",
 			Title: fmt.Sprintf("%s's renewal refused by %s at %s: the node held %s, not %s's token", who, node, checker.Sec(r.At), holder, who),
-			Label: fmt.Sprintf("renewal refused %s %s %s", node, who, checker.Sec(r.At))})
+			Label: fmt.Sprintf("renewal refused %s %s %s", node, who, checker.Sec(r.At)), Events: eventIDs([]int{r.Event})})
 		txt := "renewal refused"
 		if x+7+boldWidth(txt, 10) < b.t.X1 {
-			b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: x + 7, Y: y - 3, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+			b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: x + 7, Y: y - 3, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true, Events: eventIDs([]int{r.Event})})
 		}
 	}
 }
@@ -155,18 +155,21 @@ func (b *tlBuilder) refusedRenewals(node string, y float64) {
 func (b *tlBuilder) renewalTicks(node string, k keySpan, y float64) {
 	var d strings.Builder
 	n := 0
-	for _, at := range k.Renewals {
+	var ids []int
+	for i, at := range k.Renewals {
 		if at < b.from || at > b.to {
 			continue
 		}
 		fmt.Fprintf(&d, "M%.1f %.1fv%.0f", b.x(at), y+keyBarH-6, 6.0)
 		n++
+		ids = append(ids, k.RenewalEvents[i])
 	}
 	if n == 0 {
 		return
 	}
 	b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: d.String(), Stroke: "#0f172a", SW: 1, Fill: "none", Class: "key-renewal",
-		Title: fmt.Sprintf("%d renewals of %s's key on %s granted by the node (%d in view)", len(k.Renewals), k.Owner, node, n)})
+		Title:  fmt.Sprintf("%d renewals of %s's key on %s granted by the node (%d in view)", len(k.Renewals), k.Owner, node, n),
+		Events: eventIDs(ids), Label: fmt.Sprintf("renewals %s %s n=%d", node, k.Owner, n)})
 }
 
 // burstEnd returns the end (exclusive) of a run of consecutive key spans

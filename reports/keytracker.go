@@ -198,7 +198,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 			if reply == ":0" && len(f) >= 5 && !replica {
 				// The node refused: the key does not hold the renewer's
 				// token (it expired, or another client took it).
-				m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at})
+				m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at, Event: kt.cur})
 			}
 			if reply == ":1" && len(f) >= 6 {
 				if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
@@ -206,6 +206,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 					if s := state[n]; s.live {
 						s.span.Renewed++
 						s.span.Renewals = append(s.span.Renewals, at)
+						s.span.RenewalEvents = append(s.span.RenewalEvents, kt.cur)
 					}
 				}
 			}

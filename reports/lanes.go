@@ -276,10 +276,10 @@ func (b *tlBuilder) renewalFailures() {
 		x, y := b.x(f.At), r.y+4
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl8 8m0 -8l-8 8", x-4, y), Stroke: witnessRed, SW: 2.2, Fill: "none", Class: "renewal-failed",
 			Title: fmt.Sprintf("%s's renewal of its lease failed at %s (%s): the renewal stops", f.Client, checker.Sec(f.At), f.Reason),
-			Label: fmt.Sprintf("renewal failed %s %s", f.Client, checker.Sec(f.At))})
+			Label: fmt.Sprintf("renewal failed %s %s", f.Client, checker.Sec(f.At)), Events: eventIDs([]int{f.Event})})
 		txt := "renewal failed"
 		if x+7+boldWidth(txt, 10) < t.X1 {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 7, Y: y + 8, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 7, Y: y + 8, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true, Events: eventIDs([]int{f.Event})})
 		}
 	}
 }

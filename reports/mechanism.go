@@ -41,9 +41,11 @@ type keySpan struct {
 	// lock taken twice shows 2 even when it ends at 1.
 	MaxCount int
 	Renewed  int // renewals (compare-and-pexpire) during the span
-	// Renewals are the true times of those renewals, each drawn.
-	Renewals []time.Duration
-	Replica  bool // the key arrived by replication
+	// Renewals are the true times of those renewals, each drawn;
+	// RenewalEvents the node's executions of them (indexes in res.Events).
+	Renewals      []time.Duration
+	RenewalEvents []int
+	Replica       bool // the key arrived by replication
 	// Events: the write that set it and the event that ended it (not an
 	// expiry, which the node's clock decides), indexes in res.Events.
 	Events []int
@@ -138,6 +140,12 @@ type znodeSpan struct {
 	Adopted   bool
 	AdoptedAt time.Duration
 	AdoptedIn string
+	// Events: the create's reply (as the client read it, or as a fault
+	// held or ate it), then the delete's reply or the session's expiry;
+	// AdoptedEvent is the hold.began that adopted it (indexes in
+	// res.Events).
+	Events       []int
+	AdoptedEvent int
 }
 
 // refusal is a renewal (compare-and-pexpire) a node refused because the
@@ -145,6 +153,7 @@ type znodeSpan struct {
 type refusal struct {
 	Node, Client, Token string
 	At                  time.Duration
+	Event               int // the node's command.executed (index in res.Events)
 }
 
 // renewFail is a background renewal of a client's lease that failed (a
@@ -152,6 +161,7 @@ type refusal struct {
 type renewFail struct {
 	Client, Reason string
 	At             time.Duration
+	Event          int // the hold.renewal.failed (index in res.Events)
 }
 
 // notify is one watch notification the server sent.
@@ -159,6 +169,7 @@ type notify struct {
 	Client string
 	At     time.Duration
 	Event  string
+	Index  int // the frame the client received (index in res.Events)
 }
 
 // serverSpan is one role of a ZooKeeper ensemble server: "leader",
@@ -167,6 +178,7 @@ type serverSpan struct {
 	Server   string
 	State    string
 	From, To time.Duration
+	Event    int // the event that began it (index in res.Events)
 }
 
 // mechanism is everything derived from one run.
@@ -361,7 +373,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 				}
 			}
 		case isClient[base] && e.Kind == event.RenewalFailed:
-			m.RenewFails = append(m.RenewFails, renewFail{Client: e.Client, Reason: e.Reason, At: e.At})
+			m.RenewFails = append(m.RenewFails, renewFail{Client: e.Client, Reason: e.Reason, At: e.At, Event: i})
 		case isNode[actor] && e.Kind == event.ReplicationApplied:
 			// The master that shipped the effect, as the replication
 			// stream says: after a failover it is not the one the host

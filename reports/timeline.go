@@ -92,6 +92,7 @@ type tlBuilder struct {
 	permitLines                 [][]permitSpan // a semaphore's set, packed in lines (permits.go)
 	rwLines                     [][]rwSpan     // a reader-writer hash's holds (rwlane.go)
 	holdBegan                   map[string]int // client|start → its hold.began event (res.Events)
+	accessed                    map[string]int // client|at|READ or WRITE → the store's command.executed (res.Events)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
@@ -125,10 +126,13 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
 	}
-	b.holdBegan = map[string]int{}
+	b.holdBegan, b.accessed = map[string]int{}, map[string]int{}
 	for i, e := range res.Events {
 		if e.Kind == event.HoldBegan {
 			b.holdBegan[fmt.Sprint(e.Actor, "|", e.At)] = i
+		}
+		if e.Kind == event.CommandExecuted && e.Node == scenarios.ResourceHost {
+			b.accessed[fmt.Sprint(e.Client, "|", e.At, "|", e.Op)] = i
 		}
 	}
 	b.layout(clients)
@@ -171,6 +175,7 @@ func (b *tlBuilder) layout(clients []string) {
 	// Lanes of labels above the rows: faults, then the witness.
 	type lane struct {
 		text, title string
+		events      string // data-events of a witness lane (witnessevents.go)
 		x           float64
 		color       string
 		weight      string
@@ -207,9 +212,10 @@ func (b *tlBuilder) layout(clients []string) {
 			text = fmt.Sprintf("OVERLAP: %s hold %d permits of %d from %s to %s (%s)", andList(witnessClients(o)), len(o.Holders), o.Permits, checker.Sec(o.From), checker.Sec(o.To), dur(o.To-o.From))
 		}
 		witnessLanes = append(witnessLanes, lane{
-			text:  text,
-			x:     b.xc(o.From),
-			color: witnessRed, weight: "700",
+			text:   text,
+			events: eventIDs(b.overlapEvents(o)),
+			x:      b.xc(o.From),
+			color:  witnessRed, weight: "700",
 		})
 	}
 	if r := w.Resource; r != nil && b.visible(r.Write.At, r.Write.At) {
@@ -228,7 +234,7 @@ func (b *tlBuilder) layout(clients []string) {
 		default:
 			txt = fmt.Sprintf("LOST UPDATE: %s writes %d from a stale read of %d, undoing %s's write of %d", r.Write.Client, r.Write.Value, r.Write.Based, r.Overwritten.Client, r.Overwritten.Value)
 		}
-		witnessLanes = append(witnessLanes, lane{text: txt, x: b.xc(r.Write.At), color: witnessRed, weight: "700"})
+		witnessLanes = append(witnessLanes, lane{text: txt, events: eventIDs(b.resourceEvents(r)), x: b.xc(r.Write.At), color: witnessRed, weight: "700"})
 	}
 	if u := w.Liveness; u != nil && b.visible(u.From, u.To) {
 		witnessLanes = append(witnessLanes, lane{
@@ -246,7 +252,9 @@ func (b *tlBuilder) layout(clients []string) {
 		y += 17
 	}
 	for _, l := range witnessLanes {
-		t.Over = append(t.Over, b.laneText(l.x, y+13, l.text, 12.5, l.color, l.weight))
+		s := b.laneText(l.x, y+13, l.text, 12.5, l.color, l.weight)
+		s.Events = l.events
+		t.Over = append(t.Over, s)
 		laneTops = append(laneTops, y+16)
 		y += 19
 	}
@@ -344,7 +352,7 @@ func (b *tlBuilder) layout(clients []string) {
 			// the whole picture.
 		} else if until > a.At {
 			s := shape{Kind: "rect", X: b.xc(a.At), Y: t.Y0, W: b.xc(until) - b.xc(a.At), H: t.Y1 - t.Y0, Fill: "#fde68a", Opacity: 0.35, Class: "fault-window", Title: title,
-				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until))}
+				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until)), Events: eventIDs(b.faultEvents(a, until))}
 			if forever {
 				s.Class += " fault-forever"
 				s.Stroke, s.SW, s.Dash = faultAmber, 1, "6 4"
@@ -463,14 +471,15 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 		holders := witnessClients(o)
 		clients := strings.Join(holders, " ")
 		title := "mutual exclusion violated: " + o.String()
+		ids := eventIDs(b.overlapEvents(o))
 		// The window across every client row, deep red on the two holders.
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: t.Y0, W: wd, H: clientRowsEnd - t.Y0, Fill: witnessRed, Opacity: 0.05, Stroke: witnessRed, SW: 2,
 			ID: t.P + "witness-overlap", Class: "witness witness-overlap", Clients: clients,
 			Label: fmt.Sprintf("overlap %s %s %s", clients, checker.Sec(o.From), checker.Sec(o.To)),
-			Title: title})
+			Title: title, Events: ids})
 		for _, c := range holders {
 			if r, ok := b.rowOf[c]; ok {
-				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 1, W: wd, H: r.h - 2, Fill: witnessRed, Opacity: 0.22, Class: "witness-holder", Clients: c, Title: title})
+				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 1, W: wd, H: r.h - 2, Fill: witnessRed, Opacity: 0.22, Class: "witness-holder", Clients: c, Title: title, Events: ids})
 			}
 		}
 		leader(b.xc(o.From))
@@ -478,6 +487,7 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 	if r := w.Resource; r != nil && b.visible(r.Write.At, r.Write.At) {
 		clients := r.Write.Client + " " + r.Overwritten.Client
 		title := "resource violated: " + r.String()
+		ids := eventIDs(b.resourceEvents(r))
 		for _, a := range []checker.Access{r.Write, r.Overwritten} {
 			if a.At < b.from || a.At > b.to {
 				continue
@@ -492,7 +502,7 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 				if key == a.Client {
 					y = b.accessY(rr)
 				}
-				s := shape{Kind: "circle", X: b.x(a.At), Y: y, R: 10, Fill: "none", Stroke: witnessRed, SW: 3, Title: title, Class: "witness-ring"}
+				s := shape{Kind: "circle", X: b.x(a.At), Y: y, R: 10, Fill: "none", Stroke: witnessRed, SW: 3, Title: title, Class: "witness-ring", Events: ids}
 				if !isWrite {
 					s.Dash, s.SW = "3 2", 2
 				}
@@ -507,7 +517,7 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 			y := st.y + st.h/2 - 4
 			xa, xb := b.x(r.Overwritten.At), b.x(r.Write.At)
 			d := fmt.Sprintf("M%.1f %.1fQ%.1f %.1f %.1f %.1f", xa, y-10, (xa+xb)/2, y-24, xb, y-10)
-			t.Plot = append(t.Plot, shape{Kind: "path", D: d, Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Title: title})
+			t.Plot = append(t.Plot, shape{Kind: "path", D: d, Stroke: witnessRed, SW: 1.5, Dash: "4 3", Fill: "none", Title: title, Events: ids})
 		}
 		leader(b.xc(r.Write.At))
 	}

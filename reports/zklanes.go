@@ -35,9 +35,9 @@ func (b *tlBuilder) serverRoles() {
 		y := r.y + r.h - 14
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y, W: w, H: 12, Fill: roleColors[s.State], Stroke: "#94a3b8", SW: 0.5, Class: "role",
 			Title: fmt.Sprintf("%s is %s from %s to %s", s.Server, s.State, checker.Sec(s.From), checker.Sec(s.To)),
-			Label: fmt.Sprintf("role %s %s %s", s.Server, s.State, checker.Sec(s.From))})
+			Label: fmt.Sprintf("role %s %s %s", s.Server, s.State, checker.Sec(s.From)), Events: eventIDs([]int{s.Event})})
 		if boldWidth(s.State, 10)+6 < w {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 10, Text: s.State, Size: 10, Fill: "#0f172a", Weight: "700"})
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x0 + 3, Y: y + 10, Text: s.State, Size: 10, Fill: "#0f172a", Weight: "700", Events: eventIDs([]int{s.Event})})
 		}
 	}
 }
@@ -158,7 +158,7 @@ func (b *tlBuilder) queue(r row) {
 			dash = "4 2"
 		}
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: w, H: 13, Fill: fill, Opacity: 0.45, Stroke: fill, SW: 1, Dash: dash, Class: "znode", Title: title,
-			Label: fmt.Sprintf("znode %s %s %s %s", z.Short, z.Owner, checker.Sec(z.From), z.End)})
+			Label: fmt.Sprintf("znode %s %s %s %s", z.Short, z.Owner, checker.Sec(z.From), z.End), Events: eventIDs(z.Events)})
 		label := fmt.Sprintf("%s's node", z.Owner)
 		if z.Untold {
 			label += " · reply never came"
@@ -167,14 +167,14 @@ func (b *tlBuilder) queue(r row) {
 			label += " · deleted with the session"
 		}
 		if boldWidth(label, 10)+6 < math.Min(x0+w, t.X1)-math.Max(x0, t.X0) {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: math.Max(x0, t.X0) + 3, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700"})
+			t.Plot = append(t.Plot, shape{Kind: "text", X: math.Max(x0, t.X0) + 3, Y: y + 11, Text: label, Size: 10, Fill: "#0f172a", Weight: "700", Events: eventIDs(z.Events)})
 		}
 		if z.Adopted && z.AdoptedAt >= b.from && z.AdoptedAt <= b.to {
 			// CURATOR-604: a hold begun on a node another session made.
 			xa := b.x(z.AdoptedAt)
 			t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl5 7l-5 7l-5 -7z", xa, y), Fill: witnessRed, Stroke: "#ffffff", SW: 1, Class: "znode-adopted",
 				Title: fmt.Sprintf("%s adopts node %s at %s in its new session %s: the node belongs to the old session, which the ensemble will expire", z.Owner, z.Short, checker.Sec(z.AdoptedAt), z.AdoptedIn),
-				Label: fmt.Sprintf("adopted %s %s %s", z.Short, z.Owner, checker.Sec(z.AdoptedAt))})
+				Label: fmt.Sprintf("adopted %s %s %s", z.Short, z.Owner, checker.Sec(z.AdoptedAt)), Events: eventIDs([]int{z.AdoptedEvent})})
 			txt := fmt.Sprintf("adopted by %s's new session", z.Owner)
 			if xa+8+boldWidth(txt, 10) < t.X1 {
 				t.Plot = append(t.Plot, shape{Kind: "text", X: xa + 8, Y: y + 11, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
@@ -197,7 +197,8 @@ func (b *tlBuilder) notifications() {
 		}
 		x := b.x(n.At)
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl5 -8l-10 0z", x, r.y+14), Fill: "#0e7490", Class: "notify",
-			Title: fmt.Sprintf("watch notification to %s at %s: %s", n.Client, checker.Sec(n.At), n.Event)})
+			Title:  fmt.Sprintf("watch notification to %s at %s: %s", n.Client, checker.Sec(n.At), n.Event),
+			Events: eventIDs([]int{n.Index}), Label: fmt.Sprintf("notify %s %d", n.Client, n.At)})
 	}
 }
 
@@ -209,6 +210,7 @@ func (b *tlBuilder) herdNotifications() {
 		d           strings.Builder
 		n           int
 		first, last time.Duration
+		ids         []int
 	}
 	per := map[string]*marks{}
 	var order []string
@@ -226,11 +228,13 @@ func (b *tlBuilder) herdNotifications() {
 		fmt.Fprintf(&mk.d, "M%.1f %.1fl3 -5l-6 0z", b.x(n.At), r.y+10)
 		mk.n++
 		mk.last = n.At
+		mk.ids = append(mk.ids, n.Index)
 	}
 	for _, c := range order {
 		mk := per[c]
 		b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: mk.d.String(), Fill: "#0e7490", Class: "notify",
-			Title: fmt.Sprintf("%d watch notifications to %s from %s to %s", mk.n, c, checker.Sec(mk.first), checker.Sec(mk.last))})
+			Title:  fmt.Sprintf("%d watch notifications to %s from %s to %s", mk.n, c, checker.Sec(mk.first), checker.Sec(mk.last)),
+			Events: eventIDs(mk.ids), Label: fmt.Sprintf("notifies %s n=%d", c, mk.n)})
 	}
 }
 

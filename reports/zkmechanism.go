@@ -68,7 +68,7 @@ func (s *ensembleState) setRole(m *mechanism, server, st string, at time.Duratio
 		cur.To = at
 		m.Servers = append(m.Servers, *cur)
 	}
-	s.role[server] = &serverSpan{Server: server, State: st, From: at}
+	s.role[server] = &serverSpan{Server: server, State: st, From: at, Event: s.cur}
 }
 
 // finish closes the open connection states and server roles at the end of
@@ -124,7 +124,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 			return true // already drawn
 		}
 		s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
-		addZnode(m, e.Key, e.Client, e.At)
+		addZnode(m, e.Key, e.Client, e.At, s.cur)
 		m.Znodes[len(m.Znodes)-1].Untold = true
 		return true
 	case event.HoldBegan:
@@ -141,7 +141,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 				continue
 			}
 			if sess := s.sessionOf[s.current[e.Client]]; s.znodeSess[i] != "" && sess != "" && sess != s.znodeSess[i] {
-				z.Adopted, z.AdoptedAt, z.AdoptedIn = true, e.At, sess
+				z.Adopted, z.AdoptedAt, z.AdoptedIn, z.AdoptedEvent = true, e.At, sess, s.cur
 			}
 			break
 		}
@@ -193,11 +193,11 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 				return true
 			}
 			s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
-			addZnode(m, e.Key, who, e.At)
+			addZnode(m, e.Key, who, e.At, s.cur)
 		case e.Op == "DELETE" && e.Reply == "ok":
-			endZnode(m, e.Key, e.At, "deleted")
+			endZnode(m, e.Key, e.At, "deleted", s.cur)
 		case e.Op == "WATCH":
-			m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: e.Reply + " " + e.Key})
+			m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: e.Reply + " " + e.Key, Index: s.cur})
 		}
 
 	// The server closed the connection, or the client's connection
@@ -260,6 +260,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		for i := range m.Znodes {
 			if s.znodeSess[i] == e.Session && m.Znodes[i].End == "" {
 				m.Znodes[i].To, m.Znodes[i].End = e.At, "session expired"
+				m.Znodes[i].Events = append(m.Znodes[i].Events, s.cur)
 			}
 		}
 	default:
@@ -292,7 +293,7 @@ func sameZnode(drawn, token string) bool {
 
 // addZnode starts the life of a lock znode; its short name is the sequence
 // number.
-func addZnode(m *mechanism, path, owner string, at time.Duration) {
+func addZnode(m *mechanism, path, owner string, at time.Duration, ev int) {
 	short := path[strings.LastIndex(path, "/")+1:]
 	if j := strings.LastIndex(short, "-"); j >= 0 && j+1 < len(short) {
 		short = short[j+1:]
@@ -302,14 +303,15 @@ func addZnode(m *mechanism, path, owner string, at time.Duration) {
 	} else if short != "" {
 		short = "0"
 	}
-	m.Znodes = append(m.Znodes, znodeSpan{Path: path, Short: short, Owner: owner, From: at})
+	m.Znodes = append(m.Znodes, znodeSpan{Path: path, Short: short, Owner: owner, From: at, Events: []int{ev}})
 }
 
 // endZnode ends the open life of the znode at path, if there is one.
-func endZnode(m *mechanism, path string, at time.Duration, why string) {
+func endZnode(m *mechanism, path string, at time.Duration, why string, ev int) {
 	for i := len(m.Znodes) - 1; i >= 0; i-- {
 		if m.Znodes[i].Path == path && m.Znodes[i].End == "" {
 			m.Znodes[i].To, m.Znodes[i].End = at, why
+			m.Znodes[i].Events = append(m.Znodes[i].Events, ev)
 			return
 		}
 	}
