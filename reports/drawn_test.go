@@ -5,6 +5,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/locklab/locklab/scenarios"
@@ -19,19 +20,39 @@ type drawnRun struct {
 	m   *mechanism
 }
 
+// catalogueRuns are the catalogue's runs at their own seeds, run once per
+// test binary: TestDrawnElementsAreEvents and TestDrawnClaimsAreEvents
+// read the same deterministic runs (same seed, same trace), and under
+// -race each pass over the catalogue costs tens of seconds.
+var catalogueRuns struct {
+	sync.Mutex
+	ids  []string
+	runs []*scenarios.Result
+}
+
 func catalogueMechanisms(t *testing.T) []drawnRun {
 	t.Helper()
 	bubblehost.Bind(t)
-	all, _ := scenarios.Catalogue()
-	var out []drawnRun
-	// Every scenario of the catalogue, the 101-client herds included:
-	// above 12 clients the timeline keeps its mechanism (compact).
-	for _, s := range all {
-		res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
-		if err != nil {
-			t.Fatalf("%s: %v", s.ID, err)
+	catalogueRuns.Lock()
+	defer catalogueRuns.Unlock()
+	if catalogueRuns.runs == nil {
+		all, _ := scenarios.Catalogue()
+		// Every scenario of the catalogue, the 101-client herds included:
+		// above 12 clients the timeline keeps its mechanism (compact).
+		for _, s := range all {
+			res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+			if err != nil {
+				t.Fatalf("%s: %v", s.ID, err)
+			}
+			catalogueRuns.ids = append(catalogueRuns.ids, s.ID)
+			catalogueRuns.runs = append(catalogueRuns.runs, res)
 		}
-		out = append(out, drawnRun{s.ID, res, deriveMechanism(res)})
+	}
+	// The mechanism is derived afresh for each caller: a test that draws
+	// from it cannot change what the next one reads.
+	var out []drawnRun
+	for i, res := range catalogueRuns.runs {
+		out = append(out, drawnRun{catalogueRuns.ids[i], res, deriveMechanism(res)})
 	}
 	return out
 }
