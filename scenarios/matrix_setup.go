@@ -26,8 +26,10 @@ import (
 // A row named "ALGORITHM+fencing" is the algorithm with fencing tokens: from
 // INCR on a separate node T (which faults leave alone) for Redis locks, from
 // the fence row's version for Postgres advisory locks, and a resource that
-// checks them (">"). (A ZooKeeper recipe's lease always carries its
-// znode's sequence; the gozk-* recipes are tabled by their own test.)
+// checks them (">"). (The queue, reentrant, semaphore and reader-writer
+// ZooKeeper recipes' leases carry their znode's sequence, Info.Fencing
+// "built in"; gozk-lock and gozk-simple hand out none. The gozk-* recipes
+// are tabled by their own test.)
 func MatrixScenario(algorithm string) (*Scenario, error) {
 	name, fenced := strings.CutSuffix(algorithm, "+fencing")
 	info, err := algorithms.Lookup(name)
