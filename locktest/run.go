@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -174,33 +173,7 @@ func (o *Options) keepWorkload() bool { return o.Clients > 0 || o.Cycles > 0 || 
 // process-wide random sources (math/rand, crypto/rand) are seeded per run.
 func Run(t *testing.T, f Factory, opt Options) {
 	t.Helper()
-	if err := opt.refuseForeign(routeRedis); err != nil {
-		t.Fatal(err)
-	}
-	if err := opt.defaults(); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkSerial(t); err != nil {
-		t.Fatal(err)
-	}
-	if _, file, line, ok := runtime.Caller(1); ok {
-		opt.caller = fmt.Sprintf("%s:%d", filepath.Base(file), line)
-	}
-	if *flagSeed != 0 {
-		opt.Seed = *flagSeed
-	}
-	if *flagRuns > 0 {
-		opt.Runs = *flagRuns
-	}
-	base, err := opt.base()
-	if err != nil {
-		t.Fatalf("locktest: %v", err)
-	}
-	for _, c := range opt.Classes {
-		if err := runSubtest(t, string(c), func(t *testing.T) { runClass(t, f, opt, base, c) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	runShared(t, f, opt, nil)
 }
 
 // errInBubble and errParallel say why Run cannot run where it was called.

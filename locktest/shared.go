@@ -94,7 +94,8 @@ func (s *rwSide) Unlock(ctx context.Context) error {
 	return s.rw.Unlock(ctx)
 }
 
-// runShared is Run with the base setup adjusted by shape (permits, modes).
+// runShared is Run, RunSemaphore and RunReadWrite: the base setup adjusted
+// by shape (permits, modes; nil for a mutex), one subtest per class.
 func runShared(t *testing.T, f Factory, opt Options, shape func(*scenarios.Scenario)) {
 	t.Helper()
 	if err := opt.refuseForeign(routeRedis); err != nil {
@@ -106,8 +107,8 @@ func runShared(t *testing.T, f Factory, opt Options, shape func(*scenarios.Scena
 	if err := checkSerial(t); err != nil {
 		t.Fatal(err)
 	}
-	// The user's test called RunSemaphore or RunReadWrite, which called
-	// this.
+	// The user's test called Run, RunSemaphore or RunReadWrite, which
+	// called this.
 	if _, file, line, ok := runtime.Caller(2); ok {
 		opt.caller = fmt.Sprintf("%s:%d", filepath.Base(file), line)
 	}
@@ -121,9 +122,11 @@ func runShared(t *testing.T, f Factory, opt Options, shape func(*scenarios.Scena
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
-	shape(base)
-	if err := base.Validate(); err != nil {
-		t.Fatalf("locktest: %v", err)
+	if shape != nil {
+		shape(base)
+		if err := base.Validate(); err != nil {
+			t.Fatalf("locktest: %v", err)
+		}
 	}
 	for _, c := range opt.Classes {
 		if err := runSubtest(t, string(c), func(t *testing.T) { runClass(t, f, opt, base, c) }); err != nil {
