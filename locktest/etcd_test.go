@@ -10,6 +10,26 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
+// liveSession keeps *s a session whose lease is alive: a session whose
+// lease is gone (Done) is replaced by a new one with a 2 s TTL.
+func liveSession(cli *clientv3.Client, s **concurrency.Session) error {
+	if *s != nil {
+		select {
+		case <-(*s).Done(): // the lease is gone: a new session
+			*s = nil
+		default:
+		}
+	}
+	if *s == nil {
+		ns, err := concurrency.NewSession(cli, concurrency.WithTTL(2))
+		if err != nil {
+			return err
+		}
+		*s = ns
+	}
+	return nil
+}
+
 // etcdMutex is the lock a service writes with etcd's concurrency package:
 // a session whose lease lives for the TTL, and concurrency.Mutex on it.
 type etcdMutex struct {
@@ -19,19 +39,8 @@ type etcdMutex struct {
 }
 
 func (l *etcdMutex) Lock(ctx context.Context) error {
-	if l.s != nil {
-		select {
-		case <-l.s.Done(): // the lease is gone: a new session
-			l.s = nil
-		default:
-		}
-	}
-	if l.s == nil {
-		s, err := concurrency.NewSession(l.cli, concurrency.WithTTL(2))
-		if err != nil {
-			return err
-		}
-		l.s = s
+	if err := liveSession(l.cli, &l.s); err != nil {
+		return err
 	}
 	l.m = concurrency.NewMutex(l.s, "/locktest")
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -55,19 +64,8 @@ type etcdElection struct {
 }
 
 func (l *etcdElection) Lock(ctx context.Context) error {
-	if l.s != nil {
-		select {
-		case <-l.s.Done(): // the lease is gone: a new session
-			l.s = nil
-		default:
-		}
-	}
-	if l.s == nil {
-		s, err := concurrency.NewSession(l.cli, concurrency.WithTTL(2))
-		if err != nil {
-			return err
-		}
-		l.s = s
+	if err := liveSession(l.cli, &l.s); err != nil {
+		return err
 	}
 	l.e = concurrency.NewElection(l.s, "/locktest-election")
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
