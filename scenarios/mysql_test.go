@@ -25,8 +25,10 @@ func mysqlIDs(t *testing.T) []*Scenario {
 			out = append(out, s)
 		}
 	}
-	if len(out) != 7 {
-		t.Fatalf("%d MySQL scenarios in the catalogue, want 7", len(out))
+	// Read from the catalogue, not counted against a hand-kept number: a
+	// new MySQL scenario is checked without being written in here.
+	if len(out) == 0 {
+		t.Fatal("no MySQL scenarios in the catalogue")
 	}
 	return out
 }
