@@ -21,6 +21,17 @@ func (e *NotExpressible) Error() string {
 	return fmt.Sprintf("scenario %s is not expressible live:\n  - %s", e.Scenario, strings.Join(e.Reasons, "\n  - "))
 }
 
+// Expressible checks, without starting anything, that every part of sc can
+// be made live; the error, a *NotExpressible, names every part that cannot.
+// docs/live-table.md's "not run live" rows are these reasons.
+func Expressible(sc *scenarios.Scenario) error {
+	info, err := algorithms.Lookup(sc.Algorithm)
+	if err != nil {
+		return err
+	}
+	return expressible(sc, info)
+}
+
 // expressible checks, before any server starts, that every part of sc can
 // be made with real servers: Redis nodes without replicas, and faults the
 // live fabric, the client hosts and the server processes can apply.

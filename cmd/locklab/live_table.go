@@ -128,12 +128,17 @@ func writeLiveTable(w io.Writer, rows []liveRow, runs int) {
 	fmt.Fprintf(w, "| scenario | simulated (mutual exclusion / resource / liveness) | live: runs violating each, of %d | agrees |\n| --- | --- | --- | --- |\n", runs)
 	for _, r := range rows {
 		if r.Refused != "" {
-			reason := strings.ReplaceAll(strings.TrimPrefix(r.Refused, "scenario "+r.ID+" is not expressible live:"), "\n", " ")
-			reason = strings.ReplaceAll(strings.TrimSpace(reason), "|", "\\|")
-			fmt.Fprintf(w, "| `%s` | %s | not run live: %s | — |\n", r.ID, simShort(r.Simulated), reason)
+			fmt.Fprintf(w, "| `%s` | %s | not run live: %s | — |\n", r.ID, simShort(r.Simulated), refusalCell(r.ID, r.Refused))
 			continue
 		}
 		fmt.Fprintf(w, "| `%s` | %s | %d / %d / %d | %s |\n", r.ID, simShort(r.Simulated),
 			r.Violated["mutual_exclusion"], r.Violated["resource"], r.Violated["liveness"], map[bool]string{true: "yes", false: "**no**"}[r.agrees()])
 	}
+}
+
+// refusalCell is why scenario id was not run live, as one table cell: the
+// reasons of a NotExpressible on one line, a pipe escaped.
+func refusalCell(id, refused string) string {
+	reason := strings.ReplaceAll(strings.TrimPrefix(refused, "scenario "+id+" is not expressible live:"), "\n", " ")
+	return strings.ReplaceAll(strings.TrimSpace(reason), "|", "\\|")
 }
