@@ -19,6 +19,7 @@ import (
 const exploreUsage = `Usage: locklab explore ALGORITHM [--faults CLASSES] [--runs N | --time D]
                         [--seed S] [--workers K] [--all] [--out FILE]
                         [--report FILE] [--json] [--shard I/N]
+                        [--hunt PROPERTIES]
 
 Draws random fault schedules and workloads against ALGORITHM, swarm style
 (which fault classes are on, and the workload, are drawn per run), runs them
@@ -53,12 +54,19 @@ Flags:
                     compared by the file, through symlinks)
   --max-runs N      the largest --runs accepted (default 10000000)
   --json            print one JSON object instead of text
+  --hunt PROPS      stop at, shrink and save only a run that violates one
+                    of these properties (comma-separated: mutual_exclusion,
+                    resource, liveness; default all): a lock known to
+                    strand waiters can be hunted for an overlap. Runs
+                    that break only other properties are counted and
+                    named with the command that finds them, never dropped
   --shard I/N       run only the runs whose index is I modulo N (the runs
                     I, I+N, I+2N, ... up to --runs): N machines each
                     running one shard run the whole sweep between them;
                     join their --all --json outputs with 'locklab merge'
 
-Exit status: 1 when a violation was found, 0 when none was, 2 on bad input
+Exit status: 1 when a violation was found (with --hunt, also when the only
+violations were of properties it leaves out), 0 when none was, 2 on bad input
 (an --out or --report that is a device, a pipe, a directory or in a missing
 directory is refused before any run, --force or not), 3 when the summary
 was printed but the counterexample or its report could not be written (its
@@ -94,6 +102,10 @@ type exploreOutput struct {
 	MoreViolations int `json:"more_violations,omitempty"`
 	// Shard is set when --shard ran a part of the sweep.
 	Shard *shardOutput `json:"shard,omitempty"`
+	// Hunt is --hunt: the properties a finding had to violate.
+	Hunt []string `json:"hunt,omitempty"`
+	// Unhunted is set when runs broke only properties --hunt leaves out.
+	Unhunted *unhuntedOutput `json:"unhunted,omitempty"`
 }
 
 // shardOutput names the part of a sweep one --shard run covered, so that
@@ -150,6 +162,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "")
 	force := fs.Bool("force", false, "")
 	shardText := fs.String("shard", "", "")
+	huntText := fs.String("hunt", "", "")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -167,6 +180,9 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 	opt := scenarios.ExploreOptions{Algorithm: alg, Classes: classes, All: *all}
 	if err := parseExploreRuns(&opt, *seedText, *maxRunsText, *runsText, *timeText, *workersText, *shardText); err != nil {
+		return err
+	}
+	if opt.Hunt, err = parseHunt(*huntText); err != nil {
 		return err
 	}
 	out, report, err := explorePaths(*outPath, *reportPath, alg, opt.Seed, *force)
@@ -192,6 +208,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	}
 
 	summary := exploreSummary(alg, opt, classes, res)
+	summary.Unhunted = unhuntedSummary(alg, opt, *faultsText, res)
 	var writeErr error
 	if len(res.Findings) > 0 && res.Findings[0].Minimal != nil {
 		if writeErr, err = saveCounterexample(stdout, stderr, alg, opt, *faultsText, &res.Findings[0], out, report, &summary); err != nil {
@@ -216,7 +233,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if signalled != 0 {
 		return &exitError{signalled}
 	}
-	if summary.Found {
+	if summary.Found || summary.Unhunted != nil {
 		return &exitError{1}
 	}
 	return nil
@@ -312,7 +329,7 @@ func parseExploreRuns(opt *scenarios.ExploreOptions, seedText, maxRunsText, runs
 // exploreSummary is the --json summary of an exploration, before its
 // counterexample is saved.
 func exploreSummary(alg string, opt scenarios.ExploreOptions, classes []faults.Class, res *scenarios.ExploreResult) exploreOutput {
-	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings}
+	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings, Hunt: opt.Hunt}
 	if opt.Shards > 0 {
 		bound := opt.Runs
 		if opt.Time > 0 {
@@ -358,7 +375,7 @@ func saveCounterexample(stdout, stderr io.Writer, alg string, opt scenarios.Expl
 		Witness:     witnessText(first.MinimalResult.Report),
 		ShrinkRuns:  first.ShrinkRuns,
 	}
-	header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, shellWord(out))
+	header := fmt.Sprintf("# A counterexample found by 'locklab explore %s --seed %d%s'.\n# Replay it: locklab replay %s\n# The counterexample block is checked on replay; do not edit the file.\n", alg, opt.Seed, huntFlag(opt), shellWord(out))
 	if err := writeFileAtomic(out, append([]byte(header), data...)); err != nil {
 		// The summary is still printed, without a file to replay:
 		// its replay command finds the counterexample again.
@@ -450,7 +467,7 @@ func findAgain(alg string, opt scenarios.ExploreOptions, faultsText string, f *s
 	if opt.Shards > 0 {
 		again += fmt.Sprintf(" --shard %d/%d", opt.Shard, opt.Shards)
 	}
-	return again
+	return again + huntFlag(opt)
 }
 
 func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
@@ -463,9 +480,15 @@ func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *sc
 		fmt.Fprintf(w, "interrupted after %d runs; %d violating run(s) found so far\n", res.Runs, len(out.Violations)+out.MoreViolations)
 	}
 	if !out.Found {
-		fmt.Fprintf(w, "no violation in %d runs (%.1fs)\n", res.Runs, res.Elapsed.Seconds())
+		if len(opt.Hunt) > 0 {
+			fmt.Fprintf(w, "no %s violation in %d runs (%.1fs)\n", strings.ReplaceAll(strings.Join(opt.Hunt, " or "), "_", " "), res.Runs, res.Elapsed.Seconds())
+		} else {
+			fmt.Fprintf(w, "no violation in %d runs (%.1fs)\n", res.Runs, res.Elapsed.Seconds())
+		}
+		printUnhunted(w, out.Unhunted)
 		return
 	}
+	printUnhunted(w, out.Unhunted)
 	f := res.Findings[0]
 	fmt.Fprintf(w, "found: %s violated in run %d after %d runs (%.2fs)\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, res.Runs, res.FoundAfter.Seconds())
 	for _, v := range out.Violations[1:] {

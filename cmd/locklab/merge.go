@@ -67,7 +67,7 @@ func runMerge(args []string, stdout, stderr io.Writer) error {
 	if err := writeJSON(stdout, merged); err != nil {
 		return err
 	}
-	if merged.Found {
+	if merged.Found || merged.Unhunted != nil {
 		return &exitError{1}
 	}
 	return nil
@@ -205,6 +205,7 @@ func checkShardsJoin(files []string, parts []exploreOutput) error {
 			{"algorithm", p.Algorithm, first.Algorithm},
 			{"seed", p.Seed, first.Seed},
 			{"faults", strings.Join(p.Faults, ","), strings.Join(first.Faults, ",")},
+			{"hunt", strings.Join(p.Hunt, ","), strings.Join(first.Hunt, ",")},
 			{"shard.count", p.Shard.Count, first.Shard.Count},
 			{"shard.run_bound", p.Shard.RunBound, first.Shard.RunBound},
 			{"shard.all", p.Shard.All, first.Shard.All},
@@ -242,7 +243,7 @@ func checkShardsJoin(files []string, parts []exploreOutput) error {
 // violating runs are listed in run order, and the counterexample is the
 // one of the lowest violating run.
 func mergeShards(parts []exploreOutput) exploreOutput {
-	out := exploreOutput{Algorithm: parts[0].Algorithm, Seed: parts[0].Seed, Faults: parts[0].Faults, Violations: []exploreViolation{}}
+	out := exploreOutput{Algorithm: parts[0].Algorithm, Seed: parts[0].Seed, Faults: parts[0].Faults, Violations: []exploreViolation{}, Hunt: parts[0].Hunt}
 	lowest := -1
 	for _, p := range parts {
 		out.Runs += p.Runs
@@ -254,6 +255,7 @@ func mergeShards(parts []exploreOutput) exploreOutput {
 			out.Counterexample = p.Counterexample
 		}
 	}
+	out.Unhunted = mergeUnhunted(parts)
 	slices.SortFunc(out.Violations, func(a, b exploreViolation) int { return a.Run - b.Run })
 	if !parts[0].Shard.All && len(out.Violations) > 1 {
 		out.Violations = out.Violations[:1]
@@ -263,5 +265,35 @@ func mergeShards(parts []exploreOutput) exploreOutput {
 		out.Violations = out.Violations[:maxMergedViolations]
 	}
 	out.Found = len(out.Violations) > 0
+	return out
+}
+
+// mergeUnhunted joins the shards' counts of runs --hunt passed over: the
+// counts add up (each shard counted up to its own first finding, or every
+// run with --all), the first run and its command are the lowest shard's,
+// and the properties are every shard's, in the checker's order.
+func mergeUnhunted(parts []exploreOutput) *unhuntedOutput {
+	var out *unhuntedOutput
+	for _, p := range parts {
+		u := p.Unhunted
+		if u == nil {
+			continue
+		}
+		if out == nil {
+			out = &unhuntedOutput{FirstRun: u.FirstRun, Replay: u.Replay}
+		}
+		out.Runs += u.Runs
+		if u.FirstRun < out.FirstRun {
+			out.FirstRun, out.Replay = u.FirstRun, u.Replay
+		}
+		for _, prop := range u.Properties {
+			if !slices.Contains(out.Properties, prop) {
+				out.Properties = append(out.Properties, prop)
+			}
+		}
+	}
+	if out != nil {
+		slices.SortFunc(out.Properties, func(a, b string) int { return slices.Index(huntable, a) - slices.Index(huntable, b) })
+	}
 	return out
 }
