@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -64,6 +65,10 @@ type liveBackend struct {
 	expressible func(sc *scenarios.Scenario) []string
 	// installed lists the checks that the programs sc needs are installed.
 	installed func(sc *scenarios.Scenario) []func() error
+	// crashable says whether f.Target (a node-crash fault's) is a server
+	// of this backend that live mode can kill and restart; why is "" when
+	// it can, or what stops it (a restart it cannot make yet).
+	crashable func(sc *scenarios.Scenario, f faults.Fault) (mine bool, why string)
 }
 
 var liveBackends = map[string]liveBackend{}

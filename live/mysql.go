@@ -19,6 +19,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/mysqllock"
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -30,6 +31,7 @@ func init() {
 		installed: func(*scenarios.Scenario) []func() error {
 			return []func() error{func() error { _, _, err := mariadbBinaries(); return err }}
 		},
+		crashable: func(_ *scenarios.Scenario, f faults.Fault) (bool, string) { return f.Target == "db1", "" },
 	})
 }
 

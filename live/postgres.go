@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/pglock"
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -42,6 +43,9 @@ func init() {
 				need = append(need, func() error { _, err := pgbouncerBinary(); return err })
 			}
 			return need
+		},
+		crashable: func(_ *scenarios.Scenario, f faults.Fault) (bool, string) {
+			return f.Target == "db1" || f.Target == "pgbouncer", ""
 		},
 	})
 }

@@ -3,8 +3,10 @@ package live
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -19,6 +21,7 @@ func init() {
 		installed: func(*scenarios.Scenario) []func() error {
 			return []func() error{func() error { _, err := RedisBinary(); return err }}
 		},
+		crashable: redisCrashable,
 	})
 }
 
@@ -121,4 +124,17 @@ func redisExpressible(sc *scenarios.Scenario) []string {
 		}
 	}
 	return why
+}
+
+// redisCrashable: any of the scenario's Redis nodes crashes live (SIGKILL)
+// and restarts, empty: a restart that keeps an append-only file is not
+// wired yet.
+func redisCrashable(sc *scenarios.Scenario, f faults.Fault) (bool, string) {
+	if !slices.ContainsFunc(sc.Nodes, func(n scenarios.Node) bool { return n.Name == f.Target }) {
+		return false, ""
+	}
+	if f.Persistence != "" && f.Persistence != "none" {
+		return true, "restart with persistence " + f.Persistence + " is not wired yet (a live node restarts empty)"
+	}
+	return true, ""
 }

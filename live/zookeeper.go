@@ -20,6 +20,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
+	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/zk/wire"
 )
@@ -46,6 +47,7 @@ func init() {
 			return why
 		},
 		installed: func(*scenarios.Scenario) []func() error { return []func() error{zkInstalled} },
+		crashable: func(_ *scenarios.Scenario, f faults.Fault) (bool, string) { return f.Target == "zk1", "" },
 	})
 }
 
