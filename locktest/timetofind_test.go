@@ -162,3 +162,11 @@ func (s ttfSweep) report(b *testing.B, limit int) {
 		b.Name(), s.firsts, pct(s.firsts, 50), pct(s.firsts, 100), int(found(40)), int(found(100)), int(found(250)), int(found(400)), int(found(limit)),
 		s.cpu*1000/float64(max(s.runs, 1)), strings.Join(s.bySeed, " "))
 }
+
+// pct is the p-th percentile of sorted (0 when it is empty).
+func pct(sorted []int, p int) int {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, (len(sorted)-1)*p/100)]
+}
