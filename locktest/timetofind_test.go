@@ -57,8 +57,9 @@ type ttfCase struct {
 	run   func(t *testing.T, opt Options)
 }
 
-// ttfCases are the classic failures: a single-instance Redis lease
-// (bsm/redislock) breaks when its holder pauses past the TTL, the node's
+// ttfCases are the classic failures: a lease released with a plain DEL
+// deletes the next holder's key when its release is held back (the stall
+// class); a single-instance Redis lease (bsm/redislock) breaks when its holder pauses past the TTL, the node's
 // clock jumps or the node restarts without its keys; Redlock (redsync, 5
 // pools) under a node's clock jump and restart (docs/faults.md); a
 // two-permit semaphore and a reader-writer lock on Redis under a pause and
@@ -77,6 +78,7 @@ func ttfCases() []ttfCase {
 	zkl := func(t *testing.T, o Options) { RunZooKeeper(t, zkNewLock, o) }
 	zkOpt := Options{TTL: 4 * time.Second, Hunt: Hunt{Pause: MutualExclusion}}
 	return []ttfCase{
+		{"setnx-plain-del/stall", Stall, redis2s, mutex(setNXLock(true))},
 		{"redislock/pause", Pause, redis2s, mutex(benchRedislock)},
 		{"redislock/clock", Clock, redis2s, mutex(benchRedislock)},
 		{"redislock/restart", Restart, redis2s, mutex(benchRedislock)},
