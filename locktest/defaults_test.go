@@ -96,10 +96,10 @@ func TestDefaultsHelperProcess(t *testing.T) {
 }
 
 // The default runs per class are 40, and 400 for restart, ten times both
-// in the deep suite: what BenchmarkTimeToFind measured the classic failure
-// of every primitive to need over seeds 1 to 20 (the latest: run 37
-// outside restart, a reader-writer lock; run 383 under restart, redsync's
-// 5-pool Redlock, which 250 runs missed for 4 seeds of 20).
+// in the deep suite: what BenchmarkTimeToFind measured the classic
+// failure of every primitive to need over seeds 1 to 20 (the latest: run
+// 33 outside restart, a 2-permit semaphore paused; run 383 under restart,
+// redsync's 5-pool Redlock, which 250 runs missed for 4 seeds of 20).
 // TestRestartHonoursPersistence sees a restart class that finds nothing
 // run all 400.
 func TestDefaultRunsPerClass(t *testing.T) {

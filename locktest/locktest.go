@@ -304,10 +304,9 @@ type Options struct {
 // set, chosen so that the classic failure of each primitive on the bubble
 // path is found within it for every seed from 1 to 20
 // (BenchmarkTimeToFind; BENCHMARKS.md, "Time to find on the bubble
-// path"): outside restart the first violating run came at most at run 37
-// (a reader-writer lock under restart is the latest, then a 2-permit
-// semaphore's pause at 33 and redsync's Redlock under a clock jump at 32),
-// so 40 finds every one. Under restart it came as late as run 383:
+// path"): outside restart the first violating run came at most at run 33
+// (a 2-permit semaphore paused; redsync's Redlock under a clock jump at
+// 32), so 40 finds every one. Under restart it came as late as run 383:
 // redsync's 5-pool Redlock loses its majority to restarted nodes between
 // run 10 and run 383 (seeds 4, 6, 9 and 10 past the former default of
 // 250), a 2-permit semaphore by run 226. So restart explores 400 runs and
