@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/faults"
 )
 
 // failedClasses are the classes whose subtests failed in a child's -v
@@ -90,5 +92,32 @@ func TestDefaultsHelperProcess(t *testing.T) {
 		*flagSeed = 7
 		defer func() { *flagSeed = 0 }()
 		Run(t, setNXLock(true), opt)
+	}
+}
+
+// The default runs per class are 40, and 400 for restart, ten times both
+// in the deep suite: what BenchmarkTimeToFind measured the classic
+// failure of every primitive to need over seeds 1 to 20 (the latest: run
+// 33 outside restart, a 2-permit semaphore paused; run 383 under restart,
+// redsync's 5-pool Redlock, which 250 runs missed for 4 seeds of 20).
+// TestRestartHonoursPersistence sees a restart class that finds nothing
+// run all 400.
+func TestDefaultRunsPerClass(t *testing.T) {
+	t.Setenv("LOCKLAB_DEEP", "")
+	for _, c := range append(faults.Classes(), Stall, Failover) {
+		want := 40
+		if c == Restart {
+			want = 400
+		}
+		if got := defaultRuns(c); got != want {
+			t.Errorf("defaultRuns(%s) = %d, want %d", c, got, want)
+		}
+	}
+	t.Setenv("LOCKLAB_DEEP", "1")
+	if got := defaultRuns(Restart); got != 4000 {
+		t.Errorf("LOCKLAB_DEEP=1: defaultRuns(restart) = %d, want 4000", got)
+	}
+	if got := defaultRuns(Pause); got != 400 {
+		t.Errorf("LOCKLAB_DEEP=1: defaultRuns(pause) = %d, want 400", got)
 	}
 }

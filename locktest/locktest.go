@@ -255,7 +255,7 @@ type Options struct {
 	// judged: the finding is still judged against Expect with every
 	// property it violates. A class not in the map hunts everything.
 	Hunt Hunt
-	// Runs is the number of random runs per class (default 40, and 250
+	// Runs is the number of random runs per class (default 40, and 400
 	// for Restart; ten times as many in the project's deep suite,
 	// LOCKLAB_DEEP=1; flag -locktest.runs). See defaultRuns.
 	Runs int
@@ -301,20 +301,25 @@ type Options struct {
 }
 
 // defaultRuns is the number of runs of class when Options.Runs is not
-// set, chosen so that the classic failure of each primitive is found
-// within it for every seed from 1 to 20 (TestMeasureFirstViolation;
-// BENCHMARKS.md, "locktest: runs per class"): the first violating run
-// came at most at run 33 in every class but restart, and at run 226 under
-// restart (a 2-permit semaphore's over-admission after a node restart;
-// 118 for a mutex), which the former default of 40 missed for 8 seeds of
-// 20. So restart explores 250 runs and the other classes 40, which keeps
-// a suite of several locks in CI within minutes; the nightly deep suite
-// (LOCKLAB_DEEP=1, what `bash scripts/test.sh --deep` sets) looks ten
-// times as hard.
+// set, chosen so that the classic failure of each primitive on the bubble
+// path is found within it for every seed from 1 to 20
+// (BenchmarkTimeToFind; BENCHMARKS.md, "Time to find on the bubble
+// path"): outside restart the first violating run came at most at run 33
+// (a 2-permit semaphore paused; redsync's Redlock under a clock jump at
+// 32), so 40 finds every one. Under restart it came as late as run 383:
+// redsync's 5-pool Redlock loses its majority to restarted nodes between
+// run 10 and run 383 (seeds 4, 6, 9 and 10 past the former default of
+// 250), a 2-permit semaphore by run 226. So restart explores 400 runs and
+// the other classes 40. An exploration stops at its first violation, so a
+// lock that breaks pays only for the runs up to it (a whole Run of redsync
+// with the default options costs what it did at 250: its restart class
+// breaks at run 140); a lock that survives restart pays the 400. The
+// nightly deep suite (LOCKLAB_DEEP=1, what `bash scripts/test.sh --deep`
+// sets) looks ten times as hard.
 func defaultRuns(class Class) int {
 	n := 40
 	if class == Restart {
-		n = 250
+		n = 400
 	}
 	if os.Getenv("LOCKLAB_DEEP") == "1" {
 		n *= 10

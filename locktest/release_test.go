@@ -88,8 +88,8 @@ func TestStallFlagsPlainDelRelease(t *testing.T) {
 func TestRestartHonoursPersistence(t *testing.T) {
 	got := observeFindings(t)
 	Run(t, setNXLock(false), Options{TTL: 2 * time.Second, Classes: []Class{Restart}, Persistence: "always"})
-	if f := got[Restart]; f.prop != Safe {
-		t.Errorf("restart with persistence always: %s, want safe", f.prop)
+	if f := got[Restart]; f.prop != Safe || f.runs != defaultRuns(Restart) {
+		t.Errorf("restart with persistence always: %s in %d runs, want safe in the default %d", f.prop, f.runs, defaultRuns(Restart))
 	}
 	Run(t, setNXLock(false), Options{TTL: 2 * time.Second, Classes: []Class{Restart}, Persistence: "none", Expect: Expect{Restart: MutualExclusion | Resource}})
 	f := got[Restart]

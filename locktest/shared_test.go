@@ -118,10 +118,11 @@ func TestRunReadWrite(t *testing.T) {
 
 // With the default runs a 2-permit semaphore's over-admission after a
 // node restart is found at seed 1: it first shows at run 142, past the
-// former default of 40 runs per class (issue 31, item 5; defaultRuns).
+// former default of 40 runs per class (issue 31, item 5; defaultRuns,
+// pinned by TestDefaultRunsPerClass).
 func TestDefaultRunsFindSemaphoreRestart(t *testing.T) {
-	if os.Getenv("LOCKLAB_DEEP") != "1" && (defaultRuns(Restart) != 250 || defaultRuns(Pause) != 40) {
-		t.Fatalf("default runs: restart %d, pause %d; want 250 and 40", defaultRuns(Restart), defaultRuns(Pause))
+	if os.Getenv("LOCKLAB_DEEP") != "1" && defaultRuns(Restart) < 142 {
+		t.Fatalf("default runs: restart %d; want at least 142", defaultRuns(Restart))
 	}
 	got := observeFindings(t)
 	RunSemaphore(t, slotSemaphore(2), 2, Options{TTL: 2 * time.Second, Classes: []Class{Restart}, Expect: Expect{Restart: MutualExclusion}})
