@@ -47,6 +47,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		n, ferrs := faultClaims(r.res, tl)
 		seen["faults"] += n
 		errs = append(errs, ferrs...)
+		n, lerrs := livenessClaims(r.res, tl)
+		seen["liveness"] += n
+		errs = append(errs, lerrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -73,7 +76,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "crash", "down", "restarts", "expiry", "unavailable"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -102,6 +105,18 @@ func labelFields(label string) ([]string, map[string]string) {
 func parseIDs(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
+		if a, b, ok := strings.Cut(f, "-"); ok {
+			// A run of consecutive ids, first-last (eventRanges).
+			lo, err1 := strconv.Atoi(a)
+			hi, err2 := strconv.Atoi(b)
+			if err1 != nil || err2 != nil || hi < lo {
+				return nil, fmt.Errorf("data-events %q: bad range %q", s, f)
+			}
+			for n := lo; n <= hi; n++ {
+				out = append(out, n)
+			}
+			continue
+		}
 		n, err := strconv.Atoi(f)
 		if err != nil {
 			return nil, fmt.Errorf("data-events %q: %v", s, err)

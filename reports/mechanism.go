@@ -123,6 +123,7 @@ type sessionSpan struct {
 type sessionExpiry struct {
 	Client string
 	At     time.Duration
+	Event  int // its zk.session.expired (index in res.Events)
 }
 
 // znodeSpan is the life of one lock znode.

@@ -88,11 +88,12 @@ type tlBuilder struct {
 	mech     *mechanism
 
 	voteClients, sessionClients []string
-	backends                    []*backendLine // database backends drawn (backends.go)
-	permitLines                 [][]permitSpan // a semaphore's set, packed in lines (permits.go)
-	rwLines                     [][]rwSpan     // a reader-writer hash's holds (rwlane.go)
-	holdBegan                   map[string]int // client|start → its hold.began event (res.Events)
-	accessed                    map[string]int // client|at|READ or WRITE → the store's command.executed (res.Events)
+	backends                    []*backendLine       // database backends drawn (backends.go)
+	permitLines                 [][]permitSpan       // a semaphore's set, packed in lines (permits.go)
+	rwLines                     [][]rwSpan           // a reader-writer hash's holds (rwlane.go)
+	holdBegan                   map[string]int       // client|start → its hold.began event (res.Events)
+	accessed                    map[string]int       // client|at|READ or WRITE → the store's command.executed (res.Events)
+	spans                       map[string]faultSpan // a fault's events, by its time and text (faultspan.go)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
@@ -126,7 +127,7 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
 	}
-	b.holdBegan, b.accessed = map[string]int{}, map[string]int{}
+	b.holdBegan, b.accessed, b.spans = map[string]int{}, map[string]int{}, map[string]faultSpan{}
 	for i, e := range res.Events {
 		if e.Kind == event.HoldBegan {
 			b.holdBegan[fmt.Sprint(e.Actor, "|", e.At)] = i
@@ -175,7 +176,8 @@ func (b *tlBuilder) layout(clients []string) {
 	// Lanes of labels above the rows: faults, then the witness.
 	type lane struct {
 		text, title string
-		events      string // data-events of a witness lane (witnessevents.go)
+		events      string // data-events: a fault's (faultspan.go), a witness's (witnessevents.go)
+		label       string // data-label: the lane's claim
 		x           float64
 		color       string
 		weight      string
@@ -183,20 +185,13 @@ func (b *tlBuilder) layout(clients []string) {
 	var faultLanes []lane
 	var shown []faults.Applied // the faults visible in this window, in lane order
 	for _, a := range res.Applied {
-		until, forever := faultExtent(a, res.Applied, res.End)
-		if !b.visible(a.At, max(until, a.At)) {
+		sp := b.spanOf(a)
+		if !b.visible(a.At, max(sp.Until, a.At)) {
 			continue
 		}
 		shown = append(shown, a)
-		txt := a.Text
-		if forever {
-			txt = fmt.Sprintf("%s  (%s → end of run, never heals)", txt, checker.Sec(a.At))
-		} else if until > a.At {
-			txt = fmt.Sprintf("%s  (%s → %s)", txt, checker.Sec(a.At), checker.Sec(until))
-		} else {
-			txt = fmt.Sprintf("%s  (at %s)", txt, checker.Sec(a.At))
-		}
-		faultLanes = append(faultLanes, lane{text: "fault: " + txt, title: faultTitle(a), x: b.xc(a.At), color: faultAmber, weight: "600"})
+		faultLanes = append(faultLanes, lane{text: faultLaneText(a, sp), title: faultTitle(a), x: b.xc(a.At), color: faultAmber, weight: "600",
+			events: eventIDs(sp.ids()), label: fmt.Sprintf("faultlane %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(sp.Until))})
 	}
 	const maxFaultLanes = 8
 	if len(faultLanes) > maxFaultLanes {
@@ -238,22 +233,23 @@ func (b *tlBuilder) layout(clients []string) {
 	}
 	if u := w.Liveness; u != nil && b.visible(u.From, u.To) {
 		witnessLanes = append(witnessLanes, lane{
-			text:  fmt.Sprintf("UNAVAILABLE for %s (bound %s): %s while %s wait", dur(u.To-u.From), dur(u.Bound), unavailableHolder(u), strings.Join(u.Waiting, ", ")),
-			x:     b.xc(u.From),
-			color: witnessRed, weight: "700",
+			text:   fmt.Sprintf("UNAVAILABLE for %s (bound %s): %s while %s wait", dur(u.To-u.From), dur(u.Bound), unavailableHolder(u), strings.Join(u.Waiting, ", ")),
+			events: eventIDs(b.unavailableEvents(u)),
+			x:      b.xc(u.From),
+			color:  witnessRed, weight: "700",
 		})
 	}
 	laneTops := []float64{}
 	for _, l := range faultLanes {
 		s := b.laneText(l.x, y+12, l.text, 11.5, l.color, l.weight)
-		s.Title = l.title
+		s.Title, s.Events, s.Label = l.title, l.events, l.label
 		t.Over = append(t.Over, s)
 		laneTops = append(laneTops, y+14)
 		y += 17
 	}
 	for _, l := range witnessLanes {
 		s := b.laneText(l.x, y+13, l.text, 12.5, l.color, l.weight)
-		s.Events = l.events
+		s.Events, s.Label = l.events, l.label
 		t.Over = append(t.Over, s)
 		laneTops = append(laneTops, y+16)
 		y += 19
@@ -347,19 +343,22 @@ func (b *tlBuilder) layout(clients []string) {
 	// Fault windows, shaded across all rows, with a leader to their label.
 	for i, a := range shown {
 		title := faultTitle(a)
-		if until, forever := faultExtent(a, res.Applied, res.End); until > a.At && a.Fault.Kind == faults.Partition && len(a.Fault.Groups) > 0 && b.partitionRows(a, until, forever, title) {
+		sp := b.spanOf(a)
+		ids := eventIDs(sp.ids())
+		if until := sp.Until; until > a.At && a.Fault.Kind == faults.Partition && len(a.Fault.Groups) > 0 && b.partitionRows(a, sp, title) {
 			// A partition is drawn on the rows it cuts off, not across
 			// the whole picture.
 		} else if until > a.At {
 			s := shape{Kind: "rect", X: b.xc(a.At), Y: t.Y0, W: b.xc(until) - b.xc(a.At), H: t.Y1 - t.Y0, Fill: "#fde68a", Opacity: 0.35, Class: "fault-window", Title: title,
-				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until)), Events: eventIDs(b.faultEvents(a, until))}
-			if forever {
+				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until)), Events: ids}
+			if sp.Forever {
 				s.Class += " fault-forever"
 				s.Stroke, s.SW, s.Dash = faultAmber, 1, "6 4"
 			}
 			t.Back = append(t.Back, s)
 		}
-		t.Plot = append(t.Plot, shape{Kind: "line", X: b.x(a.At), Y: t.Y0, X2: b.x(a.At), Y2: t.Y1, Stroke: faultAmber, SW: 1.2, Dash: "4 3", Class: "fault-start"})
+		t.Plot = append(t.Plot, shape{Kind: "line", X: b.x(a.At), Y: t.Y0, X2: b.x(a.At), Y2: t.Y1, Stroke: faultAmber, SW: 1.2, Dash: "4 3", Class: "fault-start",
+			Label: fmt.Sprintf("faultstart %s %s", a.Fault.Kind, checker.Sec(a.At)), Events: eventIDs(firstID(sp.ids()))})
 		if i < maxFaultLanes {
 			t.Back = append(t.Back, shape{Kind: "line", X: b.xc(a.At), Y: laneTops[i], X2: b.xc(a.At), Y2: t.Y0, Stroke: faultAmber, SW: 0.8, Dash: "2 2"})
 		}
@@ -525,14 +524,15 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 		x0, x1 := b.x(u.From), b.x(u.To)
 		wd := math.Max(x1-x0, 2)
 		title := "liveness violated: " + u.String()
+		ids := eventIDs(b.unavailableEvents(u))
 		// An outline over every client row (nobody holds), hatching on the
 		// rows of the clients that wait in vain.
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: t.Y0, W: wd, H: clientRowsEnd - t.Y0, Fill: "none", Stroke: witnessRed, SW: 2.5,
 			ID: t.P + "witness-liveness", Class: "witness witness-liveness", Clients: strings.Join(u.Waiting, " "),
-			Label: fmt.Sprintf("unavailable %s %s", checker.Sec(u.From), checker.Sec(u.To)), Title: title})
+			Label: fmt.Sprintf("unavailable %s %s stuck=%s", checker.Sec(u.From), checker.Sec(u.To), strings.Join(u.Stuck, ",")), Title: title, Events: ids})
 		for _, c := range u.Waiting {
 			if r, ok := b.rowOf[c]; ok {
-				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 3, W: wd, H: r.h - 6, Fill: "url(#" + t.P + "hatch-witness)", Class: "witness-wait", Title: title})
+				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 3, W: wd, H: r.h - 6, Fill: "url(#" + t.P + "hatch-witness)", Class: "witness-wait", Title: title, Events: ids})
 			}
 		}
 		leader(b.xc(u.From))

@@ -168,10 +168,10 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 
 	for _, a := range res.Applied {
 		row := faultRow{At: checker.Sec(a.At), Text: a.Text, Note: a.Fault.Note}
-		if until, forever := faultExtent(a, res.Applied, res.End); forever {
+		if sp := readFaultSpan(res.Events, a, res.End); sp.Forever {
 			row.Until = "end of run (never heals)"
-		} else if until > a.At {
-			row.Until = checker.Sec(until)
+		} else if sp.Until > a.At {
+			row.Until = checker.Sec(sp.Until)
 		}
 		v.Faults = append(v.Faults, row)
 	}

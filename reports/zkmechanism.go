@@ -244,7 +244,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		if who == "" {
 			return true
 		}
-		m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At})
+		m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At, Event: s.cur})
 		// The client's current session is gone, whether or not it still
 		// talks to a server: one cut off from the quorum answers it until
 		// it notices (the minority-partition lessons).
