@@ -131,7 +131,8 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
 	var sessions []string
-	backendGrants, permits := 0, 0
+	backendGrants, permits, scripted := 0, 0, 0
+	scriptNamed := map[int]bool{} // events of the permit-expiring semaphore's entries
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -144,6 +145,15 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			backendGrants += backendHoldClaim(res, s.Label, &errs)
 			continue
 		case strings.HasPrefix(s.Label, "permit "):
+			ids, _ := parseIDs(s.Events)
+			if namesScript(res, ids) {
+				for _, id := range ids {
+					scriptNamed[id] = true
+				}
+				scripted++
+				errs = append(errs, scriptPermitClaim(res, s.Label)...)
+				continue
+			}
 			permits++
 			errs = append(errs, permitClaim(res, s.Label)...)
 			continue
@@ -203,6 +213,9 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		if len(added) != permits {
 			errf("%d entries added to the permit set, %d drawn", len(added), permits)
 		}
+	}
+	if scripted > 0 {
+		errs = append(errs, scriptPermitsDrawn(res, scriptNamed)...)
 	}
 	// Every grant to a backend is in a drawn hold, when the lane is drawn.
 	if backendGrants > 0 {
