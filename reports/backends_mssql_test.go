@@ -39,3 +39,34 @@ func TestSQLServerBackendsLane(t *testing.T) {
 		t.Errorf("not in the catalogue: %v", want)
 	}
 }
+
+// PgBouncer's hand-overs are drawn from its own events: in transaction
+// pooling c1 is served by backend #1 from its first statement, and the
+// session lock that backend keeps is granted for c1 first.
+func TestPgBouncerMappingFromEvents(t *testing.T) {
+	for _, r := range catalogueMechanisms(t) {
+		if r.id != "pgbouncer-transaction-pooling" {
+			continue
+		}
+		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
+		var maps, holds []string
+		for _, s := range allShapes(tl) {
+			switch {
+			case strings.HasPrefix(s.Label, "poolmap "):
+				maps = append(maps, s.Label)
+			case strings.HasPrefix(s.Label, "backendhold pgbouncer#1>db1 "):
+				holds = append(holds, s.Label)
+			}
+		}
+		if !slices.ContainsFunc(maps, func(l string) bool {
+			return strings.HasPrefix(l, "poolmap pgbouncer#1>db1 c1#1>pgbouncer from=101214065 to=141867615 end=released")
+		}) {
+			t.Errorf("c1's stay on backend #1 is not drawn from its assignment to its release: %q", maps)
+		}
+		if len(holds) == 0 || !strings.Contains(holds[0], " for=c1,") {
+			t.Errorf("backend #1's lock is not granted for c1 first: %q", holds)
+		}
+		return
+	}
+	t.Fatal("pgbouncer-transaction-pooling is not in the catalogue")
+}

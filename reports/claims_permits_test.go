@@ -161,3 +161,73 @@ func TestPermitExpirableSemaphoreLane(t *testing.T) {
 		}
 	}
 }
+
+// pooledClientAt re-derives, from the pooler's db.pool.mapped events, the
+// client a backend served at t: the client of its last assignment at or
+// before t, unless released or closed since (a release at the instant of
+// an assignment came before it: one instant's events are in text order).
+func pooledClientAt(res *scenarios.Result, backend string, t time.Duration) string {
+	who := ""
+	var at time.Duration
+	assignedAt := false // an assignment at instant at
+	for _, e := range res.Events {
+		if e.At > t {
+			break
+		}
+		if e.Kind != event.DBPoolMapped || e.Session != backend {
+			continue
+		}
+		if e.At != at {
+			at, assignedAt = e.At, false
+		}
+		switch e.Reason {
+		case "assigned":
+			who, assignedAt = e.Client, true
+		case "released", "closed":
+			if !assignedAt {
+				who = ""
+			}
+		}
+	}
+	return who
+}
+
+// poolMapClaim: "poolmap BACKEND CONN from= to= end=" begins with the
+// pooler's assignment of BACKEND to CONN at from and ends with its
+// release or close of it at to (or the run's end); no other assignment
+// of BACKEND comes between. It returns the assignments it names.
+func poolMapClaim(res *scenarios.Result, label, evs string) ([]int, []string) {
+	words, kv := labelFields(label)
+	backend, conn := words[1], words[2]
+	from, _ := strconv.ParseInt(kv["from"], 10, 64)
+	to, _ := strconv.ParseInt(kv["to"], 10, 64)
+	why, _ := url.QueryUnescape(kv["end"])
+	ids, err := parseIDs(evs)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	errf := func(format string, args ...any) []string {
+		return []string{fmt.Sprintf("%q: ", label) + fmt.Sprintf(format, args...)}
+	}
+	a := res.Events[ids[0]]
+	if a.Kind != event.DBPoolMapped || a.Reason != "assigned" || a.Session != backend || a.Conn != conn || int64(a.At) != from {
+		return nil, errf("event %d (%s %s) is not the assignment of %s to %s at %d ns", ids[0], a.Kind, a.Reason, backend, conn, from)
+	}
+	end := time.Duration(to)
+	if to < 0 {
+		end = res.End
+	}
+	for _, e := range res.Events {
+		if e.Kind == event.DBPoolMapped && e.Session == backend && e.Reason == "assigned" && e.At > a.At && e.At < end {
+			return nil, errf("%s assigned to %s at %v, inside it", backend, e.Conn, e.At)
+		}
+	}
+	last := res.Events[ids[len(ids)-1]]
+	switch {
+	case why == "end of run" && to < 0:
+	case last.Kind == event.DBPoolMapped && last.Session == backend && last.Conn == conn && last.Reason == why && int64(last.At) == to:
+	default:
+		return nil, errf("no %s of %s by %s at %d ns ends it", why, backend, conn, to)
+	}
+	return ids[:1], nil
+}

@@ -76,7 +76,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "crash", "down", "restarts", "expiry", "unavailable"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "poolmap", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "crash", "down", "restarts", "expiry", "unavailable"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -133,6 +133,7 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	var sessions []string
 	backendGrants, permits, scripted := 0, 0, 0
 	scriptNamed := map[int]bool{} // events of the permit-expiring semaphore's entries
+	assigned := map[int]bool{}    // a pooler's assignments drawn
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -140,6 +141,13 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 			continue
 		case strings.HasPrefix(s.Label, "nokey ") || strings.HasPrefix(s.Label, "lockdata "):
 			errs = append(errs, lockDataClaim(res, s.Label)...)
+			continue
+		case strings.HasPrefix(s.Label, "poolmap "):
+			ids, perrs := poolMapClaim(res, s.Label, s.Events)
+			errs = append(errs, perrs...)
+			for _, id := range ids {
+				assigned[id] = true
+			}
 			continue
 		case strings.HasPrefix(s.Label, "backendhold "):
 			backendGrants += backendHoldClaim(res, s.Label, &errs)
@@ -212,6 +220,15 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		}
 		if len(added) != permits {
 			errf("%d entries added to the permit set, %d drawn", len(added), permits)
+		}
+	}
+	// Every assignment of a backend by a pooler is drawn, when the
+	// backends lane is.
+	if backendGrants > 0 {
+		for i, e := range res.Events {
+			if e.Kind == event.DBPoolMapped && e.Reason == "assigned" && !assigned[i] {
+				errf("the pooler's assignment of %s to %s at %v (event %d) is not drawn", e.Session, e.Conn, e.At, i)
+			}
 		}
 	}
 	if scripted > 0 {
@@ -582,14 +599,13 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		}
 		switch {
 		case e.Kind == event.DBLockGranted && e.Key == key:
-			// The client it is drawn granted for sent a statement of that
-			// op (to the pooler, or to this server) before it.
-			if grants < len(forWho) && forWho[grants] != "" {
-				who, op, t := forWho[grants], e.Op, e.At
-				if !slices.ContainsFunc(res.Events, func(x event.Event) bool {
-					return x.Kind == event.DBSegmentReceived && x.Dir == "request" && x.Client == who && x.Op == op && x.At <= t
-				}) {
-					errf("grant %d drawn for %s, who sent no %s before %v", grants+1, who, op, t)
+			// The client it is drawn granted for is the one the pooler
+			// said it was serving with this backend then (its last
+			// db.pool.mapped on the backend before the grant assigned
+			// it); a backend no pooler maps is drawn for nobody else.
+			if grants < len(forWho) {
+				if who := pooledClientAt(res, conn, e.At); forWho[grants] != who {
+					errf("grant %d at %v drawn for %q; the pooler was serving %q with %s", grants+1, e.At, forWho[grants], who, conn)
 				}
 			}
 			grants++
