@@ -30,6 +30,7 @@ type Codec struct {
 type request struct {
 	op, key, owner string
 	reset          bool
+	byName         bool // a procedure called by RPC: its code is the RETURNSTATUS
 }
 
 // NewCodec returns the codec of a new connection.
@@ -72,7 +73,7 @@ func (c *Codec) Request(seg []byte) (op, summary string) {
 		summary = "[reset connection] " + summary
 	}
 	if typ != pktAttention {
-		rq := request{op: op, reset: status&statusResetConnection != 0}
+		rq := request{op: op, reset: status&statusResetConnection != 0, byName: typ == pktRPC && strings.HasPrefix(summary, "EXEC ")}
 		if op == "sp_getapplock" || op == "sp_releaseapplock" {
 			rq.key, rq.owner = lockArgs(summary, params)
 		}

@@ -29,16 +29,22 @@ type heldLock struct {
 }
 
 // reply is what a reply's tokens say: the first column of its first row
-// (the SELECT @r after the EXEC), and its first error.
+// (the SELECT @r after the EXEC) or, for a procedure called by name, its
+// RETURNSTATUS; and its first error.
 type reply struct {
 	value    int64
 	hasValue bool
+	status   int64
+	hasStat  bool
 	err      string
 }
 
 // facts are the lock facts of rq's reply, and the codec's new holdings.
 func (c *Codec) facts(rq request, r reply) []event.Event {
 	var out []event.Event
+	if rq.byName && r.hasStat {
+		r.value, r.hasValue = r.status, true
+	}
 	release := func(op string, keep func(heldLock) bool) {
 		var kept []heldLock
 		for _, h := range c.held {
@@ -72,6 +78,8 @@ func (c *Codec) facts(rq request, r reply) []event.Event {
 		why := r.err
 		if r.hasValue {
 			why = fmt.Sprintf("sp_getapplock returned %d", r.value)
+		} else if why == "" {
+			break // an answer that says nothing of the lock
 		}
 		out = append(out, event.Event{Kind: event.DBLockRefused, Op: rq.op, Key: rq.key, Reason: why})
 	case "sp_releaseapplock":
@@ -86,6 +94,8 @@ func (c *Codec) facts(rq request, r reply) []event.Event {
 		why := r.err
 		if r.hasValue {
 			why = fmt.Sprintf("sp_releaseapplock returned %d", r.value)
+		} else if why == "" {
+			break
 		}
 		out = append(out, event.Event{Kind: event.DBUnlockNotHeld, Op: rq.op, Key: rq.key, Reason: why})
 	}
@@ -160,7 +170,10 @@ func readReply(b []byte) reply {
 	for len(rd.b) > 0 && rd.err == nil {
 		switch tok := rd.u8(); tok {
 		case tokReturnStatus:
-			rd.u32()
+			v := int64(int32(rd.u32()))
+			if !r.hasStat && rd.err == nil {
+				r.status, r.hasStat = v, true
+			}
 		case tokDone, 0xFE, 0xFF: // DONE, DONEPROC, DONEINPROC
 			rd.take(12)
 		case tokEnvChange, tokLoginAck, 0xAB: // INFO

@@ -60,7 +60,8 @@ func (d tapDialer) DialContext(ctx context.Context, network, addr string) (net.C
 // The codec states, from the replies' tokens alone, what the server did
 // with the lock: a grant (sp_getapplock 0), a refusal with the code (-1),
 // a release (sp_releaseapplock 0) and an unlock of a lock not held (its
-// error), the Transaction owner's lock released by COMMIT, and a pooled
+// error), the Transaction owner's lock released by COMMIT, the code of a
+// procedure called by name (its RETURNSTATUS), and a pooled
 // session's lock released by the next request's reset-connection flag.
 func TestCodecLockFacts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -93,6 +94,14 @@ func TestCodecLockFacts(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
+		// Called by name (RPC): the code is the RETURNSTATUS.
+		var rs mssql.ReturnStatus
+		if _, err := cs[0].ExecContext(ctx, "sp_getapplock", sql.Named("Resource", "rpc"), sql.Named("LockMode", "Exclusive"), sql.Named("LockOwner", "Session"), &rs); err != nil || rs != 0 {
+			t.Fatalf("sp_getapplock by RPC: %d %v", rs, err)
+		}
+		if _, err := cs[0].ExecContext(ctx, "sp_releaseapplock", sql.Named("Resource", "rpc"), sql.Named("LockOwner", "Session"), &rs); err != nil || rs != 0 {
+			t.Fatalf("sp_releaseapplock by RPC: %d %v", rs, err)
+		}
 		cs[0].Close()
 		cs[1].Close()
 		db.SetMaxOpenConns(1)
@@ -109,6 +118,8 @@ func TestCodecLockFacts(t *testing.T) {
 			string(event.DBUnlockNotHeld) + " sp_releaseapplock lock Cannot release the application lock (Database Principal: 'public', Resource: 'lock') because it is not currently held.",
 			string(event.DBLockGranted) + " sp_getapplock lock",
 			string(event.DBLockReleased) + " COMMIT lock",
+			string(event.DBLockGranted) + " sp_getapplock rpc",
+			string(event.DBLockReleased) + " sp_releaseapplock rpc",
 			string(event.DBLockGranted) + " sp_getapplock pool",
 			string(event.DBLockReleased) + " sp_reset_connection pool",
 		}
