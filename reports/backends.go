@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -86,7 +87,8 @@ func deriveBackends(events []event.Event) []*backendLine {
 			delete(open, k)
 		}
 	}
-	for i, e := range events {
+	for _, i := range grantsLast(events) {
+		e := events[i]
 		l := byConn[e.Conn]
 		switch e.Kind {
 		case event.DBConnOpened:
@@ -148,6 +150,27 @@ func deriveBackends(events []event.Event) []*backendLine {
 		}
 	}
 	return finishBackends(lines, open, byConn)
+}
+
+// grantsLast is the order deriveBackends reads the events in: the log's,
+// with a lock grant after the other events of its instant. The trace
+// orders one instant's events by their text (sim/trace.go), and a server
+// that releases a session's locks and grants one again at once — a
+// request with SQL Server's reset-connection flag runs
+// sp_reset_connection before its statement (sim/mssqlnode/facts.go) —
+// released first.
+func grantsLast(events []event.Event) []int {
+	ids := make([]int, len(events))
+	for i := range ids {
+		ids[i] = i
+	}
+	slices.SortStableFunc(ids, func(a, b int) int {
+		if c := cmp.Compare(events[a].At, events[b].At); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2i(events[a].Kind == event.DBLockGranted), b2i(events[b].Kind == event.DBLockGranted))
+	})
+	return ids
 }
 
 // finishBackends closes the holds still open at the end of the run (To -1:
