@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -53,6 +54,7 @@ type backendLine struct {
 	Conn, Server, Owner string
 	Holds               []backendHold
 	Marks               []backendMark
+	Maps                []poolMap // the clients a pooler served with it (poolmap.go)
 }
 
 // deriveBackends reads the backends of a database run from its events.
@@ -63,11 +65,11 @@ func deriveBackends(events []event.Event) []*backendLine {
 			dials[e.Client] = true
 		}
 	}
-	// A pooler forwards each client's statement to a backend in the order
-	// it received them (PgBouncer queues its clients): the k-th statement
-	// of an op a backend receives from the pooler is the k-th the pooler
-	// received from a client. conn → the client whose statement it ran last.
-	runsFor := statementClients(events, dials)
+	// A pooler says which client each of its backends serves
+	// (db.pool.mapped); a client's own connection names no other client.
+	// conn → the client it served at an instant.
+	maps := poolMaps(events)
+	runsFor := mappedClients(maps)
 	var lines []*backendLine
 	byConn := map[string]*backendLine{}
 	open := map[string]*backendHold{} // conn+"|"+key → the hold open on it
@@ -85,14 +87,15 @@ func deriveBackends(events []event.Event) []*backendLine {
 			delete(open, k)
 		}
 	}
-	for i, e := range events {
+	for _, i := range grantsLast(events) {
+		e := events[i]
 		l := byConn[e.Conn]
 		switch e.Kind {
 		case event.DBConnOpened:
 			// A connection to a host that itself dials servers reaches a
 			// pooler, not a backend.
 			if !dials[e.Node] && l == nil {
-				l = &backendLine{Conn: e.Conn, Server: e.Node, Owner: e.Client}
+				l = &backendLine{Conn: e.Conn, Server: e.Node, Owner: e.Client, Maps: maps[e.Conn]}
 				byConn[e.Conn] = l
 				lines = append(lines, l)
 			}
@@ -149,6 +152,27 @@ func deriveBackends(events []event.Event) []*backendLine {
 	return finishBackends(lines, open, byConn)
 }
 
+// grantsLast is the order deriveBackends reads the events in: the log's,
+// with a lock grant after the other events of its instant. The trace
+// orders one instant's events by their text (sim/trace.go), and a server
+// that releases a session's locks and grants one again at once — a
+// request with SQL Server's reset-connection flag runs
+// sp_reset_connection before its statement (sim/mssqlnode/facts.go) —
+// released first.
+func grantsLast(events []event.Event) []int {
+	ids := make([]int, len(events))
+	for i := range ids {
+		ids[i] = i
+	}
+	slices.SortStableFunc(ids, func(a, b int) int {
+		if c := cmp.Compare(events[a].At, events[b].At); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2i(events[a].Kind == event.DBLockGranted), b2i(events[b].Kind == event.DBLockGranted))
+	})
+	return ids
+}
+
 // finishBackends closes the holds still open at the end of the run (To -1:
 // the run's end) and keeps the backends with something to draw.
 func finishBackends(lines []*backendLine, open map[string]*backendHold, byConn map[string]*backendLine) []*backendLine {
@@ -160,7 +184,7 @@ func finishBackends(lines []*backendLine, open map[string]*backendHold, byConn m
 	}
 	out := lines[:0]
 	for _, l := range lines {
-		if len(l.Holds) > 0 || len(l.Marks) > 0 {
+		if len(l.Holds) > 0 || len(l.Marks) > 0 || len(l.Maps) > 0 {
 			slices.SortStableFunc(l.Holds, func(a, b backendHold) int { return int(a.From - b.From) })
 			out = append(out, l)
 		}
@@ -225,6 +249,7 @@ func (b *tlBuilder) drawBackends(r row) {
 		name := backendName(l, len(servers))
 		t.Over = append(t.Over, shape{Kind: "text", X: t.X0 - 8, Y: y + 11, Text: name, Size: 11, Fill: b.ownerColor(l.Owner), Weight: "700", Anchor: "end",
 			Title: fmt.Sprintf("backend %s: %s's connection to %s", l.Conn, l.Owner, l.Server)})
+		b.drawPoolMaps(l, name, y)
 		lastEnd := -1e9
 		for _, h := range l.Holds {
 			to := h.To
@@ -294,34 +319,6 @@ func (sc stmtClients) at(conn string, t time.Duration) string {
 		who = s.Client
 	}
 	return who
-}
-
-// statementClients pairs the statements backends received with the
-// clients they came from: a backend's own client's, or through a pooler
-// (a host that both receives clients and dials servers) the k-th statement
-// of an op the pooler forwards is the k-th of that op it received.
-func statementClients(events []event.Event, dials map[string]bool) stmtClients {
-	out := stmtClients{}
-	waiting := map[string][]string{} // pooler|op → clients, in order
-	for _, e := range events {
-		if e.Kind != event.DBSegmentReceived || e.Dir != "request" {
-			continue
-		}
-		switch {
-		case dials[e.Actor]:
-			waiting[e.Actor+"|"+e.Op] = append(waiting[e.Actor+"|"+e.Op], e.Client)
-		case dials[e.Client]:
-			q := waiting[e.Client+"|"+e.Op]
-			who := ""
-			if len(q) > 0 {
-				who, waiting[e.Client+"|"+e.Op] = q[0], q[1:]
-			}
-			out[e.Conn] = append(out[e.Conn], stmtClient{e.At, who})
-		default:
-			out[e.Conn] = append(out[e.Conn], stmtClient{e.At, e.Client})
-		}
-	}
-	return out
 }
 
 // uniq keeps the first of each name, in order.

@@ -233,7 +233,8 @@ func timeAxis(res *scenarios.Result) opts.XAxis {
 func faultAreas(res *scenarios.Result) []any {
 	var areas []any
 	for _, a := range res.Applied {
-		until, forever := faultExtent(a, res.Applied, res.End)
+		sp := readFaultSpan(res.Events, a, res.End)
+		until, forever := sp.Until, sp.Forever
 		if until <= a.At {
 			continue
 		}

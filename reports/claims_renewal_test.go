@@ -2,9 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
@@ -75,80 +73,6 @@ func renewalClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 		for i, e := range res.Events {
 			if e.Kind == event.RenewalFailed && !failed[i] {
 				errf("%s's failed renewal at %v (event %d) is not drawn", e.Client, e.At, i)
-			}
-		}
-	}
-	return n, errs
-}
-
-// faultClaims checks each fault band against the events it names: the
-// fault.applied of a fault of its kind (a partition's naming the host) at
-// the band's start,
-// then, when the band ends before the run does, the fault's own
-// fault.healed or a heal applied at its end (a band no event ends lasts
-// to the end of the run, or past it). Every partition applied is
-// drawn, when any band is. It returns the bands checked.
-func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
-	var errs []string
-	named := map[int]bool{}
-	n := 0
-	for _, s := range allShapes(tl) {
-		words, _ := labelFields(s.Label)
-		if len(words) == 4 && words[0] == "faultrow" {
-			// A fault on its target's own row: a pause, a crash, a node down.
-			n++
-			ids, err := parseIDs(s.Events)
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%q: %v", s.Label, err))
-				continue
-			}
-			if e := res.Events[ids[0]]; e.Kind != event.FaultApplied || e.Node != words[2] || !strings.HasPrefix(e.Fault, words[1]+" ") || checker.Sec(e.At) != words[3] {
-				errs = append(errs, fmt.Sprintf("%q: event %q (%s %q of %s) is not its fault", s.Label, s.Events, e.Kind, e.Fault, e.Node))
-			}
-			named[ids[0]] = true
-			continue
-		}
-		if len(words) < 4 || words[0] != "fault" {
-			continue
-		}
-		n++
-		host, from, until := "", words[len(words)-2], words[len(words)-1]
-		if words[1] == "partition" {
-			host = words[2]
-		}
-		ids, err := parseIDs(s.Events)
-		if err != nil || len(ids) == 0 {
-			errs = append(errs, fmt.Sprintf("%q: events %q", s.Label, s.Events))
-			continue
-		}
-		a := res.Events[ids[0]]
-		named[ids[0]] = true
-		hosts := strings.FieldsFunc(a.Fault, func(r rune) bool { return r == ' ' || r == '|' || r == ',' })
-		if a.Kind != event.FaultApplied || !strings.HasPrefix(a.Fault, words[1]+" ") || host != "" && !slices.Contains(hosts, host) || checker.Sec(a.At) != from {
-			errs = append(errs, fmt.Sprintf("%q: event %d (%s %q at %s) is not its fault", s.Label, ids[0], a.Kind, a.Fault, checker.Sec(a.At)))
-			continue
-		}
-		switch {
-		case len(ids) == 1 && host == "":
-			// A fault that is not a partition ends on its own (a pause's
-			// length): no event marks its end.
-		case len(ids) == 1:
-			// Nothing healed it in the run: it lasts to the run's end, or
-			// to its own end past it.
-			if d, err := time.ParseDuration(until); err != nil || d < res.End.Truncate(time.Millisecond) {
-				errs = append(errs, fmt.Sprintf("%q: no event ends it before the end of the run (%s)", s.Label, checker.Sec(res.End)))
-			}
-		case len(ids) == 2:
-			h := res.Events[ids[1]]
-			if checker.Sec(h.At) != until || !(h.Kind == event.FaultHealed && h.Fault == a.Fault || h.Kind == event.FaultApplied && strings.HasPrefix(h.Fault, "heal")) {
-				errs = append(errs, fmt.Sprintf("%q: event %d (%s %q at %s) does not end it", s.Label, ids[1], h.Kind, h.Fault, checker.Sec(h.At)))
-			}
-		}
-	}
-	if n > 0 {
-		for i, e := range res.Events {
-			if e.Kind == event.FaultApplied && strings.HasPrefix(e.Fault, "partition ") && !named[i] {
-				errs = append(errs, fmt.Sprintf("partition %q at %v (event %d) is not drawn", e.Fault, e.At, i))
 			}
 		}
 	}

@@ -47,6 +47,9 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		n, ferrs := faultClaims(r.res, tl)
 		seen["faults"] += n
 		errs = append(errs, ferrs...)
+		n, lerrs := livenessClaims(r.res, tl)
+		seen["liveness"] += n
+		errs = append(errs, lerrs...)
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
@@ -73,7 +76,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "poolmap", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "crash", "down", "restarts", "expiry", "unavailable"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -102,6 +105,18 @@ func labelFields(label string) ([]string, map[string]string) {
 func parseIDs(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
+		if a, b, ok := strings.Cut(f, "-"); ok {
+			// A run of consecutive ids, first-last (eventRanges).
+			lo, err1 := strconv.Atoi(a)
+			hi, err2 := strconv.Atoi(b)
+			if err1 != nil || err2 != nil || hi < lo {
+				return nil, fmt.Errorf("data-events %q: bad range %q", s, f)
+			}
+			for n := lo; n <= hi; n++ {
+				out = append(out, n)
+			}
+			continue
+		}
 		n, err := strconv.Atoi(f)
 		if err != nil {
 			return nil, fmt.Errorf("data-events %q: %v", s, err)
@@ -116,7 +131,9 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
 	var sessions []string
-	backendGrants, permits := 0, 0
+	backendGrants, permits, scripted := 0, 0, 0
+	scriptNamed := map[int]bool{} // events of the permit-expiring semaphore's entries
+	assigned := map[int]bool{}    // a pooler's assignments drawn
 	for _, s := range allShapes(tl) {
 		switch {
 		case strings.HasPrefix(s.Label, "subtitle "):
@@ -125,10 +142,26 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		case strings.HasPrefix(s.Label, "nokey ") || strings.HasPrefix(s.Label, "lockdata "):
 			errs = append(errs, lockDataClaim(res, s.Label)...)
 			continue
+		case strings.HasPrefix(s.Label, "poolmap "):
+			ids, perrs := poolMapClaim(res, s.Label, s.Events)
+			errs = append(errs, perrs...)
+			for _, id := range ids {
+				assigned[id] = true
+			}
+			continue
 		case strings.HasPrefix(s.Label, "backendhold "):
 			backendGrants += backendHoldClaim(res, s.Label, &errs)
 			continue
 		case strings.HasPrefix(s.Label, "permit "):
+			ids, _ := parseIDs(s.Events)
+			if namesScript(res, ids) {
+				for _, id := range ids {
+					scriptNamed[id] = true
+				}
+				scripted++
+				errs = append(errs, scriptPermitClaim(res, s.Label)...)
+				continue
+			}
 			permits++
 			errs = append(errs, permitClaim(res, s.Label)...)
 			continue
@@ -188,6 +221,18 @@ func claimMismatches(res *scenarios.Result, tl *timeline) []string {
 		if len(added) != permits {
 			errf("%d entries added to the permit set, %d drawn", len(added), permits)
 		}
+	}
+	// Every assignment of a backend by a pooler is drawn, when the
+	// backends lane is.
+	if backendGrants > 0 {
+		for i, e := range res.Events {
+			if e.Kind == event.DBPoolMapped && e.Reason == "assigned" && !assigned[i] {
+				errf("the pooler's assignment of %s to %s at %v (event %d) is not drawn", e.Session, e.Conn, e.At, i)
+			}
+		}
+	}
+	if scripted > 0 {
+		errs = append(errs, scriptPermitsDrawn(res, scriptNamed)...)
 	}
 	// Every grant to a backend is in a drawn hold, when the lane is drawn.
 	if backendGrants > 0 {
@@ -552,16 +597,25 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 		if e.Conn != conn || e.At < time.Duration(from) || e.At > end {
 			continue
 		}
+		// At one instant a server releases before it grants again (a
+		// request's connection reset runs before its statement): a grant
+		// at the instant a released hold ends is the next hold's, a
+		// release at the instant a hold begins the previous one's.
+		switch {
+		case e.Kind == event.DBLockGranted && e.At == end && end != time.Duration(from) && kv["end"] == "released":
+			continue
+		case e.Kind == event.DBLockReleased && e.At == time.Duration(from) && end != time.Duration(from):
+			continue
+		}
 		switch {
 		case e.Kind == event.DBLockGranted && e.Key == key:
-			// The client it is drawn granted for sent a statement of that
-			// op (to the pooler, or to this server) before it.
-			if grants < len(forWho) && forWho[grants] != "" {
-				who, op, t := forWho[grants], e.Op, e.At
-				if !slices.ContainsFunc(res.Events, func(x event.Event) bool {
-					return x.Kind == event.DBSegmentReceived && x.Dir == "request" && x.Client == who && x.Op == op && x.At <= t
-				}) {
-					errf("grant %d drawn for %s, who sent no %s before %v", grants+1, who, op, t)
+			// The client it is drawn granted for is the one the pooler
+			// said it was serving with this backend then (its last
+			// db.pool.mapped on the backend before the grant assigned
+			// it); a backend no pooler maps is drawn for nobody else.
+			if grants < len(forWho) {
+				if who := pooledClientAt(res, conn, e.At); forWho[grants] != who {
+					errf("grant %d at %v drawn for %q; the pooler was serving %q with %s", grants+1, e.At, forWho[grants], who, conn)
 				}
 			}
 			grants++

@@ -3,6 +3,8 @@ package reports
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/locklab/locklab/scenarios"
 )
@@ -16,6 +18,9 @@ type herdRun struct {
 	Algorithm string
 	Clients   []string
 	Counts    []int
+	// Events are the watch notifications counted (indexes in that run's
+	// res.Events): the panel's count label names them in data-events.
+	Events []int
 }
 
 // herdRuns lists the notifications per client of a run and of every
@@ -29,6 +34,9 @@ func herdRuns(in RunInput) []herdRun {
 		}
 		per := m.NotifiesPerClient()
 		h := herdRun{Algorithm: res.Scenario.Algorithm}
+		for _, n := range m.Notifies {
+			h.Events = append(h.Events, n.Index)
+		}
 		for _, c := range res.Scenario.ClientNames() {
 			h.Clients = append(h.Clients, c)
 			h.Counts = append(h.Counts, per[c])
@@ -82,7 +90,7 @@ func newHerdChart(runs []herdRun) *herdChart {
 			peak = max(peak, c)
 		}
 		ch.Shapes = append(ch.Shapes, shape{Kind: "text", X: 8, Y: y + 18, Text: fmt.Sprintf("%s: %d watch notifications in all, at most %d to one waiter", r.Algorithm, sum, peak), Size: 14, Weight: "700", Fill: "#0f172a",
-			Label: fmt.Sprintf("herd %s %d", r.Algorithm, sum)})
+			Label: fmt.Sprintf("herd %s %d", r.Algorithm, sum), Events: eventRanges(r.Events)})
 		base := y + top + panelH - 30
 		h := panelH - 40
 		ch.Shapes = append(ch.Shapes,
@@ -107,4 +115,28 @@ func newHerdChart(runs []herdRun) *herdChart {
 	ch.Height = y
 	ch.Caption = "Watch notifications per waiter, one panel per recipe, on the same scale. With one shared node every release wakes every remaining waiter; with the queue each waiter watches only its predecessor and is woken once."
 	return ch
+}
+
+// eventRanges is eventIDs with each run of three or more consecutive ids
+// written first-last: a herd's thousands of notifications arrive in a
+// hundred runs, and the lesson page stays light.
+func eventRanges(ids []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j-i >= 2 {
+			fmt.Fprintf(&b, "%d-%d", ids[i], ids[j])
+		} else {
+			j = i
+			b.WriteString(strconv.Itoa(ids[i]))
+		}
+		i = j + 1
+	}
+	return b.String()
 }

@@ -188,56 +188,64 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 			m.Fences = append(m.Fences, fenceIssue{Node: n, At: at, Token: v})
 		}
 	case verb == "eval" && len(f) >= 4 && f[3] == key:
-		script := f[1]
-		switch script {
-		case "<compare-and-delete>":
-			if reply == ":1" {
+		kt.applyScript(n, f, reply, at, replica)
+	}
+}
+
+// applyScript updates node n's key for one of the lock scripts run on it
+// (sim.ScriptName names them): a compare-and-delete release, a
+// compare-and-pexpire renewal (or its refusal), a reentrant acquire or
+// release.
+func (kt *keyTracker) applyScript(n string, f []string, reply string, at time.Duration, replica bool) {
+	m, state := kt.m, kt.state
+	switch f[1] {
+	case "<compare-and-delete>":
+		if reply == ":1" {
+			kt.close(n, at, "released")
+		}
+	case "<compare-and-pexpire>":
+		if reply == ":0" && len(f) >= 5 && !replica {
+			// The node refused: the key does not hold the renewer's
+			// token (it expired, or another client took it).
+			m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at, Event: kt.cur})
+		}
+		if reply == ":1" && len(f) >= 6 {
+			if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
+				kt.setTTL(n, at, time.Duration(v)*time.Millisecond)
+				if s := state[n]; s.live {
+					s.span.Renewed++
+					s.span.Renewals = append(s.span.Renewals, at)
+					s.span.RenewalEvents = append(s.span.RenewalEvents, kt.cur)
+				}
+			}
+		}
+	case "<reentrant-acquire>":
+		if reply == "$-1" && len(f) >= 6 {
+			ms, _ := strconv.ParseInt(f[4], 10, 64)
+			s := state[n]
+			if s.live && s.span.Token == f[5] {
+				s.span.Count++
+				kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
+			} else {
+				kt.open(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
+				state[n].span.Count = 1
+			}
+			state[n].span.MaxCount = max(state[n].span.MaxCount, state[n].span.Count)
+		}
+	case "<reentrant-release>":
+		// 1: the last hold, the key is deleted; 0: one hold fewer,
+		// the TTL is renewed; nil: not the owner.
+		if s := state[n]; s.live {
+			switch reply {
+			case ":1":
 				kt.close(n, at, "released")
-			}
-		case "<compare-and-pexpire>":
-			if reply == ":0" && len(f) >= 5 && !replica {
-				// The node refused: the key does not hold the renewer's
-				// token (it expired, or another client took it).
-				m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at, Event: kt.cur})
-			}
-			if reply == ":1" && len(f) >= 6 {
-				if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
-					kt.setTTL(n, at, time.Duration(v)*time.Millisecond)
-					if s := state[n]; s.live {
-						s.span.Renewed++
-						s.span.Renewals = append(s.span.Renewals, at)
-						s.span.RenewalEvents = append(s.span.RenewalEvents, kt.cur)
-					}
+			case ":0":
+				if s.span.Count > 0 {
+					s.span.Count--
 				}
-			}
-		case "<reentrant-acquire>":
-			if reply == "$-1" && len(f) >= 6 {
-				ms, _ := strconv.ParseInt(f[4], 10, 64)
-				s := state[n]
-				if s.live && s.span.Token == f[5] {
-					s.span.Count++
+				if len(f) >= 5 {
+					ms, _ := strconv.ParseInt(f[4], 10, 64)
 					kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
-				} else {
-					kt.open(n, f[5], at, time.Duration(ms)*time.Millisecond, replica)
-					state[n].span.Count = 1
-				}
-				state[n].span.MaxCount = max(state[n].span.MaxCount, state[n].span.Count)
-			}
-		case "<reentrant-release>":
-			// 1: the last hold, the key is deleted; 0: one hold fewer,
-			// the TTL is renewed; nil: not the owner.
-			if s := state[n]; s.live {
-				switch reply {
-				case ":1":
-					kt.close(n, at, "released")
-				case ":0":
-					if s.span.Count > 0 {
-						s.span.Count--
-					}
-					if len(f) >= 5 {
-						ms, _ := strconv.ParseInt(f[4], 10, 64)
-						kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
-					}
 				}
 			}
 		}

@@ -316,7 +316,7 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		}
 	}
 	if len(b.permitLines) > 0 {
-		out = append(out, legendItem{Swatch: "sw-key", Text: "a client's entry in the semaphore's set on the node, from its ZADD to its removal (red outline: removed by another client)"})
+		out = append(out, legendItem{Swatch: "sw-key", Text: "a client's entry in the semaphore's set on the node, from the command or script that added it to its removal (red outline: removed by another client)"})
 	}
 	if len(b.rwLines) > 0 {
 		out = append(out, legendItem{Swatch: "sw-key", Text: "a reader's (lighter) or writer's hold in the lock's hash on the node, until released or the hash expired there"})

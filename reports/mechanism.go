@@ -1,8 +1,6 @@
 package reports
 
 import (
-	"github.com/locklab/locklab/sim/event"
-	"sort"
 	"strings"
 	"time"
 
@@ -123,6 +121,7 @@ type sessionSpan struct {
 type sessionExpiry struct {
 	Client string
 	At     time.Duration
+	Event  int // its zk.session.expired (index in res.Events)
 }
 
 // znodeSpan is the life of one lock znode.
@@ -293,159 +292,6 @@ func (c nodeClock) trueAt(from, deadline time.Duration) time.Duration {
 	// Past the last point: the clock keeps its last offset.
 	last := c.pts[len(c.pts)-1]
 	return max(from, deadline-last.off)
-}
-
-// deriveMechanism reads res's events. It returns nil when the run kept
-// none.
-func deriveMechanism(res *scenarios.Result) *mechanism {
-	if res == nil || len(res.Events) == 0 {
-		return nil
-	}
-	sc := res.Scenario
-	m := &mechanism{Keys: map[string][]keySpan{}}
-	m.Redlock = strings.HasPrefix(sc.Algorithm, "redlock")
-	// gozk-*: the real go-zookeeper client against the simulated
-	// ensemble, the house's one ZooKeeper.
-	ensemble := strings.HasPrefix(sc.Algorithm, "gozk")
-	m.ZK = ensemble
-	clocks := map[string]nodeClock{}
-	isNode := map[string]bool{}
-	isClient := map[string]bool{}
-	for _, c := range sc.ClientNames() {
-		isClient[c] = true
-	}
-	for _, h := range res.Hosts {
-		clocks[h.Name] = newNodeClock(h, res.End)
-		if h.IsRedisNode() {
-			m.Nodes = append(m.Nodes, h.Name)
-			isNode[h.Name] = true
-		}
-	}
-	kt := &keyTracker{m: m, clocks: clocks, key: sc.Key, fenceKey: "fence:" + sc.Key, owner: map[string]string{}, state: map[string]*keyState{}}
-	for _, n := range m.Nodes {
-		kt.state[n] = &keyState{}
-	}
-	owner, state := kt.owner, kt.state
-
-	pt := newPermitTracker(sc.Key, owner)
-	rt := newRWTracker(sc.Key, owner)
-	var vt *voteTracker
-	if m.Redlock {
-		vt = newVoteTracker(m, clocks, sc.Key, lockNodes(sc, isNode))
-	}
-	// Every node's writes, for the replication lag (replstream.go).
-	stream := newReplStream()
-	// ZooKeeper: the ensemble the real go-zookeeper client talks to.
-	ens := newEnsembleState()
-
-	for i := range res.Events {
-		e := &res.Events[i]
-		actor := e.Actor
-		base, _, _ := strings.Cut(actor, "/")
-		for _, n := range m.Nodes {
-			kt.expire(n, e.At)
-		}
-		ens.cur, kt.cur = i, i
-		if ensemble && deriveEnsemble(m, ens, e, isClient[base], res.Hosts) {
-			continue
-		}
-		if isNode[actor] {
-			rt.event(i, e)
-		}
-		if vt != nil {
-			client := ""
-			if isClient[base] {
-				client = base
-			}
-			vt.event(i, e, client)
-		}
-		switch {
-		case isClient[base] && e.Kind == event.CommandSent:
-			f := words(e)
-			if len(f) >= 3 && strings.EqualFold(f[0], "set") && f[1] == kt.key {
-				owner[f[2]] = base
-			}
-			for _, w := range f {
-				if looksLikeToken(w) {
-					if _, ok := owner[w]; !ok {
-						owner[w] = base
-					}
-				}
-			}
-		case isClient[base] && e.Kind == event.RenewalFailed:
-			m.RenewFails = append(m.RenewFails, renewFail{Client: e.Client, Reason: e.Reason, At: e.At, Event: i})
-		case isNode[actor] && e.Kind == event.ReplicationApplied:
-			// The master that shipped the effect, as the replication
-			// stream says: after a failover it is not the one the host
-			// list started with.
-			ev := replEvent{From: e.From, To: actor, Arrived: e.At, Summary: e.Command, Event: i}
-			ev.Sent, ev.SentEvent, ev.HasSent = stream.match(ev.From, actor, e)
-			m.Repl = append(m.Repl, ev)
-			kt.apply(actor, words(e), "", e.At, true)
-		case isNode[actor] && e.Kind == event.ReplicationLost:
-			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.From + " was down before it could be delivered", Summary: e.Command, Event: i}
-			ev.Sent, ev.SentEvent, ev.HasSent = stream.match(e.From, e.To, e)
-			m.Repl = append(m.Repl, ev)
-		case (e.Kind == event.MessageLost || e.Kind == event.MessageDropped) && e.Op == "REPLICATE" && isNode[e.From] && isNode[e.To]:
-			// An effect the network lost or a fault dropped on its way
-			// to the replica.
-			ev := replEvent{From: e.From, To: e.To, Arrived: e.At, Lost: true, Why: e.Reason, Summary: e.Command, Event: i}
-			ev.Sent, ev.SentEvent, ev.HasSent = stream.match(e.From, e.To, e)
-			m.Repl = append(m.Repl, ev)
-		case isNode[actor] && e.Kind == event.ReplicationFullSync:
-			kt.resync(e.Node, e.From, e.At)
-			stream.fullSync(e.From, e.Node)
-		case isNode[actor] && e.Kind == event.Promoted:
-			m.Promotions = append(m.Promotions, promotion{Node: e.Node, Old: e.From, At: e.At})
-		case isNode[actor] && e.Kind == event.NodeCrashed:
-			s := state[actor]
-			if s.live {
-				saved := *s
-				kt.close(actor, e.At, "crash")
-				*s = saved
-				s.live = false
-				s.span.From = -1 // remembered, for a restart that keeps it
-			}
-		case isNode[actor] && e.Kind == event.NodeRestarted:
-			s := state[actor]
-			if s.live {
-				break // a full sync at the restart already gave it the master's key
-			}
-			if s.span.From == -1 && e.Keys != 0 {
-				s.live, s.span.From, s.span.End = true, e.At, ""
-			} else {
-				*s = keyState{}
-			}
-		case isNode[actor] && e.Kind == event.CommandExecuted:
-			m.noteStructure(actor, i, e, sc.Key)
-			pt.executed(i, e)
-			f, reply := words(e), e.Reply
-			if changed(reply) {
-				stream.wrote(actor, i, e)
-			}
-			kt.apply(actor, f, reply, e.At, false)
-		}
-	}
-	for _, n := range m.Nodes {
-		kt.expire(n, res.End)
-		kt.close(n, res.End, "end of run")
-	}
-	if vt != nil {
-		vt.end(sc.ClientNames())
-	}
-	m.Permits = pt.finish(res.End)
-	m.RW = rt.finish(res.End)
-	if ensemble {
-		ens.finish(m, sc.ClientNames(), res.Hosts, res.End)
-	}
-	for i := range m.Znodes {
-		if m.Znodes[i].End == "" {
-			m.Znodes[i].To, m.Znodes[i].End = res.End, "end of run"
-		}
-	}
-	sort.SliceStable(m.Attempts, func(i, j int) bool { return m.Attempts[i].From < m.Attempts[j].From })
-	m.Voters = voters(m)
-	return m
 }
 
 // changed reports whether a reply says the command changed the dataset (the

@@ -32,6 +32,10 @@ type permitSpan struct {
 	From, To           time.Duration
 	End                string // "released", "removed by c2's cleanup", "removed by c1", "end of run"
 	Events             []int
+	// Lease: the score is the end of the permit's lease, not when it was
+	// taken (the permit-expiring semaphore, permitscripts.go); Relisted:
+	// a blind refresh listed it again after it was removed.
+	Lease, Relisted bool
 }
 
 type permitTracker struct {
@@ -55,6 +59,9 @@ func newPermitTracker(key string, owner map[string]string) *permitTracker {
 func (pt *permitTracker) executed(i int, e *event.Event) {
 	f := e.Args
 	if len(f) == 0 {
+		return
+	}
+	if pt.script(i, e) {
 		return
 	}
 	q := e.Node + "|" + e.Client
@@ -211,6 +218,13 @@ func (b *tlBuilder) drawPermits(r row) {
 			}
 			title := fmt.Sprintf("%s's entry in %s's permit set %s from %s to %s, stamped %s on its clock; ends: %s", owner, p.Node, b.res.Scenario.Key,
 				checker.Sec(p.From), checker.Sec(p.To), stampText(p.Score), p.End)
+			if p.Lease {
+				title = fmt.Sprintf("%s's permit in %s's set %s:timeout from %s to %s, its lease last set to end at %s on its clock; ends: %s", owner, p.Node, b.res.Scenario.Key,
+					checker.Sec(p.From), checker.Sec(p.To), stampText(p.Score), p.End)
+				if p.Relisted {
+					title += " — listed again by a blind refresh after it was removed"
+				}
+			}
 			stroke, sw := "", 0.0
 			if strings.HasPrefix(p.End, "removed by ") && !strings.Contains(p.End, "its own") {
 				stroke, sw = witnessRed, 1.5
@@ -218,6 +232,9 @@ func (b *tlBuilder) drawPermits(r row) {
 			t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(x1-x0, 2), H: 13, Fill: b.ownerColor(p.Owner), Opacity: 0.55, Stroke: stroke, SW: sw, Class: "permit", Title: title,
 				Events: eventIDs(p.Events), Label: fmt.Sprintf("permit %s %s from=%d to=%d end=%s", p.Node, p.Token, p.From, p.To, url.QueryEscape(p.End))})
 			text := owner + "'s permit"
+			if p.Relisted {
+				text += " (re-listed)"
+			}
 			if stroke != "" {
 				text += ", " + p.End
 			}

@@ -88,11 +88,12 @@ type tlBuilder struct {
 	mech     *mechanism
 
 	voteClients, sessionClients []string
-	backends                    []*backendLine // database backends drawn (backends.go)
-	permitLines                 [][]permitSpan // a semaphore's set, packed in lines (permits.go)
-	rwLines                     [][]rwSpan     // a reader-writer hash's holds (rwlane.go)
-	holdBegan                   map[string]int // client|start → its hold.began event (res.Events)
-	accessed                    map[string]int // client|at|READ or WRITE → the store's command.executed (res.Events)
+	backends                    []*backendLine       // database backends drawn (backends.go)
+	permitLines                 [][]permitSpan       // a semaphore's set, packed in lines (permits.go)
+	rwLines                     [][]rwSpan           // a reader-writer hash's holds (rwlane.go)
+	holdBegan                   map[string]int       // client|start → its hold.began event (res.Events)
+	accessed                    map[string]int       // client|at|READ or WRITE → the store's command.executed (res.Events)
+	spans                       map[string]faultSpan // a fault's events, by its time and text (faultspan.go)
 }
 
 // rowSpec is one row of a timeline before it is laid out.
@@ -126,7 +127,7 @@ func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, fr
 	for i, c := range clients {
 		b.color[c] = clientColor(i)
 	}
-	b.holdBegan, b.accessed = map[string]int{}, map[string]int{}
+	b.holdBegan, b.accessed, b.spans = map[string]int{}, map[string]int{}, map[string]faultSpan{}
 	for i, e := range res.Events {
 		if e.Kind == event.HoldBegan {
 			b.holdBegan[fmt.Sprint(e.Actor, "|", e.At)] = i
@@ -173,94 +174,8 @@ func (b *tlBuilder) layout(clients []string) {
 	y := 10.0
 
 	// Lanes of labels above the rows: faults, then the witness.
-	type lane struct {
-		text, title string
-		events      string // data-events of a witness lane (witnessevents.go)
-		x           float64
-		color       string
-		weight      string
-	}
-	var faultLanes []lane
-	var shown []faults.Applied // the faults visible in this window, in lane order
-	for _, a := range res.Applied {
-		until, forever := faultExtent(a, res.Applied, res.End)
-		if !b.visible(a.At, max(until, a.At)) {
-			continue
-		}
-		shown = append(shown, a)
-		txt := a.Text
-		if forever {
-			txt = fmt.Sprintf("%s  (%s → end of run, never heals)", txt, checker.Sec(a.At))
-		} else if until > a.At {
-			txt = fmt.Sprintf("%s  (%s → %s)", txt, checker.Sec(a.At), checker.Sec(until))
-		} else {
-			txt = fmt.Sprintf("%s  (at %s)", txt, checker.Sec(a.At))
-		}
-		faultLanes = append(faultLanes, lane{text: "fault: " + txt, title: faultTitle(a), x: b.xc(a.At), color: faultAmber, weight: "600"})
-	}
-	const maxFaultLanes = 8
-	if len(faultLanes) > maxFaultLanes {
-		more := len(faultLanes) - maxFaultLanes
-		faultLanes = faultLanes[:maxFaultLanes]
-		faultLanes = append(faultLanes, lane{text: fmt.Sprintf("… and %d more faults (see the fault table)", more), x: t.X0, color: faultAmber})
-	}
-	var witnessLanes []lane
-	w := res.Report.Witness
-	if o := w.MutualExclusion; o != nil && b.visible(o.From, o.To) {
-		text := fmt.Sprintf("OVERLAP: %s and %s both hold the lock from %s to %s (%s)", o.First.Client, o.Second.Client, checker.Sec(o.From), checker.Sec(o.To), dur(o.To-o.From))
-		if len(o.Holders) > 0 {
-			text = fmt.Sprintf("OVERLAP: %s hold %d permits of %d from %s to %s (%s)", andList(witnessClients(o)), len(o.Holders), o.Permits, checker.Sec(o.From), checker.Sec(o.To), dur(o.To-o.From))
-		}
-		witnessLanes = append(witnessLanes, lane{
-			text:   text,
-			events: eventIDs(b.overlapEvents(o)),
-			x:      b.xc(o.From),
-			color:  witnessRed, weight: "700",
-		})
-	}
-	if r := w.Resource; r != nil && b.visible(r.Write.At, r.Write.At) {
-		var txt string
-		switch r.Kind {
-		case checker.DuplicateToken:
-			txt = fmt.Sprintf("DUPLICATE TOKEN: %s's write is accepted with fencing token %d, already used by %s", r.Write.Client, r.Write.Fence, r.Overwritten.Client)
-		case checker.StaleToken:
-			txt = fmt.Sprintf("STALE TOKEN: %s's write is accepted with token %d after %s's token %d", r.Write.Client, r.Write.Fence, r.Overwritten.Client, r.Overwritten.Fence)
-		case checker.NotReadMinus1:
-			txt = fmt.Sprintf("NOT READ-1: %s writes %d after reading %d", r.Write.Client, r.Write.Value, r.Write.Based)
-		case checker.StaleBase:
-			txt = fmt.Sprintf("STALE BASE: %s writes %d from %d while the resource holds %d", r.Write.Client, r.Write.Value, r.Write.Based, r.Held)
-		case checker.ABA:
-			txt = fmt.Sprintf("ABA: %s writes %d from a read of %d; %s wrote in between", r.Write.Client, r.Write.Value, r.Write.Based, r.Overwritten.Client)
-		default:
-			txt = fmt.Sprintf("LOST UPDATE: %s writes %d from a stale read of %d, undoing %s's write of %d", r.Write.Client, r.Write.Value, r.Write.Based, r.Overwritten.Client, r.Overwritten.Value)
-		}
-		witnessLanes = append(witnessLanes, lane{text: txt, events: eventIDs(b.resourceEvents(r)), x: b.xc(r.Write.At), color: witnessRed, weight: "700"})
-	}
-	if u := w.Liveness; u != nil && b.visible(u.From, u.To) {
-		witnessLanes = append(witnessLanes, lane{
-			text:  fmt.Sprintf("UNAVAILABLE for %s (bound %s): %s while %s wait", dur(u.To-u.From), dur(u.Bound), unavailableHolder(u), strings.Join(u.Waiting, ", ")),
-			x:     b.xc(u.From),
-			color: witnessRed, weight: "700",
-		})
-	}
-	laneTops := []float64{}
-	for _, l := range faultLanes {
-		s := b.laneText(l.x, y+12, l.text, 11.5, l.color, l.weight)
-		s.Title = l.title
-		t.Over = append(t.Over, s)
-		laneTops = append(laneTops, y+14)
-		y += 17
-	}
-	for _, l := range witnessLanes {
-		s := b.laneText(l.x, y+13, l.text, 12.5, l.color, l.weight)
-		s.Events = l.events
-		t.Over = append(t.Over, s)
-		laneTops = append(laneTops, y+16)
-		y += 19
-	}
-	if len(faultLanes)+len(witnessLanes) > 0 {
-		y += 4
-	}
+	faultLanes, shown := b.faultLanes()
+	laneTops, y := b.placeLanes(faultLanes, b.witnessLanes(), y)
 
 	// Time axis on top.
 	axisTop := y
@@ -268,6 +183,54 @@ func (b *tlBuilder) layout(clients []string) {
 	t.Y0 = y
 
 	// Rows.
+	y, clientRowsEnd := b.placeRows(b.rowSpecs(clients), y)
+	t.Y1 = y
+	t.Over = append(t.Over, shape{Kind: "line", X: t.X0 - 4, Y: t.Y0, X2: t.X0 - 4, Y2: t.Y1, Stroke: "#cbd5e1", SW: 1})
+
+	// Axis ticks and grid lines.
+	b.axis(axisTop, y)
+	y += 24
+	t.Height = y
+
+	// Fault windows, shaded across all rows, with a leader to their label.
+	b.faultWindows(shown, laneTops)
+
+	// Clients: wants, holding intervals, accesses.
+	h := res.History
+	for _, wt := range h.Wants {
+		b.want(wt)
+	}
+	for _, iv := range h.Intervals {
+		b.interval(iv)
+	}
+	b.accesses(h.Accesses)
+
+	// Hosts: clocks.
+	for _, hs := range res.Hosts {
+		key := "node:" + hs.Name
+		if hs.Role == "client" {
+			key = "clientclock:" + hs.Name
+		}
+		if r, ok := b.rowOf[key]; ok {
+			b.clock(hs, r)
+		}
+	}
+
+	// The mechanism: keys, votes, replication, sessions, znodes.
+	b.drawMechanism()
+
+	// The witness, on top of everything.
+	b.witness(clientRowsEnd, laneTops[len(faultLanes):])
+	b.dropCollidingLabels()
+
+	// Legend.
+	t.Legend = b.legend()
+}
+
+// rowSpecs lists the timeline's rows: the clients, the mechanism's lanes,
+// the hosts, and the clocks of clients whose clock is not true time.
+func (b *tlBuilder) rowSpecs(clients []string) []rowSpec {
+	res := b.res
 	var specs []rowSpec
 	rowH := 58.0
 	if b.dense {
@@ -294,6 +257,13 @@ func (b *tlBuilder) layout(clients []string) {
 			specs = append(specs, rowSpec{name: c, sub: "clock of " + c, kind: "clientclock", h: 40})
 		}
 	}
+	return specs
+}
+
+// placeRows lays the rows out from y, with their names, and returns the
+// y below them and the bottom of the client rows.
+func (b *tlBuilder) placeRows(specs []rowSpec, y float64) (float64, float64) {
+	t := b.t
 	clientRowsEnd := y
 	for i, s := range specs {
 		r := row{y: y, h: s.h}
@@ -336,67 +306,42 @@ func (b *tlBuilder) layout(clients []string) {
 		}
 		y += s.h
 	}
-	t.Y1 = y
-	t.Over = append(t.Over, shape{Kind: "line", X: t.X0 - 4, Y: t.Y0, X2: t.X0 - 4, Y2: t.Y1, Stroke: "#cbd5e1", SW: 1})
+	return y, clientRowsEnd
+}
 
-	// Axis ticks and grid lines.
-	b.axis(axisTop, y)
-	y += 24
-	t.Height = y
-
-	// Fault windows, shaded across all rows, with a leader to their label.
+// faultWindows shades each shown fault over the rows, with a leader to
+// its lane, and draws what it did to its target's row.
+func (b *tlBuilder) faultWindows(shown []faults.Applied, laneTops []float64) {
+	t := b.t
 	for i, a := range shown {
 		title := faultTitle(a)
-		if until, forever := faultExtent(a, res.Applied, res.End); until > a.At && a.Fault.Kind == faults.Partition && len(a.Fault.Groups) > 0 && b.partitionRows(a, until, forever, title) {
+		sp := b.spanOf(a)
+		ids := eventIDs(sp.ids())
+		if until := sp.Until; until > a.At && a.Fault.Kind == faults.Partition && len(a.Fault.Groups) > 0 && b.partitionRows(a, sp, title) {
 			// A partition is drawn on the rows it cuts off, not across
 			// the whole picture.
 		} else if until > a.At {
 			s := shape{Kind: "rect", X: b.xc(a.At), Y: t.Y0, W: b.xc(until) - b.xc(a.At), H: t.Y1 - t.Y0, Fill: "#fde68a", Opacity: 0.35, Class: "fault-window", Title: title,
-				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until)), Events: eventIDs(b.faultEvents(a, until))}
-			if forever {
+				Label: fmt.Sprintf("fault %s %s %s", a.Fault.Kind, checker.Sec(a.At), checker.Sec(until)), Events: ids}
+			if sp.Forever {
 				s.Class += " fault-forever"
 				s.Stroke, s.SW, s.Dash = faultAmber, 1, "6 4"
 			}
 			t.Back = append(t.Back, s)
 		}
-		t.Plot = append(t.Plot, shape{Kind: "line", X: b.x(a.At), Y: t.Y0, X2: b.x(a.At), Y2: t.Y1, Stroke: faultAmber, SW: 1.2, Dash: "4 3", Class: "fault-start"})
+		t.Plot = append(t.Plot, shape{Kind: "line", X: b.x(a.At), Y: t.Y0, X2: b.x(a.At), Y2: t.Y1, Stroke: faultAmber, SW: 1.2, Dash: "4 3", Class: "fault-start",
+			Label: fmt.Sprintf("faultstart %s %s", a.Fault.Kind, checker.Sec(a.At)), Events: eventIDs(firstID(sp.ids()))})
 		if i < maxFaultLanes {
 			t.Back = append(t.Back, shape{Kind: "line", X: b.xc(a.At), Y: laneTops[i], X2: b.xc(a.At), Y2: t.Y0, Stroke: faultAmber, SW: 0.8, Dash: "2 2"})
 		}
 		b.faultOnRow(a)
 	}
-	_ = clientRowsEnd
+}
 
-	// Clients: wants, holding intervals, accesses.
-	h := res.History
-	for _, wt := range h.Wants {
-		b.want(wt)
-	}
-	for _, iv := range h.Intervals {
-		b.interval(iv)
-	}
-	b.accesses(h.Accesses)
-
-	// Hosts: clocks.
-	for _, hs := range res.Hosts {
-		key := "node:" + hs.Name
-		if hs.Role == "client" {
-			key = "clientclock:" + hs.Name
-		}
-		if r, ok := b.rowOf[key]; ok {
-			b.clock(hs, r)
-		}
-	}
-
-	// The mechanism: keys, votes, replication, sessions, znodes.
-	b.drawMechanism()
-
-	// The witness, on top of everything.
-	b.witness(clientRowsEnd, laneTops[len(faultLanes):])
-	b.dropCollidingLabels()
-
-	// Legend.
-	t.Legend = []legendItem{
+// legend is the timeline's legend: the client rows' marks, then the
+// mechanism's.
+func (b *tlBuilder) legend() []legendItem {
+	out := []legendItem{
 		{Swatch: "sw-hold", Fill: palette[0], Text: "hold: from the acquire's return until the client releases, crashes, learns it lost the lock or finds its own lease run out — a deadline it never checks does not end it (one colour per client)"},
 		{Swatch: "sw-want", Text: "wants the lock and waits"},
 		{Swatch: "sw-fault", Text: "fault window"},
@@ -406,7 +351,7 @@ func (b *tlBuilder) layout(clients []string) {
 		{Swatch: "sw-write", Text: "accepted write"},
 		{Swatch: "sw-reject", Text: "rejected write"},
 	}
-	t.Legend = append(t.Legend, b.mechLegend()...)
+	return append(out, b.mechLegend()...)
 }
 
 func (b *tlBuilder) axis(top, bottom float64) {
@@ -525,14 +470,15 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 		x0, x1 := b.x(u.From), b.x(u.To)
 		wd := math.Max(x1-x0, 2)
 		title := "liveness violated: " + u.String()
+		ids := eventIDs(b.unavailableEvents(u))
 		// An outline over every client row (nobody holds), hatching on the
 		// rows of the clients that wait in vain.
 		t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: t.Y0, W: wd, H: clientRowsEnd - t.Y0, Fill: "none", Stroke: witnessRed, SW: 2.5,
 			ID: t.P + "witness-liveness", Class: "witness witness-liveness", Clients: strings.Join(u.Waiting, " "),
-			Label: fmt.Sprintf("unavailable %s %s", checker.Sec(u.From), checker.Sec(u.To)), Title: title})
+			Label: fmt.Sprintf("unavailable %s %s stuck=%s", checker.Sec(u.From), checker.Sec(u.To), strings.Join(u.Stuck, ",")), Title: title, Events: ids})
 		for _, c := range u.Waiting {
 			if r, ok := b.rowOf[c]; ok {
-				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 3, W: wd, H: r.h - 6, Fill: "url(#" + t.P + "hatch-witness)", Class: "witness-wait", Title: title})
+				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 3, W: wd, H: r.h - 6, Fill: "url(#" + t.P + "hatch-witness)", Class: "witness-wait", Title: title, Events: ids})
 			}
 		}
 		leader(b.xc(u.From))

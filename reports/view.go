@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"sort"
@@ -141,21 +140,7 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 		v.Narrative.Sources = append(v.Narrative.Sources, parseSource(s))
 	}
 
-	verd, exp := res.Report.Verdict, sc.Expect
-	for _, r := range []struct {
-		name     string
-		got, exp checker.Status
-	}{
-		{"mutual exclusion", verd.MutualExclusion, exp.MutualExclusion},
-		{"resource safety", verd.Resource, exp.Resource},
-		{"liveness", verd.Liveness, exp.Liveness},
-	} {
-		row := verdictRow{Property: r.name, Got: string(r.got), Expected: string(r.exp), Asserted: r.exp != "", Match: r.exp == "" || r.exp == r.got}
-		if row.Expected == "" {
-			row.Expected = "not asserted"
-		}
-		v.Verdicts = append(v.Verdicts, row)
-	}
+	v.Verdicts = verdictRows(res)
 	v.Witnesses = witnessViews(res)
 
 	mech := deriveMechanism(res)
@@ -166,35 +151,11 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 		v.Zoom.Caption = fmt.Sprintf("Zoom on the violation: %s to %s.", checker.Sec(from), checker.Sec(to))
 	}
 
-	for _, a := range res.Applied {
-		row := faultRow{At: checker.Sec(a.At), Text: a.Text, Note: a.Fault.Note}
-		if until, forever := faultExtent(a, res.Applied, res.End); forever {
-			row.Until = "end of run (never heals)"
-		} else if until > a.At {
-			row.Until = checker.Sec(until)
-		}
-		v.Faults = append(v.Faults, row)
-	}
+	v.Faults = faultRows(res)
 	v.Metrics = runMetrics(res)
 	v.Params = params(sc)
-	// The scenario as YAML is the run's setup: its lesson notes (the
-	// course: block, with the instructor's notes) are not, and a handout
-	// must not carry them.
-	setup := sc.Clone()
-	setup.Course = nil
-	if y, err := setup.Marshal(); err == nil {
-		v.YAML = string(y)
-	} else {
-		v.YAML = "# cannot render the scenario as YAML: " + err.Error()
-	}
-	if len(cmp) > 0 {
-		v.Compared = append(v.Compared, compareRow{Algorithm: sc.Algorithm, Summary: info.Summary, Main: true, Verdict: res.Report.Verdict, Metrics: compareMetrics(res, res.Metrics)})
-		for _, c := range cmp {
-			ci, _ := algorithms.Lookup(c.Algorithm)
-			v.Compared = append(v.Compared, compareRow{Algorithm: c.Algorithm, Summary: ci.Summary, Verdict: c.Verdict, Metrics: compareMetrics(c.Result, c.Metrics)})
-		}
-	}
-
+	v.YAML = setupYAML(sc)
+	v.Compared = compareRows(res, cmp, info.Summary)
 	if len(cmp) > 0 {
 		v.Herd = newHerdChart(herdRuns(RunInput{Result: res, Compared: cmp}))
 	}
@@ -202,16 +163,7 @@ func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefi
 	v.Trace, v.TraceOmitted, v.Actors = traceRows(res)
 	v.TraceTotal = len(res.Trace)
 
-	var viz bytes.Buffer
-	if err := res.Report.Visualize(&viz); err != nil {
-		v.VizErr = err.Error()
-	} else {
-		v.Viz = withVizProbe(viz.String())
-		if viewer, data, ok := splitViz(viz.String()); ok {
-			v.VizData = template.JS(scriptSafe([]byte(data)))
-			v.vizViewer = viewer
-		}
-	}
+	v.setViz(res)
 	if withCharts {
 		v.Charts = buildCharts(res, prefix)
 	}

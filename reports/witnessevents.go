@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/sim/event"
 )
 
 // The witness's marks name the events they stand for (data-events), so a
@@ -35,6 +36,37 @@ func (b *tlBuilder) resourceEvents(r *checker.ResourceWitness) []int {
 	for _, id := range b.accessEvent(r.Overwritten) {
 		if !slices.Contains(ids, id) {
 			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// unavailableEvents are the holds an unavailable stretch is bounded by:
+// for each holder stuck through it, the hold.began of its hold; and the
+// hold.began at its end, when a hold ended it (a stretch that lasts to
+// the end of the run has none).
+func (b *tlBuilder) unavailableEvents(u *checker.Unavailable) []int {
+	var ids []int
+	for _, c := range u.Stuck {
+		last := -1
+		for i, e := range b.res.Events {
+			if e.At > u.From {
+				break
+			}
+			if e.Kind == event.HoldBegan && e.Actor == c {
+				last = i
+			}
+		}
+		if last >= 0 {
+			ids = append(ids, last)
+		}
+	}
+	for i, e := range b.res.Events {
+		if e.At > u.To {
+			break
+		}
+		if e.Kind == event.HoldBegan && e.At == u.To && !slices.Contains(ids, i) {
+			ids = append(ids, i)
 		}
 	}
 	return ids

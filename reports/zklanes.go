@@ -129,10 +129,12 @@ func (b *tlBuilder) sessions(r row) {
 		}
 		x := b.x(e.At)
 		title := fmt.Sprintf("the server expires %s's session at %s: its ephemeral nodes are deleted, though %s does not know yet", e.Client, checker.Sec(e.At), e.Client)
+		ids, label := eventIDs([]int{e.Event}), fmt.Sprintf("expiry %s %s", e.Client, checker.Sec(e.At))
 		b.cross(x, y+7, 5, witnessRed, title)
+		t.Plot[len(t.Plot)-1].Events, t.Plot[len(t.Plot)-1].Label = ids, label
 		txt := "server expires the session"
 		if x+9+textWidth(txt, 10) < t.X1 {
-			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 9, Y: y + 11, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true})
+			t.Plot = append(t.Plot, shape{Kind: "text", X: x + 9, Y: y + 11, Text: txt, Size: 10, Fill: witnessRed, Weight: "700", Halo: true, Events: ids, Label: label})
 		}
 	}
 }

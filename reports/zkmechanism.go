@@ -111,45 +111,90 @@ func isEnsembleServer(h scenarios.Host) bool {
 func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool, hosts []scenarios.Host) bool {
 	switch e.Kind {
 	case event.FrameHeld, event.MessageDropped, event.MessageLost:
-		// A create's reply that did not reach the client: the server
-		// made the node all the same.
-		if e.Dir != "reply" || (e.Op != "CREATE" && e.Op != "CREATE2") || e.Reply != "ok" || !e.Ephemeral || e.Key == "" {
-			return e.Kind == event.FrameHeld
-		}
-		conn := e.Conn
-		if conn == "" {
-			conn = s.current[e.Client]
-		}
-		if i, ok := s.openZnode(m, e.Key); ok && m.Znodes[i].Owner == e.Client {
-			return true // already drawn
-		}
-		s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
-		addZnode(m, e.Key, e.Client, e.At, s.cur)
-		m.Znodes[len(m.Znodes)-1].Untold = true
-		return true
+		return s.untoldCreate(m, e)
 	case event.HoldBegan:
-		// The hold's token is the node's path (its GUID unredacted): the
-		// node it holds by. Found by a lookup, not told by a create's
-		// reply: in the same session the fixed recipe found its own
-		// node; in another, the node is adopted.
-		if !client || e.Token == "" {
-			return false
-		}
-		for i := range m.Znodes {
-			z := &m.Znodes[i]
-			if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.Token) {
-				continue
-			}
-			if sess := s.sessionOf[s.current[e.Client]]; s.znodeSess[i] != "" && sess != "" && sess != s.znodeSess[i] {
-				z.Adopted, z.AdoptedAt, z.AdoptedIn, z.AdoptedEvent = true, e.At, sess, s.cur
-			}
-			break
+		if client && e.Token != "" {
+			s.adopt(m, e)
 		}
 		return false // the hold itself is read by deriveMechanism
-	// Server roles: the first leader (the others follow), an elected
-	// leader, a follower that serves, a server that stops serving for want
-	// of a quorum, a crash, a restart (not serving until it joins a
-	// leader).
+	case event.LeaderAtStart, event.LeaderElected, event.ServerFollows, event.ServerStopped, event.ServerCrashed, event.ServerRestarted:
+		s.serverRole(m, e, hosts)
+	case event.FrameReceived:
+		if client {
+			s.clientFrame(m, e)
+		}
+	// The server closed the connection, or the client's connection
+	// reset: the client is disconnected until it reaches a server again.
+	case event.ConnClosedBy, event.ConnReset:
+		if !client || e.Kind == event.ConnClosedBy && e.Reason != "server" {
+			return false
+		}
+		s.disconnected(m, e)
+	// The client's link to the server of its connection cut: its frames
+	// wait, it hears no pings and then redials unanswered — SUSPENDED in
+	// Curator's words — until the link heals or the server expires the
+	// session (LOST: the client cannot know it yet).
+	case event.LinkCut, event.LinkHealed:
+		s.link(m, e, client)
+	case event.ConnectNoAnswer:
+		if client {
+			s.redialed[e.Client] = true
+		}
+	case event.SessionCreated:
+		s.sessionOf[e.Conn], s.clientOf[e.Session] = e.Session, e.Client
+	case event.SessionExpired:
+		s.expired(m, e)
+	default:
+		return false
+	}
+	return true
+}
+
+// untoldCreate reads a frame that did not reach its client; true when it
+// was the ensemble's (a held frame, or a create's reply).
+func (s *ensembleState) untoldCreate(m *mechanism, e *event.Event) bool {
+	// A create's reply that did not reach the client: the server
+	// made the node all the same.
+	if e.Dir != "reply" || (e.Op != "CREATE" && e.Op != "CREATE2") || e.Reply != "ok" || !e.Ephemeral || e.Key == "" {
+		return e.Kind == event.FrameHeld
+	}
+	conn := e.Conn
+	if conn == "" {
+		conn = s.current[e.Client]
+	}
+	if i, ok := s.openZnode(m, e.Key); ok && m.Znodes[i].Owner == e.Client {
+		return true // already drawn
+	}
+	s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
+	addZnode(m, e.Key, e.Client, e.At, s.cur)
+	m.Znodes[len(m.Znodes)-1].Untold = true
+	return true
+}
+
+// adopt reads a client's hold.began on a znode.
+func (s *ensembleState) adopt(m *mechanism, e *event.Event) {
+	// The hold's token is the node's path (its GUID unredacted): the
+	// node it holds by. Found by a lookup, not told by a create's
+	// reply: in the same session the fixed recipe found its own
+	// node; in another, the node is adopted.
+	for i := range m.Znodes {
+		z := &m.Znodes[i]
+		if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.Token) {
+			continue
+		}
+		if sess := s.sessionOf[s.current[e.Client]]; s.znodeSess[i] != "" && sess != "" && sess != s.znodeSess[i] {
+			z.Adopted, z.AdoptedAt, z.AdoptedIn, z.AdoptedEvent = true, e.At, sess, s.cur
+		}
+		break
+	}
+}
+
+// Server roles: the first leader (the others follow), an elected
+// leader, a follower that serves, a server that stops serving for want
+// of a quorum, a crash, a restart (not serving until it joins a
+// leader).
+func (s *ensembleState) serverRole(m *mechanism, e *event.Event, hosts []scenarios.Host) {
+	switch e.Kind {
 	case event.LeaderAtStart:
 		for _, h := range hosts {
 			if isEnsembleServer(h) && h.Name != e.Node {
@@ -170,103 +215,94 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		s.setRole(m, e.Node, "crashed", e.At)
 	case event.ServerRestarted:
 		s.setRole(m, e.Node, "not serving", e.At)
-
-	case event.FrameReceived:
-		if !client {
-			return true
-		}
-		// A reply as the client read it: its op, and what the frame
-		// says as data (the ensemble's frame facts: path, result,
-		// session, ephemeral).
-		conn, who := e.Conn, e.Client
-		switch {
-		case e.Op == "CONNECT" && e.Session != "":
-			s.sessionOf[conn], s.clientOf[e.Session], s.current[who] = e.Session, who, conn
-			s.redialed[who] = false
-			s.setState(m, who, "CONNECTED "+e.Node, e.At)
-		case e.Op == "CONNECT" && e.Reply == "SESSIONEXPIRED":
-			s.current[who] = conn
-			s.setState(m, who, "EXPIRED", e.At)
-		case (e.Op == "CREATE" || e.Op == "CREATE2") && e.Reply == "ok" && e.Ephemeral:
-			if i, ok := s.openZnode(m, e.Key); ok && m.Znodes[i].Owner == who {
-				m.Znodes[i].Untold = false // its held reply came through
-				return true
-			}
-			s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
-			addZnode(m, e.Key, who, e.At, s.cur)
-		case e.Op == "DELETE" && e.Reply == "ok":
-			endZnode(m, e.Key, e.At, "deleted", s.cur)
-		case e.Op == "WATCH":
-			m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: e.Reply + " " + e.Key, Index: s.cur})
-		}
-
-	// The server closed the connection, or the client's connection
-	// reset: the client is disconnected until it reaches a server again.
-	case event.ConnClosedBy, event.ConnReset:
-		if !client || e.Kind == event.ConnClosedBy && e.Reason != "server" {
-			return false
-		}
-		who := e.Client
-		if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "CONNECTED") {
-			s.setState(m, who, "DISCONNECTED", e.At)
-		}
-		if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "LOST (") {
-			s.setState(m, who, "LOST", e.At) // its server no longer answers either
-		}
-
-	// The client's link to the server of its connection cut: its frames
-	// wait, it hears no pings and then redials unanswered — SUSPENDED in
-	// Curator's words — until the link heals or the server expires the
-	// session (LOST: the client cannot know it yet).
-	case event.LinkCut, event.LinkHealed:
-		who, server := e.From, e.To
-		if !client {
-			who, server = e.To, e.From
-		}
-		st := s.state[who]
-		if st == nil || connServer(s.current[who]) != server {
-			return true
-		}
-		switch {
-		case e.Kind == event.LinkCut && strings.HasPrefix(st.State, "CONNECTED"):
-			s.setState(m, who, "SUSPENDED", e.At)
-		case e.Kind == event.LinkHealed && st.State == "SUSPENDED" && !s.redialed[who]:
-			s.setState(m, who, "CONNECTED "+server, e.At)
-		}
-	case event.ConnectNoAnswer:
-		if client {
-			s.redialed[e.Client] = true
-		}
-	case event.SessionCreated:
-		s.sessionOf[e.Conn], s.clientOf[e.Session] = e.Session, e.Client
-	case event.SessionExpired:
-		who := s.clientOf[e.Session]
-		if who == "" {
-			return true
-		}
-		m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At})
-		// The client's current session is gone, whether or not it still
-		// talks to a server: one cut off from the quorum answers it until
-		// it notices (the minority-partition lessons).
-		if st := s.state[who]; st != nil && s.sessionOf[s.current[who]] == e.Session {
-			lost := "LOST"
-			if srv, ok := strings.CutPrefix(st.State, "CONNECTED "); ok {
-				lost = "LOST (still connected to " + srv + ")"
-			}
-			s.setState(m, who, lost, e.At)
-		}
-		// Closing the session deletes its ephemeral nodes (the leader
-		// commits closeSession; every server applies it).
-		for i := range m.Znodes {
-			if s.znodeSess[i] == e.Session && m.Znodes[i].End == "" {
-				m.Znodes[i].To, m.Znodes[i].End = e.At, "session expired"
-				m.Znodes[i].Events = append(m.Znodes[i].Events, s.cur)
-			}
-		}
-	default:
-		return false
 	}
-	return true
+}
+
+// clientFrame reads a frame a client received.
+func (s *ensembleState) clientFrame(m *mechanism, e *event.Event) {
+	// A reply as the client read it: its op, and what the frame
+	// says as data (the ensemble's frame facts: path, result,
+	// session, ephemeral).
+	conn, who := e.Conn, e.Client
+	switch {
+	case e.Op == "CONNECT" && e.Session != "":
+		s.sessionOf[conn], s.clientOf[e.Session], s.current[who] = e.Session, who, conn
+		s.redialed[who] = false
+		s.setState(m, who, "CONNECTED "+e.Node, e.At)
+	case e.Op == "CONNECT" && e.Reply == "SESSIONEXPIRED":
+		s.current[who] = conn
+		s.setState(m, who, "EXPIRED", e.At)
+	case (e.Op == "CREATE" || e.Op == "CREATE2") && e.Reply == "ok" && e.Ephemeral:
+		if i, ok := s.openZnode(m, e.Key); ok && m.Znodes[i].Owner == who {
+			m.Znodes[i].Untold = false // its held reply came through
+			return
+		}
+		s.znodeSess[len(m.Znodes)] = s.sessionOf[conn]
+		addZnode(m, e.Key, who, e.At, s.cur)
+	case e.Op == "DELETE" && e.Reply == "ok":
+		endZnode(m, e.Key, e.At, "deleted", s.cur)
+	case e.Op == "WATCH":
+		m.Notifies = append(m.Notifies, notify{Client: who, At: e.At, Event: e.Reply + " " + e.Key, Index: s.cur})
+	}
+
+}
+
+// disconnected reads the server closing a client's connection, or the
+// connection resetting.
+func (s *ensembleState) disconnected(m *mechanism, e *event.Event) {
+	who := e.Client
+	if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "CONNECTED") {
+		s.setState(m, who, "DISCONNECTED", e.At)
+	}
+	if s.current[who] == e.Conn && s.state[who] != nil && strings.HasPrefix(s.state[who].State, "LOST (") {
+		s.setState(m, who, "LOST", e.At) // its server no longer answers either
+	}
+
+}
+
+// link reads a cut or a heal of a client's link to a server.
+func (s *ensembleState) link(m *mechanism, e *event.Event, client bool) {
+	who, server := e.From, e.To
+	if !client {
+		who, server = e.To, e.From
+	}
+	st := s.state[who]
+	if st == nil || connServer(s.current[who]) != server {
+		return
+	}
+	switch {
+	case e.Kind == event.LinkCut && strings.HasPrefix(st.State, "CONNECTED"):
+		s.setState(m, who, "SUSPENDED", e.At)
+	case e.Kind == event.LinkHealed && st.State == "SUSPENDED" && !s.redialed[who]:
+		s.setState(m, who, "CONNECTED "+server, e.At)
+	}
+}
+
+// expired reads the ensemble's expiry of a session.
+func (s *ensembleState) expired(m *mechanism, e *event.Event) {
+	who := s.clientOf[e.Session]
+	if who == "" {
+		return
+	}
+	m.Expiries = append(m.Expiries, sessionExpiry{Client: who, At: e.At, Event: s.cur})
+	// The client's current session is gone, whether or not it still
+	// talks to a server: one cut off from the quorum answers it until
+	// it notices (the minority-partition lessons).
+	if st := s.state[who]; st != nil && s.sessionOf[s.current[who]] == e.Session {
+		lost := "LOST"
+		if srv, ok := strings.CutPrefix(st.State, "CONNECTED "); ok {
+			lost = "LOST (still connected to " + srv + ")"
+		}
+		s.setState(m, who, lost, e.At)
+	}
+	// Closing the session deletes its ephemeral nodes (the leader
+	// commits closeSession; every server applies it).
+	for i := range m.Znodes {
+		if s.znodeSess[i] == e.Session && m.Znodes[i].End == "" {
+			m.Znodes[i].To, m.Znodes[i].End = e.At, "session expired"
+			m.Znodes[i].Events = append(m.Znodes[i].Events, s.cur)
+		}
+	}
 }
 
 // openZnode is the index of the znode at path that has not ended.

@@ -215,6 +215,23 @@ func (e *end) close(why string) error {
 	return nil
 }
 
+// Mapped records a pooler's hand-over (event.DBPoolMapped): the client's
+// connection whose server end e is is served by to, the pooler's own
+// connection to a database, or no longer (what: "assigned", "reset",
+// "released", "closed"). The pooler calls it (sim/pgnode/bouncer.go), so
+// the mapping is a fact of the run, not inferred from statement order.
+func (e *end) Mapped(to net.Conn, what string) {
+	t, ok := to.(*end)
+	if !ok || e.isClient {
+		return
+	}
+	e.l.n.w.ActFrom(e.host, "db map "+e.l.id, func() {
+		if e.l.n.w.Tracing() {
+			e.l.n.w.Record(e.host.Name, event.Event{Kind: event.DBPoolMapped, Node: e.host.Name, Client: e.l.client.host.Name, Conn: e.l.id, Session: t.l.id, Reason: what})
+		}
+	})
+}
+
 type addr string
 
 func (a addr) Network() string { return "tcp" }

@@ -104,6 +104,10 @@ const (
 	DBServerCrashed   Kind = "db.server.crashed"   // every session of Node ends, its locks with them
 	DBServerRestarted Kind = "db.server.restarted" // Node serves again with an empty lock table
 	DBPromoted        Kind = "db.promoted"         // Node (a standby) now answers for To's address, without its locks
+	// DBPoolMapped: pooler Node serves client connection Conn with its
+	// server connection Session (a backend), or stops (Reason: assigned,
+	// reset, released, closed).
+	DBPoolMapped Kind = "db.pool.mapped"
 
 	// File-system locks (sim/fsnode): Key names the file's inode.
 	FSLocksDropped    Kind = "fs.locks.dropped"    // Client's Key lock (Op: flock, posix) went at Reason (a close, an exit)

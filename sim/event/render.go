@@ -258,6 +258,8 @@ func (e *Event) appendDBText(b []byte) ([]byte, bool) {
 		return append(b, "restart with an empty lock table"...), true
 	case DBPromoted:
 		return fmt.Appendf(b, "promoted: now answers for the address %s, without any of the old primary's advisory locks", e.To), true
+	case DBPoolMapped:
+		return fmt.Appendf(b, "pool: %s %s %s", e.Conn, mappedVerb(e.Reason), e.Session), true
 	}
 	return b, false
 }
@@ -303,4 +305,19 @@ func (e *Event) appendFSEtcdText(b []byte) ([]byte, bool) {
 // String is the event as a line of the text trace, with its time and actor.
 func (e Event) String() string {
 	return fmt.Sprintf("%12.6f %-10s %s", e.At.Seconds(), e.Actor, e.Text())
+}
+
+// mappedVerb says what a pooler did with a client's server connection.
+func mappedVerb(what string) string {
+	switch what {
+	case "assigned":
+		return "is served by"
+	case "reset":
+		return "done: reset query on"
+	case "released":
+		return "done: back to the pool:"
+	case "closed":
+		return "done: closed"
+	}
+	return what
 }

@@ -79,6 +79,7 @@ func TestRenderKeepsTheTraceWording(t *testing.T) {
 		{Event{Kind: DBLockGranted, Op: "pg_try_advisory_lock", Key: "42", Conn: "pgbouncer#1>db1"}, "pg_try_advisory_lock: lock 42 granted to the backend of pgbouncer#1>db1"},
 		{Event{Kind: DBUnlockNotHeld, Op: "pg_advisory_unlock", Key: "42", Conn: "pgbouncer#2>db1"}, "pg_advisory_unlock: the backend of pgbouncer#2>db1 does not hold lock 42 (false)"},
 		{Event{Kind: DBPromoted, Node: "db2", To: "primary"}, "promoted: now answers for the address primary, without any of the old primary's advisory locks"},
+		{Event{Kind: DBPoolMapped, Conn: "c1#1>pgbouncer", Session: "pgbouncer#1>db1", Reason: "assigned"}, "pool: c1#1>pgbouncer is served by pgbouncer#1>db1"},
 		{Event{Kind: Note, Note: "anything at all"}, "anything at all"},
 	} {
 		if got := c.e.Text(); got != c.want {

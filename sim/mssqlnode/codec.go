@@ -16,8 +16,21 @@ import (
 // only: it carries the client's process id, which is no part of a run.
 // Replies are named by the request they answer; their facts are left to
 // the events the run records.
+//
+// A reply's lock facts (facts.go) are read from its tokens: the value
+// sp_getapplock or sp_releaseapplock returned, the session's locks that a
+// reset-connection request or the transaction's end let go.
 type Codec struct {
-	pending []string
+	pending []request
+	held    []heldLock // the locks this connection's session holds, as its replies said
+}
+
+// request is one request awaiting its reply: its op, and for a lock
+// procedure the resource and owner it names.
+type request struct {
+	op, key, owner string
+	reset          bool
+	byName         bool // a procedure called by RPC: its code is the RETURNSTATUS
 }
 
 // NewCodec returns the codec of a new connection.
@@ -29,6 +42,7 @@ func (c *Codec) Request(seg []byte) (op, summary string) {
 		return "?", fmt.Sprintf("%d bytes", len(seg))
 	}
 	typ, status, body := seg[0], seg[1], seg[headerLen:]
+	var params map[string]value
 	switch typ {
 	case pktPrelogin:
 		op, summary = "PRELOGIN", "PRELOGIN"
@@ -49,8 +63,9 @@ func (c *Codec) Request(seg []byte) (op, summary string) {
 		r.allHeaders()
 		summary = fromUCS2(r.b)
 		op = statementOp(summary)
+		params = map[string]value{}
 	case pktRPC:
-		op, summary = rpcSummary(body)
+		op, summary, params = rpcSummary(body)
 	default:
 		op, summary = "?", fmt.Sprintf("packet type %d, %d bytes", typ, len(seg))
 	}
@@ -58,14 +73,18 @@ func (c *Codec) Request(seg []byte) (op, summary string) {
 		summary = "[reset connection] " + summary
 	}
 	if typ != pktAttention {
-		c.pending = append(c.pending, op)
+		rq := request{op: op, reset: status&statusResetConnection != 0, byName: typ == pktRPC && strings.HasPrefix(summary, "EXEC ")}
+		if op == "sp_getapplock" || op == "sp_releaseapplock" {
+			rq.key, rq.owner = lockArgs(summary, params)
+		}
+		c.pending = append(c.pending, rq)
 	}
 	return op, shorten(summary)
 }
 
 // rpcSummary names an RPC: sp_executesql by the statement it runs, a
 // procedure by its name and parameters.
-func rpcSummary(body []byte) (op, summary string) {
+func rpcSummary(body []byte) (op, summary string, params map[string]value) {
 	r := &reader{b: body}
 	r.allHeaders()
 	proc := ""
@@ -79,11 +98,13 @@ func rpcSummary(body []byte) (op, summary string) {
 	r.u16()
 	var parts []string
 	var stmt string
+	params = map[string]value{}
 	for i := 0; len(r.b) > 0 && r.err == nil; i++ {
 		name, v, err := r.param()
 		if err != nil {
 			break
 		}
+		params[strings.ToLower(name)] = v
 		if proc == "sp_executesql" && i == 0 {
 			stmt, _ = v.(string)
 			continue
@@ -94,9 +115,9 @@ func rpcSummary(body []byte) (op, summary string) {
 		parts = append(parts, fmt.Sprintf("%s=%v", name, v))
 	}
 	if proc == "sp_executesql" {
-		return statementOp(stmt), stmt + " [" + strings.Join(parts, " ") + "]"
+		return statementOp(stmt), stmt + " [" + strings.Join(parts, " ") + "]", params
 	}
-	return proc, "EXEC " + proc + " " + strings.Join(parts, " ")
+	return proc, "EXEC " + proc + " " + strings.Join(parts, " "), params
 }
 
 // statementOp is the lock procedure a batch calls, or its first keyword.
@@ -122,13 +143,14 @@ func shorten(s string) string {
 }
 
 // Reply describes a server segment: the reply to the oldest request not
-// yet answered, by size (the lock's outcome is recorded by the algorithm's
-// hold events, not read back from bytes here).
+// yet answered, by size, with the lock facts its tokens state (facts.go).
 func (c *Codec) Reply(seg []byte) (op, summary string, facts []event.Event) {
 	op = "reply"
 	if len(c.pending) > 0 && len(seg) >= headerLen && seg[1]&statusEOM != 0 {
-		op = c.pending[0]
+		rq := c.pending[0]
 		c.pending = c.pending[1:]
+		op = rq.op
+		facts = c.facts(rq, readReply(seg[headerLen:]))
 	}
-	return op, fmt.Sprintf("%d bytes", len(seg)), nil
+	return op, fmt.Sprintf("%d bytes", len(seg)), facts
 }

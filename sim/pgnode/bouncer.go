@@ -79,6 +79,12 @@ func (b *Bouncer) Stop() {
 	}
 }
 
+func (b *Bouncer) isStopped() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopped
+}
+
 func (b *Bouncer) stopCh() chan struct{} {
 	if b.stop == nil {
 		b.stop = make(chan struct{})
@@ -156,15 +162,34 @@ func (b *Bouncer) connect() (*serverConn, error) {
 	}
 }
 
-// release gives a server connection back: reset first if the mode says
-// so, closed if it failed or outlived server_lifetime, else to the next
-// waiting client or the idle list.
-func (b *Bouncer) release(sc *serverConn, reset, broken bool) {
+// mapper is a client connection that records the pooler's hand-overs
+// (sim/dbnet's ends): which server connection serves it, from when to
+// when.
+type mapper interface {
+	Mapped(server net.Conn, what string)
+}
+
+func mapped(client net.Conn, sc *serverConn, what string) {
+	if m, ok := client.(mapper); ok && sc != nil {
+		m.Mapped(sc.conn, what)
+	}
+}
+
+// release gives client's server connection back: reset first if the mode
+// says so, closed if it failed or outlived server_lifetime, else to the
+// next waiting client or the idle list. Each step is recorded on client.
+func (b *Bouncer) release(client net.Conn, sc *serverConn, reset, broken bool) {
 	if !broken && reset && b.ResetQuery != "" {
+		mapped(client, sc, "reset")
 		broken = sc.run(b.ResetQuery) != nil
 	}
 	if !broken && b.ServerLifetime > 0 && time.Since(sc.created) >= b.ServerLifetime {
 		broken = true
+	}
+	if broken || b.isStopped() {
+		mapped(client, sc, "closed")
+	} else {
+		mapped(client, sc, "released")
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -217,7 +242,7 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 			// the server connection up; a connection left inside a
 			// transaction is closed (PgBouncer: "client disconnect while
 			// server was not ready").
-			b.release(sc, !b.Transaction || b.ResetAlways, inTx)
+			b.release(conn, sc, !b.Transaction || b.ResetAlways, inTx)
 		}
 	}()
 	for {
@@ -234,6 +259,7 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 				_ = be.Flush()
 				return nil
 			}
+			mapped(conn, sc, "assigned")
 		}
 		sc.fe.Send(msg)
 		switch msg.(type) {
@@ -242,7 +268,7 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 			continue // the extended protocol's round goes on
 		}
 		if err := sc.fe.Flush(); err != nil {
-			return b.serverLost(be, &sc)
+			return b.serverLost(conn, be, &sc)
 		}
 		if _, flush := msg.(*pgproto3.Flush); flush {
 			continue
@@ -251,7 +277,7 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 		for {
 			reply, err := sc.fe.Receive()
 			if err != nil {
-				return b.serverLost(be, &sc)
+				return b.serverLost(conn, be, &sc)
 			}
 			be.Send(reply)
 			if r, ok := reply.(*pgproto3.ReadyForQuery); ok {
@@ -264,12 +290,12 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 		// with a reset query to run first, while the answer travels.
 		done := b.Transaction && !inTx
 		if done && !b.ResetAlways {
-			b.release(sc, false, false)
+			b.release(conn, sc, false, false)
 			sc = nil
 		}
 		err = be.Flush()
 		if done && sc != nil {
-			b.release(sc, true, false)
+			b.release(conn, sc, true, false)
 			sc = nil
 		}
 		if err != nil {
@@ -280,8 +306,8 @@ func (b *Bouncer) Serve(conn net.Conn) error {
 
 // serverLost tells the client its server connection broke and closes it,
 // as PgBouncer does ("server conn crashed?").
-func (b *Bouncer) serverLost(be *pgproto3.Backend, sc **serverConn) error {
-	b.release(*sc, false, true)
+func (b *Bouncer) serverLost(client net.Conn, be *pgproto3.Backend, sc **serverConn) error {
+	b.release(client, *sc, false, true)
 	*sc = nil
 	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "08006", Message: "server conn crashed?"})
 	_ = be.Flush()
