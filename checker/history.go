@@ -75,7 +75,7 @@ type History struct {
 	Initial int64 `json:"initial"`
 	// End is the true time the run ended.
 	End time.Duration `json:"end_ns"`
-	// Fenced says the store compared fencing tokens (resource.fencing ">"
+	// Fenced says the store compared fencing tokens (resource.token_check ">"
 	// or ">="). Only then are tokens part of the resource's rule: on a
 	// store that ignores them, a lease's token (a ZooKeeper node's
 	// sequence number, a pg fence row) changes nothing the store does, so

@@ -149,7 +149,7 @@ func (o *Options) base() (*scenarios.Scenario, error) {
 		sc.Duration = scenarios.Duration(o.Duration)
 	}
 	if o.Fencing {
-		sc.Resource.Fencing = ">"
+		sc.Resource.TokenCheck = ">"
 	}
 	sc.Resource.Reliable = !o.FaultStore
 	if o.Clients > 0 {

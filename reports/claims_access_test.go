@@ -25,7 +25,7 @@ type storeAccess struct {
 // position. A fencing store compares a token against the highest it has
 // accepted (reads included); a store that does not fence compares nothing.
 func storeAccesses(res *scenarios.Result) map[int]storeAccess {
-	fenced := res.Scenario.Resource.Fencing != "" && res.Scenario.Resource.Fencing != "none"
+	fenced := res.Scenario.Resource.TokenCheck != "" && res.Scenario.Resource.TokenCheck != "none"
 	held := map[string]int64{}
 	var highest int64
 	out := map[int]storeAccess{}

@@ -412,7 +412,7 @@ func params(sc *scenarios.Scenario) []paramRow {
 		{"nodes", orDash(strings.Join(nodes, ", "))},
 		{"clients", fmt.Sprintf("%d × %d cycles; work %s, think %s, start %s", sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work, sc.Clients.Think, sc.Clients.Start)},
 		{"wait policy", fmt.Sprintf("retry every %s + up to %s jitter, attempts %s", sc.Wait.Delay.D(), sc.Wait.Jitter.D(), attempts(sc.Wait.Attempts))},
-		{"resource", fmt.Sprintf("initial stock %d, fencing %s", sc.Resource.Initial, sc.Resource.Fencing)},
+		{"resource", fmt.Sprintf("initial stock %d, token_check %s", sc.Resource.Initial, sc.Resource.TokenCheck)},
 		{"duration", sc.Duration.D().String()},
 		{"liveness bound", sc.LivenessBound.D().String()},
 		{"seed (default)", fmt.Sprint(sc.Seed)},

@@ -219,7 +219,7 @@ func TestMySQLWaitTimeoutEndsTheSessionAtTheServer(t *testing.T) {
 // Galera's fence row replicates as the cluster does (issue 31 item 7): the
 // two nodes grant GET_LOCK each on its own, but the fencing tokens the
 // holders take from the row on either node are one sequence, so the store
-// refuses the older holder's write. Before, fencing: table with nodes: 2
+// refuses the older holder's write. Before, token_source: table with nodes: 2
 // was refused, and the fix the mysql-galera-get-lock narrative recommends
 // could not be tried. The scenario is the catalogue's
 // mysql-galera-get-lock-fenced, a twin of mysql-galera-get-lock.

@@ -63,7 +63,7 @@ faults:
 			// refused there (and not accepted as stale).
 			if c.alg == "gozk-rwlock" {
 				fenced := sc.Clone()
-				fenced.Resource.Fencing = ">"
+				fenced.Resource.TokenCheck = ">"
 				fr := mustRun(t, fenced, 1, Options{})
 				if fr.Report.Verdict.Resource != checker.OK || fr.Report.Metrics.RejectedWrites != 1 {
 					t.Fatalf("fenced: resource %s, rejected %d; want ok with the writer's stale write refused", fr.Report.Verdict.Resource, fr.Report.Metrics.RejectedWrites)

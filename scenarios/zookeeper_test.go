@@ -400,7 +400,7 @@ func TestRetiredZooKeeperSettingsWithoutEquivalentNameTheReplacement(t *testing.
 	const head = "id: x\nalgorithm: zk-queue\nttl: 6s\nclients: {count: 2}\nparams:\n"
 	for _, c := range []struct{ param, want string }{
 		{`guid_protection: "false"`, `x.yaml:6:20: params.guid_protection: the go-zookeeper queue recipes always protect their node names; for the recipe that loses its node after an unanswered lookup write algorithm: gozk-queue-naive and remove params.guid_protection`},
-		{`fencing: zxid`, `x.yaml:6:12: params.fencing: the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with "zxid"; remove params.fencing and set resource.fencing: ">"`},
+		{`fencing: zxid`, `x.yaml:6:12: params.fencing: the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with "zxid"; remove params.fencing and set resource.token_check: ">"`},
 		{`request_timeout: 4s`, `x.yaml:6:20: params.request_timeout: go-zookeeper waits for a reply as long as its read timeout, 2/3 of the session timeout, and cannot be told otherwise; remove params.request_timeout (params.session_timeout sets both)`},
 		{`lost_after: 6s`, `x.yaml:6:15: params.lost_after: go-zookeeper has no LOST timer of its own; Curator's (a new session lost_after after the connection is lost) is params.replace_handle_on_lost: "true" with params.lost_after, on gozk-queue or gozk-queue-naive`},
 	} {

@@ -64,7 +64,7 @@ func init() {
 		a := a
 		// etcd-mutex-fenced numbers its leases by its key's create
 		// revision (Acquire); the others hand out no token, and an etcd
-		// scenario has no Redis node for fencing: incr to count on.
+		// scenario has no Redis node for token_source: incr to count on.
 		fencing := algorithms.FencingNone
 		if a.fenced {
 			fencing = algorithms.FencingBuiltIn

@@ -64,8 +64,8 @@ func TestPinnedWorkersExcludeEachOther(t *testing.T) {
 		c := client(t, mysqlnode.NewServer(mysqlnode.Config{}))
 		defer c.Close()
 		e := env{rand.New(rand.NewPCG(1, 2))}
-		a := lock(t, c, map[string]string{"connection": "pinned", "fencing": "table"})
-		b := lock(t, c, map[string]string{"connection": "pinned", "fencing": "table"})
+		a := lock(t, c, map[string]string{"connection": "pinned", algorithms.ParamTokenSource: "table"})
+		b := lock(t, c, map[string]string{"connection": "pinned", algorithms.ParamTokenSource: "table"})
 		la, err := a.Acquire(e)
 		if err != nil || la.Fence != 1 {
 			t.Fatalf("first acquire: %+v %v, want fence 1", la, err)

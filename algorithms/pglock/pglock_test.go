@@ -59,8 +59,8 @@ func TestSessionLockExcludesAndFences(t *testing.T) {
 		var wg sync.WaitGroup
 		srv := pgnode.NewServer()
 		env := bubbleEnv{rand.New(rand.NewPCG(1, 2))}
-		a := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{"fencing": "table"})
-		b := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{"fencing": "table"})
+		a := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{algorithms.ParamTokenSource: "table"})
+		b := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{algorithms.ParamTokenSource: "table"})
 		la, err := a.Acquire(env)
 		if err != nil || la.Fence != 1 {
 			t.Fatalf("first acquire: %+v %v, want fence 1", la, err)
