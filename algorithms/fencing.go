@@ -102,7 +102,7 @@ func (f *Fenced) Acquire(env Env) (*Lease, error) {
 		f.Lock.Release(env, l)
 		return nil, fmt.Errorf("fencing token: %w", err)
 	}
-	l.Fence = n
+	l.FencingToken = n
 	return l, nil
 }
 

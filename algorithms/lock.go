@@ -39,15 +39,22 @@ type Env interface {
 }
 
 // Lease is what a client believes after a successful acquire: that it holds
-// Resource, proven by Token, until Validity on its own clock. Fence, when not
-// zero, is a fencing token the protected resource can check (Kleppmann).
+// Resource, proven by LockValue, until Validity on its own clock. The words
+// are the course's glossary (reports/course/course.yaml): a token is always
+// a fencing token, and the owner's random value is the lock value.
 type Lease struct {
 	Resource string
-	Token    string
-	Fence    int64
-	Start    time.Time // client clock when the acquire began
-	Validity time.Time // client clock after which it must stop acting as holder
-	Nodes    []string  // the nodes that granted the lock (Redlock)
+	// LockValue is the value the client wrote into the lock (a random
+	// string, a znode's name, a session's id): it names the owner, so
+	// that only the owner's release or renewal acts on the lock.
+	LockValue string
+	// FencingToken, when not zero, is a number that grows with every
+	// grant, which the protected resource can check (Kleppmann; its
+	// source is params.token_source, its check resource.token_check).
+	FencingToken int64
+	Start        time.Time // client clock when the acquire began
+	Validity     time.Time // client clock after which it must stop acting as holder
+	Nodes        []string  // the nodes that granted the lock (Redlock)
 
 	lost      bool
 	lostHooks []func()

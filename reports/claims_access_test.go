@@ -32,7 +32,7 @@ func storeAccesses(res *scenarios.Result) map[int]storeAccess {
 	for i, e := range res.Events {
 		switch {
 		case e.Kind == event.HoldBegan:
-			held[e.Client] = e.Fence
+			held[e.Client] = e.FencingToken
 		case e.Kind == event.CommandExecuted && e.Node == scenarios.ResourceHost && (e.Op == "READ" || e.Op == "WRITE"):
 			a := storeAccess{client: e.Client, kind: strings.ToLower(e.Op), reply: e.Reply, at: e.At,
 				accepted: !strings.HasPrefix(e.Reply, "rejected"), fence: held[e.Client]}

@@ -93,7 +93,7 @@ func (kt *keyTracker) open(n, token string, at, ttl time.Duration, replica bool)
 	if who == "" {
 		who = token
 	}
-	s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica, Events: []int{kt.cur}}
+	s.span = keySpan{Node: n, Owner: who, LockValue: token, From: at, TTL: ttl, Replica: replica, Events: []int{kt.cur}}
 	if ttl > 0 {
 		s.span.Nominal = at + ttl
 	}
@@ -162,7 +162,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 			kt.setDeadline(n, at, time.UnixMilli(v).Sub(sim.Epoch))
 		}
 	case verb == "hset" && f[1] == key && len(f) >= 4 && replica:
-		if s := state[n]; !s.live || s.span.Token != f[2] {
+		if s := state[n]; !s.live || s.span.LockValue != f[2] {
 			kt.open(n, f[2], at, 0, replica)
 		}
 	case verb == "setnx" && f[1] == key && len(f) >= 3:
@@ -185,7 +185,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 		}
 	case verb == "incr" && f[1] == fenceKey:
 		if v, err := strconv.ParseInt(strings.TrimPrefix(reply, ":"), 10, 64); err == nil && strings.HasPrefix(reply, ":") {
-			m.Fences = append(m.Fences, fenceIssue{Node: n, At: at, Token: v})
+			m.Fences = append(m.Fences, fenceIssue{Node: n, At: at, FencingToken: v})
 		}
 	case verb == "eval" && len(f) >= 4 && f[3] == key:
 		script := f[1]
@@ -214,7 +214,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 			if reply == "$-1" && len(f) >= 6 {
 				ms, _ := strconv.ParseInt(f[4], 10, 64)
 				s := state[n]
-				if s.live && s.span.Token == f[5] {
+				if s.live && s.span.LockValue == f[5] {
 					s.span.Count++
 					kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
 				} else {

@@ -132,12 +132,12 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 		// node it holds by. Found by a lookup, not told by a create's
 		// reply: in the same session the fixed recipe found its own
 		// node; in another, the node is adopted.
-		if !client || e.Token == "" {
+		if !client || e.LockValue == "" {
 			return false
 		}
 		for i := range m.Znodes {
 			z := &m.Znodes[i]
-			if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.Token) {
+			if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.LockValue) {
 				continue
 			}
 			if sess := s.sessionOf[s.current[e.Client]]; s.znodeSess[i] != "" && sess != "" && sess != s.znodeSess[i] {

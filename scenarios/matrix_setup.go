@@ -125,7 +125,7 @@ func issuesFencingTokens(sc *Scenario) bool {
 		return false
 	}
 	for _, iv := range res.History.Intervals {
-		if iv.Fence != 0 {
+		if iv.FencingToken != 0 {
 			return true
 		}
 	}

@@ -236,13 +236,13 @@ func TestGaleraFenceRowIsOneSequence(t *testing.T) {
 	}
 	seen := map[int64]string{}
 	for _, iv := range r.History.Intervals {
-		if iv.Fence == 0 {
+		if iv.FencingToken == 0 {
 			t.Fatalf("%s's hold at %v has no token", iv.Client, iv.Start)
 		}
-		if other, dup := seen[iv.Fence]; dup {
-			t.Fatalf("token %d handed to %s and %s: the nodes kept separate rows", iv.Fence, other, iv.Client)
+		if other, dup := seen[iv.FencingToken]; dup {
+			t.Fatalf("token %d handed to %s and %s: the nodes kept separate rows", iv.FencingToken, other, iv.Client)
 		}
-		seen[iv.Fence] = iv.Client
+		seen[iv.FencingToken] = iv.Client
 	}
 	if len(seen) != 4 || r.Report.Metrics.RejectedWrites == 0 {
 		t.Fatalf("tokens %v, %d writes rejected; want 4 distinct tokens and the older holder refused", seen, r.Report.Metrics.RejectedWrites)

@@ -53,7 +53,7 @@ faults:
 			}
 			tokens := false
 			for _, a := range r.History.Accesses {
-				tokens = tokens || a.Fence != 0
+				tokens = tokens || a.FencingToken != 0
 			}
 			if want := c.alg == "gozk-rwlock"; tokens != want {
 				t.Fatalf("accesses carry tokens: %v, want %v (the case this test is about)", tokens, want)

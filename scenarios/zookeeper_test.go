@@ -110,8 +110,8 @@ func TestZKSessionExpiryPauseFenced(t *testing.T) {
 	bubblehost.Bind(t)
 	r := mustRun(t, mustGet(t, "zk-session-expiry-pause-fenced"), 1, Options{})
 	zkWantVerdict(t, r, checker.Violated, checker.OK, checker.OK)
-	if o := r.Report.Witness.MutualExclusion; o.First.Client != "c1" || o.Second.Client != "c2" || o.First.Fence >= o.Second.Fence {
-		t.Fatalf("overlap %v (fences %d, %d)", o, o.First.Fence, o.Second.Fence)
+	if o := r.Report.Witness.MutualExclusion; o.First.Client != "c1" || o.Second.Client != "c2" || o.First.FencingToken >= o.Second.FencingToken {
+		t.Fatalf("overlap %v (fences %d, %d)", o, o.First.FencingToken, o.Second.FencingToken)
 	}
 	var rejected []checker.Access
 	for _, a := range r.History.Accesses {
@@ -119,7 +119,7 @@ func TestZKSessionExpiryPauseFenced(t *testing.T) {
 			rejected = append(rejected, a)
 		}
 	}
-	if len(rejected) != 1 || rejected[0].Client != "c1" || rejected[0].Fence != 1 {
+	if len(rejected) != 1 || rejected[0].Client != "c1" || rejected[0].FencingToken != 1 {
 		t.Fatalf("rejected writes %+v, want c1's stale write with token 1", rejected)
 	}
 	if m := r.Report.Metrics; m.Writes != 2 || m.FinalValue != 98 {

@@ -163,9 +163,9 @@ func (l *Lock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		return nil, err
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.prefix, Token: l.prefix, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.prefix, LockValue: l.prefix, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.fenced {
-		lease.Fence = fence
+		lease.FencingToken = fence
 	}
 	if l.stop {
 		l.watchSession(env, lease)

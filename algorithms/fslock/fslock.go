@@ -117,13 +117,13 @@ func (l *lock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 			return nil, err
 		}
 		now := env.Now()
-		lease := &algorithms.Lease{Resource: l.name, Token: strconv.Itoa(l.proc.PID), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+		lease := &algorithms.Lease{Resource: l.name, LockValue: strconv.Itoa(l.proc.PID), Start: now, Validity: now.Add(algorithms.NoDeadline)}
 		if l.fence {
 			f, err := l.nextFence()
 			if err != nil {
 				return nil, err
 			}
-			lease.Fence = f
+			lease.FencingToken = f
 		}
 		if l.closeOther > 0 {
 			// The pitfall of fcntl(2): another part of the same process

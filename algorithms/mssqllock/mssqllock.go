@@ -310,7 +310,7 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		l.end(env, true)
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Fence: fence, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, LockValue: l.name, FencingToken: fence, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.confirm > 0 {
 		l.startConfirming(env, lease)
 	}

@@ -179,13 +179,13 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		return nil, algorithms.ErrNotAcquired
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, LockValue: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.fence {
 		f, err := l.nextFence(env)
 		if err != nil {
 			return nil, err
 		}
-		lease.Fence = f
+		lease.FencingToken = f
 	}
 	return lease, nil
 }

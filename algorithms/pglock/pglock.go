@@ -187,13 +187,13 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		}
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, LockValue: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.fence {
 		f, err := l.nextFence(env)
 		if err != nil {
 			return nil, err
 		}
-		lease.Fence = f
+		lease.FencingToken = f
 	}
 	return lease, nil
 }
