@@ -135,3 +135,25 @@ duration: 5s
 		t.Errorf("both spellings: exit %d, stderr %s; want 2 and %q", code, stderr, w)
 	}
 }
+
+// locklab replay of a counterexample sealed before issue 33's renames
+// (scenarios/testdata/retired-spellings-counterexample.yaml, written by
+// that locklab) agrees with itself, reproduces its violation (exit 0: the
+// expectation is the violation) and names the new spellings.
+func TestReplayOfACounterexampleInRetiredSpellings(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "testdata", "retired-spellings-counterexample.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := inDir(t)
+	os.WriteFile(filepath.Join(dir, "cx.yaml"), data, 0o644)
+	code, out, stderr := runCLI(t, "replay", "cx.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, stderr)
+	}
+	for _, w := range []string{"cx.yaml:21:12: params.fencing: renamed; read as token_source: \"incr\"", "cx.yaml:41:12: resource.fencing: renamed; read as token_check: \">=\""} {
+		if !strings.Contains(stderr, "locklab: warning: "+w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+}
