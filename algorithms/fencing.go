@@ -27,7 +27,7 @@ func FenceKey(key string) string { return "fence:" + key }
 // How an algorithm's leases get fencing tokens (Info.Fencing).
 const (
 	// FencingDecorator: the lock hands out none itself; Build's
-	// fencing: incr wraps it in Fenced, which takes one INCR per grant
+	// token_source: incr wraps it in Fenced, which takes one INCR per grant
 	// (every Redis algorithm of this package).
 	FencingDecorator = ""
 	// FencingBuiltIn: the algorithm fences its own leases (a znode's
@@ -35,10 +35,17 @@ const (
 	// own; Build never adds an INCR, which would be a second token per
 	// grant.
 	FencingBuiltIn = "built in"
-	// FencingNone: its leases carry no fencing token, and fencing: incr
-	// is refused.
+	// FencingNone: its leases carry no fencing token, and
+	// token_source: incr is refused.
 	FencingNone = "none"
 )
+
+// ParamTokenSource is the param that says where a lease's fencing token
+// comes from: "incr" (Build's Fenced, an INCR on the Redis counter), "table"
+// (a database's fence row), "file" (a counter file) or "none". It was
+// spelled "fencing" before, which read as the store's rule; that rule is
+// the scenario file's resource.token_check (docs/scenario-format.md).
+const ParamTokenSource = "token_source"
 
 // FenceStart is the param that gives the fencing counter its value before
 // the run (Kleppmann's example starts at 33): every algorithm accepts it.
@@ -51,7 +58,7 @@ var FenceStart = Param{Name: "fence_start", Expect: "a whole number >= 0, the fe
 
 // FenceCounter is the node the fencing counter lives on: the tokens node
 // when there is one, else the first lock node (false: neither). Build's
-// fencing: incr takes its tokens there, and a run seeds fence_start there
+// token_source: incr takes its tokens there, and a run seeds fence_start there
 // (FenceSeed).
 func FenceCounter[N comparable](tokens N, lock []N) (N, bool) {
 	var none N
@@ -95,7 +102,7 @@ func (f *Fenced) Acquire(env Env) (*Lease, error) {
 		f.Lock.Release(env, l)
 		return nil, fmt.Errorf("fencing token: %w", err)
 	}
-	l.Fence = n
+	l.FencingToken = n
 	return l, nil
 }
 

@@ -14,7 +14,7 @@ import (
 // issue 33): a lock that numbers its own leases (a sequential znode, a
 // create revision, a counter file) is built in, one that hands out no
 // token and has no Redis node to INCR on is none; Build refuses
-// fencing: incr on either, naming the algorithm, before building anything.
+// token_source: incr on either, naming the algorithm, before building anything.
 func TestBuildFencingFollowsInfoBackends(t *testing.T) {
 	want := map[string]string{
 		"gozk-queue": algorithms.FencingBuiltIn, "gozk-queue-naive": algorithms.FencingBuiltIn,
@@ -26,7 +26,7 @@ func TestBuildFencingFollowsInfoBackends(t *testing.T) {
 		"lockfile-pid": algorithms.FencingBuiltIn, "lockfile-excl": algorithms.FencingBuiltIn,
 		"flock": algorithms.FencingBuiltIn, "fcntl": algorithms.FencingBuiltIn,
 	}
-	p := algorithms.Params{Key: "k", Extra: map[string]string{"fencing": "incr"}}
+	p := algorithms.Params{Key: "k", Extra: map[string]string{algorithms.ParamTokenSource: "incr"}}
 	for name, fencing := range want {
 		info, err := algorithms.Lookup(name)
 		if err != nil {
@@ -35,12 +35,12 @@ func TestBuildFencingFollowsInfoBackends(t *testing.T) {
 		if info.Fencing != fencing {
 			t.Errorf("%s: Info.Fencing = %q, want %q", name, info.Fencing, fencing)
 		}
-		wantErr := name + "'s fencing is built in; expected fencing: none"
+		wantErr := name + "'s fencing is built in; expected token_source: none"
 		if fencing == algorithms.FencingNone {
-			wantErr = "cannot be added to " + name + ", whose leases carry no fencing token (its fencing is none); expected fencing: none"
+			wantErr = "cannot be added to " + name + ", whose leases carry no fencing token (its fencing is none); expected token_source: none"
 		}
 		if _, err := algorithms.Build(name, p, algorithms.Conns{}); err == nil || !strings.Contains(err.Error(), wantErr) {
-			t.Errorf("%s with fencing: incr: %v, want a refusal containing %q", name, err, wantErr)
+			t.Errorf("%s with token_source: incr: %v, want a refusal containing %q", name, err, wantErr)
 		}
 	}
 }

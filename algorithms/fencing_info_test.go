@@ -8,7 +8,7 @@ import (
 )
 
 // An algorithm that fences its own leases says so (Info.Fencing), and
-// Build then refuses fencing: incr instead of adding a second token per
+// Build then refuses token_source: incr instead of adding a second token per
 // grant (issue 33); a decorator algorithm still gets Fenced.
 func TestBuildFencingFollowsInfo(t *testing.T) {
 	Register(Info{Name: "test-fences-itself", Backend: Backend, MinNodes: 1, Hidden: true, Fencing: FencingBuiltIn,
@@ -16,17 +16,17 @@ func TestBuildFencingFollowsInfo(t *testing.T) {
 	node := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: Build only wraps
 	defer node.Close()
 	conns := Conns{Redis: []*redis.Client{node}}
-	p := Params{Key: "k", Extra: map[string]string{"fencing": "incr"}}
+	p := Params{Key: "k", Extra: map[string]string{ParamTokenSource: "incr"}}
 	_, err := Build("test-fences-itself", p, conns)
-	if err == nil || !strings.Contains(err.Error(), "test-fences-itself's fencing is built in; expected fencing: none") {
-		t.Fatalf("fencing: incr on a built-in fencer: %v, want a refusal naming it", err)
+	if err == nil || !strings.Contains(err.Error(), "test-fences-itself's fencing is built in; expected token_source: none") {
+		t.Fatalf("token_source: incr on a built-in fencer: %v, want a refusal naming it", err)
 	}
 	lock, err := Build("set-nx-px-lua", p, conns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f, ok := lock.(*Fenced); !ok || f.Key != FenceKey("k") || f.Tokens != node {
-		t.Fatalf("set-nx-px-lua with fencing: incr built %T, want *Fenced on the first lock node", lock)
+		t.Fatalf("set-nx-px-lua with token_source: incr built %T, want *Fenced on the first lock node", lock)
 	}
 }
 

@@ -39,15 +39,22 @@ type Env interface {
 }
 
 // Lease is what a client believes after a successful acquire: that it holds
-// Resource, proven by Token, until Validity on its own clock. Fence, when not
-// zero, is a fencing token the protected resource can check (Kleppmann).
+// Resource, proven by LockValue, until Validity on its own clock. The words
+// are the course's glossary (reports/course/course.yaml): a token is always
+// a fencing token, and the owner's random value is the lock value.
 type Lease struct {
 	Resource string
-	Token    string
-	Fence    int64
-	Start    time.Time // client clock when the acquire began
-	Validity time.Time // client clock after which it must stop acting as holder
-	Nodes    []string  // the nodes that granted the lock (Redlock)
+	// LockValue is the value the client wrote into the lock (a random
+	// string, a znode's name, a session's id): it names the owner, so
+	// that only the owner's release or renewal acts on the lock.
+	LockValue string
+	// FencingToken, when not zero, is a number that grows with every
+	// grant, which the protected resource can check (Kleppmann; its
+	// source is params.token_source, its check resource.token_check).
+	FencingToken int64
+	Start        time.Time // client clock when the acquire began
+	Validity     time.Time // client clock after which it must stop acting as holder
+	Nodes        []string  // the nodes that granted the lock (Redlock)
 
 	lost      bool
 	lostHooks []func()
@@ -253,7 +260,7 @@ type Info struct {
 	// accepted by every Redis algorithm on top of these.
 	Params []Param
 	// Fencing is how its leases get fencing tokens: FencingDecorator
-	// (the default: Build's fencing: incr), FencingBuiltIn (its own, and
+	// (the default: Build's token_source: incr), FencingBuiltIn (its own, and
 	// Build never adds an INCR) or FencingNone (fencing.go).
 	Fencing string
 	// Fields are the per-client settings beyond a mutex's that the
@@ -301,7 +308,7 @@ type Param struct {
 // RedisParams are the options Build applies to any Redis algorithm.
 var RedisParams = []Param{
 	{Name: "watchdog", Expect: "true or false", Check: BoolParam},
-	{Name: "fencing", Expect: "incr or none", Check: OneOf("incr", "none")},
+	{Name: ParamTokenSource, Expect: "incr or none", Check: OneOf("incr", "none")},
 }
 
 // BoolParam accepts the texts strconv.ParseBool does.
@@ -346,8 +353,8 @@ func Register(i Info) {
 // Build constructs a client's lock and applies the cross-cutting options of
 // Params.Extra that work with any Redis algorithm:
 //
-//	watchdog: "true"   renew the lease every TTL/3 while held (watchdog.go)
-//	fencing:  "incr"   attach a fencing token from INCR (fencing.go)
+//	watchdog:     "true"   renew the lease every TTL/3 while held (watchdog.go)
+//	token_source: "incr"   attach a fencing token from INCR (fencing.go)
 func Build(name string, p Params, c Conns) (Lock, error) {
 	info, err := Lookup(name)
 	if err != nil {
@@ -374,7 +381,7 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 		}
 		lock = &Watchdog{Lock: lock, Renewer: ext, TTL: p.TTL}
 	}
-	switch f := p.Extra["fencing"]; f {
+	switch f := p.Extra[ParamTokenSource]; f {
 	case "", "none":
 	case "incr":
 		tokens, ok := FenceCounter(c.Tokens, c.Redis)
@@ -384,27 +391,27 @@ func Build(name string, p Params, c Conns) (Lock, error) {
 		lock = &Fenced{Lock: lock, Tokens: tokens, Key: FenceKey(p.Key)}
 	default:
 		if info.Backend == Backend {
-			return nil, fmt.Errorf("%s: unknown fencing %q; expected incr or none", name, f)
+			return nil, fmt.Errorf("%s: unknown token_source %q; expected incr or none", name, f)
 		}
 	}
 	return lock, nil
 }
 
-// refuseIncr turns fencing: incr away, before the lock is built, from an
+// refuseIncr turns token_source: incr away, before the lock is built, from an
 // algorithm that is not a decorator (Info.Fencing, fencing.go): one that
 // fences its own leases would get a second token per grant, and one whose
 // fencing is none has no token to give and nothing to count on.
 func refuseIncr(name string, info Info, p Params) error {
-	if p.Extra["fencing"] != "incr" {
+	if p.Extra[ParamTokenSource] != "incr" {
 		return nil
 	}
 	switch info.Fencing {
 	case FencingDecorator:
 		return nil
 	case FencingBuiltIn:
-		return fmt.Errorf("%s: fencing: incr is for a lock that hands out no fencing tokens, and %s's fencing is %s; expected fencing: none", name, name, info.Fencing)
+		return fmt.Errorf("%s: token_source: incr is for a lock that hands out no fencing tokens, and %s's fencing is %s; expected token_source: none", name, name, info.Fencing)
 	default:
-		return fmt.Errorf("%s: fencing: incr cannot be added to %s, whose leases carry no fencing token (its fencing is %s); expected fencing: none", name, name, info.Fencing)
+		return fmt.Errorf("%s: token_source: incr cannot be added to %s, whose leases carry no fencing token (its fencing is %s); expected token_source: none", name, name, info.Fencing)
 	}
 }
 

@@ -105,7 +105,7 @@ func (r *Redlock) Acquire(env Env) (*Lease, error) {
 				nodes = append(nodes, nodeName(r.Clients[i]))
 			}
 		}
-		lease := &Lease{Resource: r.Params.Key, Token: tok, Start: start, Nodes: nodes}
+		lease := &Lease{Resource: r.Params.Key, LockValue: tok, Start: start, Nodes: nodes}
 		if r.Naive {
 			if len(nodes) >= r.Quorum() {
 				lease.Validity = env.Now().Add(r.Params.TTL)
@@ -142,7 +142,7 @@ func (r *Redlock) Release(env Env, lease *Lease) error {
 	}
 	sub := &Redlock{Clients: targets, Params: r.Params}
 	sub.everyNode(env, func(e Env, c *redis.Client) bool {
-		return c.Eval(e.Context(), compareAndDelete, []string{lease.Resource}, lease.Token).Err() == nil
+		return c.Eval(e.Context(), compareAndDelete, []string{lease.Resource}, lease.LockValue).Err() == nil
 	})
 	return nil
 }
@@ -151,7 +151,7 @@ func (r *Redlock) Release(env Env, lease *Lease) error {
 func (r *Redlock) Extend(env Env, lease *Lease) error {
 	ms := strconv.FormatInt(r.Params.TTL.Milliseconds(), 10)
 	ok := r.everyNode(env, func(e Env, c *redis.Client) bool {
-		n, err := c.Eval(e.Context(), compareAndPExpire, []string{lease.Resource}, lease.Token, ms).Int()
+		n, err := c.Eval(e.Context(), compareAndPExpire, []string{lease.Resource}, lease.LockValue, ms).Int()
 		return err == nil && n == 1
 	})
 	count := 0

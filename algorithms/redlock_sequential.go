@@ -163,7 +163,7 @@ func (r *RedlockSequential) Acquire(env Env) (*Lease, error) {
 				nodes = append(nodes, nodeName(c))
 			}
 		}
-		lease := &Lease{Resource: r.Params.Key, Token: tok, Start: start, Nodes: nodes}
+		lease := &Lease{Resource: r.Params.Key, LockValue: tok, Start: start, Nodes: nodes}
 		now := env.Now()
 		elapsed := now.Sub(start)
 		if len(nodes) >= r.spec().Quorum() {
@@ -190,7 +190,7 @@ func (r *RedlockSequential) Acquire(env Env) (*Lease, error) {
 // Release runs compare-and-delete on every node, one after another.
 func (r *RedlockSequential) Release(env Env, lease *Lease) error {
 	for _, c := range r.Clients {
-		c.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.Token)
+		c.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.LockValue)
 	}
 	return nil
 }

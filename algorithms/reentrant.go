@@ -66,7 +66,7 @@ func (l *Reentrant) Acquire(env Env) (*Lease, error) {
 		err := l.Client.Eval(env.Context(), reentrantAcquire, []string{l.Params.Key}, l.ttl(), l.owner).Err()
 		switch {
 		case errors.Is(err, redis.Nil):
-			return &Lease{Resource: l.Params.Key, Token: l.owner, Start: start, Validity: start.Add(l.Params.TTL)}, nil
+			return &Lease{Resource: l.Params.Key, LockValue: l.owner, Start: start, Validity: start.Add(l.Params.TTL)}, nil
 		case err != nil:
 			return nil, err
 		default:
@@ -77,7 +77,7 @@ func (l *Reentrant) Acquire(env Env) (*Lease, error) {
 
 // Release undoes one acquire.
 func (l *Reentrant) Release(env Env, lease *Lease) error {
-	err := l.Client.Eval(env.Context(), reentrantRelease, []string{lease.Resource}, l.ttl(), lease.Token).Err()
+	err := l.Client.Eval(env.Context(), reentrantRelease, []string{lease.Resource}, l.ttl(), lease.LockValue).Err()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
@@ -86,7 +86,7 @@ func (l *Reentrant) Release(env Env, lease *Lease) error {
 
 // Extend is the watchdog's renewal.
 func (l *Reentrant) Extend(env Env, lease *Lease) error {
-	n, err := l.Client.Eval(env.Context(), reentrantRenew, []string{lease.Resource}, l.ttl(), lease.Token).Int()
+	n, err := l.Client.Eval(env.Context(), reentrantRenew, []string{lease.Resource}, l.ttl(), lease.LockValue).Int()
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func (l *ReentrantByValue) Acquire(env Env) (*Lease, error) {
 	}
 	return l.Params.Wait.Retry(env, func() (*Lease, error) {
 		start := env.Now()
-		lease := &Lease{Resource: l.Params.Key, Token: l.value, Start: start, Validity: start.Add(l.Params.TTL)}
+		lease := &Lease{Resource: l.Params.Key, LockValue: l.value, Start: start, Validity: start.Add(l.Params.TTL)}
 		ok, err := l.Client.SetArgs(env.Context(), l.Params.Key, l.value, redis.SetArgs{Mode: "NX", TTL: l.Params.TTL}).Result()
 		switch {
 		case err == nil && ok == "OK":
@@ -84,7 +84,7 @@ func (l *ReentrantByValue) Acquire(env Env) (*Lease, error) {
 // Release deletes the key if it still holds the client's value: the first
 // release, inner or outer, frees the lock.
 func (l *ReentrantByValue) Release(env Env, lease *Lease) error {
-	err := l.Client.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.Token).Err()
+	err := l.Client.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.LockValue).Err()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (l *ReentrantByValue) Release(env Env, lease *Lease) error {
 // Extend pushes the expiry if the key still holds the client's value.
 func (l *ReentrantByValue) Extend(env Env, lease *Lease) error {
 	ms := strconv.FormatInt(l.Params.TTL.Milliseconds(), 10)
-	n, err := l.Client.Eval(env.Context(), compareAndPExpire, []string{lease.Resource}, lease.Token, ms).Int()
+	n, err := l.Client.Eval(env.Context(), compareAndPExpire, []string{lease.Resource}, lease.LockValue, ms).Int()
 	if err != nil {
 		return err
 	}

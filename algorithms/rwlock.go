@@ -134,11 +134,11 @@ func (l *RWLock) Acquire(env Env) (*Lease, error) {
 		if ok != 1 {
 			return nil, ErrNotAcquired
 		}
-		return &Lease{Resource: l.Key, Token: id, Start: start, Validity: start.Add(l.TTL)}, nil
+		return &Lease{Resource: l.Key, LockValue: id, Start: start, Validity: start.Add(l.TTL)}, nil
 	})
 }
 
 // Release gives the hold back, if the hash still counts it.
 func (l *RWLock) Release(env Env, lease *Lease) error {
-	return l.Client.Eval(env.Context(), rwRelease, []string{l.Key}, lease.Token).Err()
+	return l.Client.Eval(env.Context(), rwRelease, []string{l.Key}, lease.LockValue).Err()
 }

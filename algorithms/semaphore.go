@@ -156,7 +156,7 @@ func (s *Semaphore) try(env Env) (*Lease, error) {
 		return nil, err
 	}
 	if rank.Val() < int64(s.Permits) {
-		return &Lease{Resource: s.Key, Token: id, Start: start, Validity: start.Add(s.TTL)}, nil
+		return &Lease{Resource: s.Key, LockValue: id, Start: start, Validity: start.Add(s.TTL)}, nil
 	}
 	if err := s.remove(env, id); err != nil {
 		return nil, err
@@ -175,4 +175,4 @@ func (s *Semaphore) remove(env Env, id string) error {
 }
 
 // Release gives the permit back.
-func (s *Semaphore) Release(env Env, l *Lease) error { return s.remove(env, l.Token) }
+func (s *Semaphore) Release(env Env, l *Lease) error { return s.remove(env, l.LockValue) }

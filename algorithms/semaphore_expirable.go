@@ -173,7 +173,7 @@ func (s *PermitSemaphore) Acquire(env Env) (*Lease, error) {
 		if ok != 1 {
 			return nil, ErrNotAcquired
 		}
-		return &Lease{Resource: s.Key, Token: id, Start: start, Validity: start.Add(s.TTL)}, nil
+		return &Lease{Resource: s.Key, LockValue: id, Start: start, Validity: start.Add(s.TTL)}, nil
 	})
 	if err != nil || s.Refresh == RefreshNone {
 		return l, err
@@ -194,7 +194,7 @@ func (s *PermitSemaphore) Acquire(env Env) (*Lease, error) {
 				return
 			}
 			now := bg.Now()
-			ok, err := s.Refresher.Eval(bg.Context(), script, s.keys(), l.Token, ms(now), ms(now.Add(s.TTL))).Int()
+			ok, err := s.Refresher.Eval(bg.Context(), script, s.keys(), l.LockValue, ms(now), ms(now.Add(s.TTL))).Int()
 			if err != nil {
 				return // as a watchdog does: the holder is not told
 			}
@@ -214,5 +214,5 @@ func (s *PermitSemaphore) Release(env Env, l *Lease) error {
 	if l.renewal != nil {
 		l.renewal.stopped = true
 	}
-	return s.Client.Eval(env.Context(), permitRelease, s.keys(), l.Token, ms(env.Now())).Err()
+	return s.Client.Eval(env.Context(), permitRelease, s.keys(), l.LockValue, ms(env.Now())).Err()
 }

@@ -56,7 +56,7 @@ func (l *SetNXExpire) Acquire(env Env) (*Lease, error) {
 			// The naive code carries on: it does hold the key.
 			_ = err
 		}
-		return &Lease{Resource: l.Params.Key, Token: tok, Start: start, Validity: start.Add(l.Params.TTL)}, nil
+		return &Lease{Resource: l.Params.Key, LockValue: tok, Start: start, Validity: start.Add(l.Params.TTL)}, nil
 	})
 }
 

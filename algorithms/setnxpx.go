@@ -165,7 +165,7 @@ func (l *SetNXPX) Acquire(env Env) (*Lease, error) {
 		if err != nil {
 			return nil, err
 		}
-		lease := &Lease{Resource: l.Params.Key, Token: tok, Start: start, Validity: start.Add(l.Params.TTL)}
+		lease := &Lease{Resource: l.Params.Key, LockValue: tok, Start: start, Validity: start.Add(l.Params.TTL)}
 		if l.WaitReplicas > 0 {
 			acked, err := l.Client.Wait(ctx, l.WaitReplicas, l.WaitTimeout).Result()
 			if err != nil || acked < int64(l.WaitReplicas) {
@@ -191,14 +191,14 @@ func (l *SetNXPX) Acquire(env Env) (*Lease, error) {
 // Release deletes the key: blindly, or only if it still holds our token.
 func (l *SetNXPX) Release(env Env, lease *Lease) error {
 	if l.CompareAndDelete {
-		return l.Client.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.Token).Err()
+		return l.Client.Eval(env.Context(), compareAndDelete, []string{lease.Resource}, lease.LockValue).Err()
 	}
 	return l.Client.Del(env.Context(), lease.Resource).Err()
 }
 
 // Extend resets the key's TTL if it still holds our token (the watchdog).
 func (l *SetNXPX) Extend(env Env, lease *Lease) error {
-	n, err := l.Client.Eval(env.Context(), compareAndPExpire, []string{lease.Resource}, lease.Token, strconv.FormatInt(l.Params.TTL.Milliseconds(), 10)).Int()
+	n, err := l.Client.Eval(env.Context(), compareAndPExpire, []string{lease.Resource}, lease.LockValue, strconv.FormatInt(l.Params.TTL.Milliseconds(), 10)).Int()
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func TestLongSerialHistoryIsDecided(t *testing.T) {
 }
 
 func access(seq int, client, kind string, value, based, fence int64, ok bool) Access {
-	return Access{Seq: seq, At: time.Duration(seq) * ms, Client: client, Kind: kind, Value: value, Based: based, Fence: fence, Accepted: ok}
+	return Access{Seq: seq, At: time.Duration(seq) * ms, Client: client, Kind: kind, Value: value, Based: based, FencingToken: fence, Accepted: ok}
 }
 
 func TestResource(t *testing.T) {

@@ -16,8 +16,12 @@ type Interval struct {
 	// the lock), "validity" (the client checked its lease, found it run
 	// out and stopped acting) or "end of run".
 	EndReason string `json:"end_reason"`
-	Token     string `json:"token,omitempty"`
-	Fence     int64  `json:"fence,omitempty"`
+	// LockValue is the value the lease wrote into the lock (its owner's
+	// name for it) and FencingToken the lease's fencing token (0: none).
+	// Their JSON names, token and fence, are kept from before the rename
+	// (issue 33), so traces and --json output read as they did.
+	LockValue    string `json:"token,omitempty"`
+	FencingToken int64  `json:"fence,omitempty"`
 	// Mode is "read" for a shared hold of a reader-writer lock and "write"
 	// (or empty) for an exclusive one; see ModeRead.
 	Mode string `json:"mode,omitempty"`
@@ -57,9 +61,10 @@ type Access struct {
 	Value int64 `json:"value"`
 	// Based is, for a write, the value the client had read before computing it.
 	Based int64 `json:"based,omitempty"`
-	Fence int64 `json:"fence,omitempty"`
+	// FencingToken is the fencing token the access came with (0: none).
+	FencingToken int64 `json:"fence,omitempty"`
 	// Highest is the highest fencing token the store had seen when it
-	// compared Fence (0: none yet, or no fencing): the store's side of the
+	// compared FencingToken (0: none yet, or no fencing): the store's side of the
 	// comparison, so a drawing of it needs no re-reading of Reason.
 	Highest  int64  `json:"highest,omitempty"`
 	Accepted bool   `json:"accepted"`
@@ -75,7 +80,7 @@ type History struct {
 	Initial int64 `json:"initial"`
 	// End is the true time the run ended.
 	End time.Duration `json:"end_ns"`
-	// Fenced says the store compared fencing tokens (resource.fencing ">"
+	// Fenced says the store compared fencing tokens (resource.token_check ">"
 	// or ">="). Only then are tokens part of the resource's rule: on a
 	// store that ignores them, a lease's token (a ZooKeeper node's
 	// sequence number, a pg fence row) changes nothing the store does, so

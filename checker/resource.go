@@ -53,10 +53,10 @@ func (r *ResourceWitness) String() string {
 		return r.writeUnderReadString()
 	case DuplicateToken:
 		return fmt.Sprintf("duplicate token: %s's write at %s and %s's write at %s were both accepted with fencing token %d",
-			r.Overwritten.Client, Sec(r.Overwritten.At), w.Client, Sec(w.At), w.Fence) + tail
+			r.Overwritten.Client, Sec(r.Overwritten.At), w.Client, Sec(w.At), w.FencingToken) + tail
 	case StaleToken:
 		return fmt.Sprintf("stale token: %s's write at %s was accepted with fencing token %d after %s's %s at %s with token %d",
-			w.Client, Sec(w.At), w.Fence, r.Overwritten.Client, r.Overwritten.Kind, Sec(r.Overwritten.At), r.Overwritten.Fence) + tail
+			w.Client, Sec(w.At), w.FencingToken, r.Overwritten.Client, r.Overwritten.Kind, Sec(r.Overwritten.At), r.Overwritten.FencingToken) + tail
 	case NotReadMinus1:
 		return fmt.Sprintf("not read-1: %s wrote %d at %s after reading %d; one sale takes exactly one item",
 			w.Client, w.Value, Sec(w.At), r.base()) + tail
@@ -95,7 +95,7 @@ func checkResource(h History, m *Metrics) (Status, *ResourceWitness) {
 		if a.Kind != "write" {
 			lastRead[a.Client] = i
 			writesAtRead[a.Client] = written
-			if a.Fence != 0 && (highest == nil || a.Fence > highest.Fence) {
+			if a.FencingToken != 0 && (highest == nil || a.FencingToken > highest.FencingToken) {
 				highest = &h.Accesses[i]
 			}
 			continue
@@ -110,11 +110,11 @@ func checkResource(h History, m *Metrics) (Status, *ResourceWitness) {
 				witness.Later = append(witness.Later, wit.String())
 			}
 		}
-		if a.Fence != 0 {
-			if _, ok := byFence[a.Fence]; !ok {
-				byFence[a.Fence] = i
+		if a.FencingToken != 0 {
+			if _, ok := byFence[a.FencingToken]; !ok {
+				byFence[a.FencingToken] = i
 			}
-			if highest == nil || a.Fence > highest.Fence {
+			if highest == nil || a.FencingToken > highest.FencingToken {
 				highest = &h.Accesses[i]
 			}
 		}
@@ -146,12 +146,12 @@ func judgeWrite(h History, i int, cur int64, lastWrite, highest *Access, byFence
 	// backend: on an unfenced store a write is judged by what it did to
 	// the value alone, as a tokenless Redis lease's is, so a serial
 	// history is ok on every backend (docs/violations.md).
-	if h.Fenced && a.Fence != 0 {
-		if j, ok := byFence[a.Fence]; ok && h.Accesses[j].Client != a.Client {
+	if h.Fenced && a.FencingToken != 0 {
+		if j, ok := byFence[a.FencingToken]; ok && h.Accesses[j].Client != a.Client {
 			wit.Kind, wit.Overwritten = DuplicateToken, h.Accesses[j]
 			return wit
 		}
-		if highest != nil && a.Fence < highest.Fence {
+		if highest != nil && a.FencingToken < highest.FencingToken {
 			wit.Kind, wit.Overwritten = StaleToken, *highest
 			return wit
 		}

@@ -38,7 +38,7 @@ func init() {
 // myLiveParams are the MySQL backend's params a live run honours: one
 // MariaDB server. A multi-primary cluster (nodes: 2) and TCP keepalive
 // settings have no live counterpart yet.
-var myLiveParams = []string{"nodes", "route", "shared_pool", "own_pool", "wait_timeout", "fencing", "fence_start"}
+var myLiveParams = []string{"nodes", "route", "shared_pool", "own_pool", "wait_timeout", algorithms.ParamTokenSource, "fence_start"}
 
 func mysqlExpressible(sc *scenarios.Scenario) []string {
 	why := paramsExpressible(sc, myLiveParams)

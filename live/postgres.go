@@ -61,7 +61,7 @@ const pgRole = "app"
 // pgLiveParams are the Postgres backend's params a live run honours.
 // The TCP keepalive settings and the standby have no live counterpart yet.
 var pgLiveParams = []string{"pooler", "pool_size", "server_reset_query", "server_reset_query_always", "server_lifetime",
-	"direct_clients", "shared_pool", "pool_max_conns", "pool_max_conn_idle_time", "pool_health_check_period", "fencing", "standby", "fence_start"}
+	"direct_clients", "shared_pool", "pool_max_conns", "pool_max_conn_idle_time", "pool_health_check_period", algorithms.ParamTokenSource, "standby", "fence_start"}
 
 // pgProcess is a real server process of the Postgres backend (postgres
 // itself, or pgbouncer), run as nobody when the harness is root: postgres

@@ -118,7 +118,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 	rng := rand.New(rand.NewPCG(r.opt.Seed, 0x11fe1))
 	r.fabric = &fabric{start: r.start, rng: rand.New(rand.NewPCG(r.opt.Seed, 0xfab)), fire: r.apply, latency: sc.Network.Latency.D(), jitter: sc.Network.Jitter.D()}
 	r.rec = &recorder{clock: r.since, open: map[string]*openHold{}, wanting: map[string]time.Duration{}, mode: sc.ModeOf}
-	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.Fencing, fabric: r.fabric, clock: r.since, wait: time.Second, inflight: &r.inflight, reliable: sc.Resource.Reliable}
+	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.TokenCheck, fabric: r.fabric, clock: r.since, wait: time.Second, inflight: &r.inflight, reliable: sc.Resource.Reliable}
 	res := &scenarios.Result{Scenario: sc, Seed: r.opt.Seed}
 	res.Hosts = append(res.Hosts, r.backend.hosts()...)
 	res.Hosts = append(res.Hosts, scenarios.Host{Name: scenarios.ResourceHost, Role: "resource"})

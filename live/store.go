@@ -111,7 +111,7 @@ func (s *store) read(c *clientHost, fence int64) (int64, error) {
 	r, err := s.call(c, "READ", func() any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		a := checker.Access{Seq: len(s.log) + 1, At: s.clock(), Client: c.Name, Kind: "read", Value: s.value, Fence: fence, Highest: s.compared(fence), Accepted: true}
+		a := checker.Access{Seq: len(s.log) + 1, At: s.clock(), Client: c.Name, Kind: "read", Value: s.value, FencingToken: fence, Highest: s.compared(fence), Accepted: true}
 		if why := s.stale(fence); why != "" {
 			a.Accepted, a.Reason = false, why
 			s.log = append(s.log, a)
@@ -135,7 +135,7 @@ func (s *store) write(c *clientHost, value, based, fence int64) (bool, error) {
 	r, err := s.call(c, "WRITE", func() any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		a := checker.Access{Seq: len(s.log) + 1, At: s.clock(), Client: c.Name, Kind: "write", Value: value, Based: based, Fence: fence, Highest: s.compared(fence), Accepted: true}
+		a := checker.Access{Seq: len(s.log) + 1, At: s.clock(), Client: c.Name, Kind: "write", Value: value, Based: based, FencingToken: fence, Highest: s.compared(fence), Accepted: true}
 		if why := s.stale(fence); why != "" {
 			a.Accepted, a.Reason = false, why
 		} else if s.rule == ">" && s.written[fence] {

@@ -61,14 +61,14 @@ func (wl *workload) run() {
 			e.Sleep(scenarios.Draw(wl.rng, wl.plan.Think))
 			continue
 		}
-		if v, err := wl.r.store.read(wl.c, lease.Fence); err == nil {
+		if v, err := wl.r.store.read(wl.c, lease.FencingToken); err == nil {
 			e.Sleep(scenarios.Draw(wl.rng, wl.plan.Work))
 			switch {
 			case (sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(e.Now()):
 				rec.stop(name, "validity")
 			case !wl.plan.Writes:
 			default:
-				wl.r.store.write(wl.c, v-1, v, lease.Fence)
+				wl.r.store.write(wl.c, v-1, v, lease.FencingToken)
 			}
 		}
 		rec.stop(name, "release")
@@ -121,7 +121,7 @@ func (r *recorder) acquired(client string, call time.Duration, l *algorithms.Lea
 	defer r.mu.Unlock()
 	now := r.clock()
 	r.endWant(client, "acquired", now)
-	r.open[client] = &openHold{iv: checker.Interval{Client: client, AcquireCall: call, Start: now, Token: l.Token, Fence: l.Fence, Mode: r.mode(client)}}
+	r.open[client] = &openHold{iv: checker.Interval{Client: client, AcquireCall: call, Start: now, LockValue: l.LockValue, FencingToken: l.FencingToken, Mode: r.mode(client)}}
 }
 
 func (r *recorder) stop(client, reason string) {

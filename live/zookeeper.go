@@ -54,7 +54,7 @@ func init() {
 // zkLiveParams are the params a live ZooKeeper run honours: the session's
 // and the recipes' own. The simulated ensemble's (election_time,
 // tick_time, sync_limit, apply_lag) have no live counterpart.
-var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", "fencing"}
+var zkLiveParams = []string{"zk_servers", "session_timeout", "stop_on_disconnect", "replace_handle_on_lost", "lost_after", algorithms.ParamTokenSource}
 
 // zkJar is Debian's ZooKeeper 3.8 (scripts/install-zookeeper.sh).
 const zkJar = "/usr/share/java/zookeeper.jar"

@@ -160,6 +160,7 @@ func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *scenarios.R
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
+	logWarnings(t, sc)
 	res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: f.algorithm(opt.TTL, false, false)})
 	if err != nil {
 		t.Fatalf("locktest: %v", err)

@@ -373,7 +373,7 @@ func (o *Options) defaults() error {
 
 type randKey struct{}
 
-// Token returns a random token drawn from the run's seeded source, for
+// Token returns a random lock value drawn from the run's seeded source, for
 // locks that accept a caller-supplied token. Library tokens from
 // crypto/rand are made deterministic by Run as well; Token is for locks
 // that take one from the caller.

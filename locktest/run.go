@@ -82,7 +82,7 @@ func (u *userLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		// until it unlocks, crashes or the run ends.
 		validity = start.Add(100 * 365 * 24 * time.Hour)
 	}
-	lease := &algorithms.Lease{Resource: "lock", Start: start, Validity: validity, Fence: fence}
+	lease := &algorithms.Lease{Resource: "lock", Start: start, Validity: validity, FencingToken: fence}
 	if lr, ok := u.lock.(LossReporter); ok {
 		u.watchLoss(env, lr.Lost(), lease)
 	}
@@ -149,7 +149,7 @@ func (o *Options) base() (*scenarios.Scenario, error) {
 		sc.Duration = scenarios.Duration(o.Duration)
 	}
 	if o.Fencing {
-		sc.Resource.Fencing = ">"
+		sc.Resource.TokenCheck = ">"
 	}
 	sc.Resource.Reliable = !o.FaultStore
 	if o.Clients > 0 {

@@ -25,14 +25,14 @@ type storeAccess struct {
 // position. A fencing store compares a token against the highest it has
 // accepted (reads included); a store that does not fence compares nothing.
 func storeAccesses(res *scenarios.Result) map[int]storeAccess {
-	fenced := res.Scenario.Resource.Fencing != "" && res.Scenario.Resource.Fencing != "none"
+	fenced := res.Scenario.Resource.TokenCheck != "" && res.Scenario.Resource.TokenCheck != "none"
 	held := map[string]int64{}
 	var highest int64
 	out := map[int]storeAccess{}
 	for i, e := range res.Events {
 		switch {
 		case e.Kind == event.HoldBegan:
-			held[e.Client] = e.Fence
+			held[e.Client] = e.FencingToken
 		case e.Kind == event.CommandExecuted && e.Node == scenarios.ResourceHost && (e.Op == "READ" || e.Op == "WRITE"):
 			a := storeAccess{client: e.Client, kind: strings.ToLower(e.Op), reply: e.Reply, at: e.At,
 				accepted: !strings.HasPrefix(e.Reply, "rejected"), fence: held[e.Client]}

@@ -402,7 +402,7 @@ func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]
 	}
 	held := false
 	for _, e := range res.Events {
-		if e.Kind == event.HoldBegan && e.Actor == client && e.Token == tok {
+		if e.Kind == event.HoldBegan && e.Actor == client && e.LockValue == tok {
 			held = true
 		}
 	}

@@ -110,11 +110,11 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	if iv.Mode != "" {
 		title = fmt.Sprintf("%s holds the lock as a %s %s → %s (%s); ends: %s", iv.Client, modeNoun(iv.Mode), checker.Sec(iv.Start), checker.Sec(iv.End), dur(iv.End-iv.Start), iv.EndReason)
 	}
-	if iv.Token != "" {
-		title += "; token " + iv.Token
+	if iv.LockValue != "" {
+		title += "; lock value " + iv.LockValue
 	}
-	if iv.Fence != 0 {
-		title += fmt.Sprintf("; fencing token %d", iv.Fence)
+	if iv.FencingToken != 0 {
+		title += fmt.Sprintf("; fencing token %d", iv.FencingToken)
 	}
 	s := shape{Kind: "rect", X: x0, Y: by, W: w, H: bh, Fill: b.color[iv.Client], Class: "hold", Title: title}
 	if id, ok := b.holdBegan[fmt.Sprint(iv.Client, "|", iv.Start)]; ok {
@@ -134,8 +134,8 @@ func (b *tlBuilder) interval(iv checker.Interval) {
 	// Label inside the bar when it fits, the end reason after it.
 	vis0, vis1 := math.Max(x0, b.t.X0), math.Min(x0+w, b.t.X1)
 	label := iv.Client + " " + holdVerb(iv)
-	if iv.Fence != 0 {
-		label += fmt.Sprintf(" (token %d)", iv.Fence)
+	if iv.FencingToken != 0 {
+		label += fmt.Sprintf(" (token %d)", iv.FencingToken)
 	}
 	if boldWidth(label, 11)+10 < vis1-vis0 {
 		b.t.Plot = append(b.t.Plot, shape{Kind: "text", X: vis0 + 5, Y: by + bh/2 + 4, Text: label, Size: 11, Fill: "#ffffff", Weight: "700"})
@@ -167,8 +167,8 @@ func accessLabel(a checker.Access) string {
 		verdict = "rejected"
 	}
 	label := fmt.Sprintf("access %s %s at=%d %s", a.Client, a.Kind, a.At, verdict)
-	if a.Fence != 0 {
-		label += fmt.Sprintf(" fence=%d highest=%d", a.Fence, a.Highest)
+	if a.FencingToken != 0 {
+		label += fmt.Sprintf(" fence=%d highest=%d", a.FencingToken, a.Highest)
 	}
 	return label
 }
@@ -211,8 +211,8 @@ func (b *tlBuilder) accesses(acc []checker.Access) {
 			title = fmt.Sprintf("%s's write of %d is rejected at %s: %s", a.Client, a.Value, checker.Sec(a.At), a.Reason)
 			short = "write rejected"
 		}
-		if a.Fence != 0 {
-			title += fmt.Sprintf(" (fencing token %d)", a.Fence)
+		if a.FencingToken != 0 {
+			title += fmt.Sprintf(" (fencing token %d)", a.FencingToken)
 		}
 		ids := b.accessEvent(a)
 		if r, ok := b.rowOf[a.Client]; ok {

@@ -97,7 +97,7 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 		for _, v := range a.Votes {
 			ran := func(e *event.Event) bool {
 				return e.Kind == event.CommandExecuted && e.Node == v.Node && e.At >= a.From && e.At <= a.To &&
-					strings.Contains(e.Command, " "+key+" "+a.Token)
+					strings.Contains(e.Command, " "+key+" "+a.LockValue)
 			}
 			granted := has(func(e *event.Event) bool { return ran(e) && e.Reply == "+OK" })
 			// A node that set the key granted it, whether or not its
@@ -119,7 +119,7 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 		for _, k := range spans {
 			if k.From >= 0 && !has(func(e *event.Event) bool {
 				return e.At == k.From && e.Node == node && (e.Kind == event.NodeRestarted || e.Kind == event.ReplicationFullSync ||
-					(e.Kind == event.CommandExecuted || e.Kind == event.ReplicationApplied) && strings.Contains(e.Command, k.Token))
+					(e.Kind == event.CommandExecuted || e.Kind == event.ReplicationApplied) && strings.Contains(e.Command, k.LockValue))
 			}) {
 				errf("key bar of %s on %s from %v: no write of that token ran on %s then", k.Owner, node, k.From, node)
 			}
@@ -210,7 +210,7 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 	for _, r := range m.Refusals {
 		if !has(func(e *event.Event) bool {
 			return e.Kind == event.CommandExecuted && e.Node == r.Node && e.At == r.At && e.Reply == ":0" &&
-				strings.Contains(e.Command, "<compare-and-pexpire> 1 "+key+" "+r.Token)
+				strings.Contains(e.Command, "<compare-and-pexpire> 1 "+key+" "+r.LockValue)
 		}) {
 			errf("renewal of %s drawn refused by %s at %v: %s refused no such renewal then", r.Client, r.Node, r.At, r.Node)
 		}
@@ -239,8 +239,8 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 		}
 		label := fenceLabel(a)
 		var x, y int64
-		if n, _ := fmt.Sscanf(label, "%d ≥ %d ✓", &x, &y); n == 2 && (!a.Accepted || x < y || x != a.Fence || y != a.Highest) {
-			errf("store label %q for a write the store decided accepted=%v with token %d against %d", label, a.Accepted, a.Fence, a.Highest)
+		if n, _ := fmt.Sscanf(label, "%d ≥ %d ✓", &x, &y); n == 2 && (!a.Accepted || x < y || x != a.FencingToken || y != a.Highest) {
+			errf("store label %q for a write the store decided accepted=%v with token %d against %d", label, a.Accepted, a.FencingToken, a.Highest)
 		}
 		if n, _ := fmt.Sscanf(label, "%d < %d ✗", &x, &y); n == 2 && (a.Accepted || x >= y) {
 			errf("store label %q for a write the store decided accepted=%v", label, a.Accepted)
@@ -298,7 +298,7 @@ func zkDrawnMismatches(res *scenarios.Result, m *mechanism) []string {
 			errf("znode %s drawn as made for %s at %v, its reply untold: no such reply held, dropped or lost then", z.Path, z.Owner, z.From)
 		}
 		if z.Adopted && (owner[z.AdoptedIn] != z.Owner || !has(func(e *event.Event) bool {
-			return e.Kind == event.HoldBegan && e.Client == z.Owner && e.At == z.AdoptedAt && sameZnode(z.Path, e.Token)
+			return e.Kind == event.HoldBegan && e.Client == z.Owner && e.At == z.AdoptedAt && sameZnode(z.Path, e.LockValue)
 		})) {
 			errf("znode %s drawn adopted by %s at %v in session %s: no hold of %s on it then, or not %s's session", z.Path, z.Owner, z.AdoptedAt, z.AdoptedIn, z.Owner, z.Owner)
 		}
@@ -732,7 +732,7 @@ func TestZnodesWhoseReplyNeverCameAreDrawn(t *testing.T) {
 			hold = e
 		}
 	}
-	if hold == nil || hold.At != adopted.AdoptedAt || !sameZnode(adopted.Path, hold.Token) {
+	if hold == nil || hold.At != adopted.AdoptedAt || !sameZnode(adopted.Path, hold.LockValue) {
 		t.Fatalf("c1's hold %+v is not on the adopted node %+v", hold, adopted)
 	}
 	want := fmt.Sprintf(`data-label="adopted 1 c1 %s"`, checker.Sec(adopted.AdoptedAt))

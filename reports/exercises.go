@@ -121,7 +121,7 @@ func newEdit(first *scenarios.Scenario, twins []*scenarios.Scenario, hint string
 	e.Goal, e.Fenced = editGoal(twin.Expect)
 	if e.Fenced {
 		e.Guard = "and the fix keeps the late holder's writes off the resource (it checks its lease before writing, or it no longer deletes the new holder's key)"
-		if f := twin.Resource.Fencing; f != "" && f != "none" {
+		if f := twin.Resource.TokenCheck; f != "" && f != "none" {
 			e.Guard = "and the storage refuses the late holder's writes, whose fencing token is older than one it has seen"
 		}
 	}

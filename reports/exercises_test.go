@@ -19,7 +19,7 @@ func TestScenarioChangesNameWhatTheFixChanges(t *testing.T) {
 		want          []string
 	}{
 		{"del-wrong-client", "del-wrong-client-fixed", []string{"algorithm: set-nx-px-del → set-nx-px-lua", "expect.resource: violated → ok"}},
-		{"redlock-clock-jump", "redlock-clock-jump-fenced", []string{"expect.resource: violated → ok", "nodes[5]: add {name: T, role: tokens}", "params: add {fencing: incr}", "resource.fencing: none → '>'"}},
+		{"redlock-clock-jump", "redlock-clock-jump-fenced", []string{"expect.resource: violated → ok", "nodes[5]: add {name: T, role: tokens}", "params: add {token_source: incr}", "resource.token_check: none → '>'"}},
 		// A fault's note explains the fault; it is not a change to make.
 		{"setnx-expire-crash", "setnx-expire-crash-fixed", []string{"algorithm: setnx-expire → set-nx-px-lua", "expect.liveness: violated → ok", "faults[0].after.op: SETNX → SET"}},
 	} {

@@ -140,7 +140,7 @@ func (b *tlBuilder) refusedRenewals(node string, y float64) {
 			who = "a client"
 		}
 		b.t.Plot = append(b.t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl8 8m0 -8l-8 8", x-4, y+keyBarH/2-4), Stroke: witnessRed, SW: 2.2, Fill: "none", Class: "key-renewal-refused",
-			Title: fmt.Sprintf("%s's renewal refused by %s at %s: the node held %s, not %s's token", who, node, checker.Sec(r.At), holder, who),
+			Title: fmt.Sprintf("%s's renewal refused by %s at %s: the node held %s, not %s's lock value", who, node, checker.Sec(r.At), holder, who),
 			Label: fmt.Sprintf("renewal refused %s %s %s", node, who, checker.Sec(r.At)), Events: eventIDs([]int{r.Event})})
 		txt := "renewal refused"
 		if x+7+boldWidth(txt, 10) < b.t.X1 {
@@ -213,7 +213,7 @@ func (b *tlBuilder) fenceIssues() {
 		}
 		x, y := b.x(f.At), r.y+keyBarTop+keyBarH+1
 		t.Plot = append(t.Plot, shape{Kind: "path", D: fmt.Sprintf("M%.1f %.1fl4 5l-8 0z", x, y), Fill: "#0f172a",
-			Title: fmt.Sprintf("%s issues fencing token %d at %s", f.Node, f.Token, checker.Sec(f.At))})
+			Title: fmt.Sprintf("%s issues fencing token %d at %s", f.Node, f.FencingToken, checker.Sec(f.At))})
 	}
 	// Labels: one per token value, where there is room.
 	last := map[string]float64{}
@@ -223,7 +223,7 @@ func (b *tlBuilder) fenceIssues() {
 			continue
 		}
 		x := b.x(f.At)
-		txt := fmt.Sprintf("token %d", f.Token)
+		txt := fmt.Sprintf("token %d", f.FencingToken)
 		if l, ok := last[f.Node]; ok && x-l < textWidth(txt, 10)+12 {
 			continue
 		}
@@ -237,17 +237,17 @@ func (b *tlBuilder) fenceIssues() {
 // which counts reads too), never a reconstruction.
 func fenceLabel(a checker.Access) string {
 	switch {
-	case a.Fence == 0:
+	case a.FencingToken == 0:
 		return ""
 	case a.Accepted && a.Highest == 0:
-		return fmt.Sprintf("token %d ✓", a.Fence)
+		return fmt.Sprintf("token %d ✓", a.FencingToken)
 	case a.Accepted:
-		return fmt.Sprintf("%d ≥ %d ✓", a.Fence, a.Highest)
-	case a.Fence < a.Highest:
-		return fmt.Sprintf("%d < %d ✗", a.Fence, a.Highest)
+		return fmt.Sprintf("%d ≥ %d ✓", a.FencingToken, a.Highest)
+	case a.FencingToken < a.Highest:
+		return fmt.Sprintf("%d < %d ✗", a.FencingToken, a.Highest)
 	default:
 		// Not lower, yet refused: under the strict rule the token has
 		// already written once.
-		return fmt.Sprintf("%d already used ✗", a.Fence)
+		return fmt.Sprintf("%d already used ✗", a.FencingToken)
 	}
 }

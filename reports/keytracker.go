@@ -93,7 +93,7 @@ func (kt *keyTracker) open(n, token string, at, ttl time.Duration, replica bool)
 	if who == "" {
 		who = token
 	}
-	s.span = keySpan{Node: n, Owner: who, Token: token, From: at, TTL: ttl, Replica: replica, Events: []int{kt.cur}}
+	s.span = keySpan{Node: n, Owner: who, LockValue: token, From: at, TTL: ttl, Replica: replica, Events: []int{kt.cur}}
 	if ttl > 0 {
 		s.span.Nominal = at + ttl
 	}
@@ -162,7 +162,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 			kt.setDeadline(n, at, time.UnixMilli(v).Sub(sim.Epoch))
 		}
 	case verb == "hset" && f[1] == key && len(f) >= 4 && replica:
-		if s := state[n]; !s.live || s.span.Token != f[2] {
+		if s := state[n]; !s.live || s.span.LockValue != f[2] {
 			kt.open(n, f[2], at, 0, replica)
 		}
 	case verb == "setnx" && f[1] == key && len(f) >= 3:
@@ -185,7 +185,7 @@ func (kt *keyTracker) apply(n string, f []string, reply string, at time.Duration
 		}
 	case verb == "incr" && f[1] == fenceKey:
 		if v, err := strconv.ParseInt(strings.TrimPrefix(reply, ":"), 10, 64); err == nil && strings.HasPrefix(reply, ":") {
-			m.Fences = append(m.Fences, fenceIssue{Node: n, At: at, Token: v})
+			m.Fences = append(m.Fences, fenceIssue{Node: n, At: at, FencingToken: v})
 		}
 	case verb == "eval" && len(f) >= 4 && f[3] == key:
 		kt.applyScript(n, f, reply, at, replica)
@@ -207,7 +207,7 @@ func (kt *keyTracker) applyScript(n string, f []string, reply string, at time.Du
 		if reply == ":0" && len(f) >= 5 && !replica {
 			// The node refused: the key does not hold the renewer's
 			// token (it expired, or another client took it).
-			m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], Token: f[4], At: at, Event: kt.cur})
+			m.Refusals = append(m.Refusals, refusal{Node: n, Client: kt.owner[f[4]], LockValue: f[4], At: at, Event: kt.cur})
 		}
 		if reply == ":1" && len(f) >= 6 {
 			if v, err := strconv.ParseInt(f[5], 10, 64); err == nil {
@@ -223,7 +223,7 @@ func (kt *keyTracker) applyScript(n string, f []string, reply string, at time.Du
 		if reply == "$-1" && len(f) >= 6 {
 			ms, _ := strconv.ParseInt(f[4], 10, 64)
 			s := state[n]
-			if s.live && s.span.Token == f[5] {
+			if s.live && s.span.LockValue == f[5] {
 				s.span.Count++
 				kt.setTTL(n, at, time.Duration(ms)*time.Millisecond)
 			} else {

@@ -299,7 +299,7 @@ func (b *tlBuilder) mechLegend() []legendItem {
 		out = append(out, legendItem{Swatch: "sw-reject", Text: "a background renewal of the client's lease that failed (on the client's lane)"})
 	}
 	if len(m.Refusals) > 0 {
-		out = append(out, legendItem{Swatch: "sw-reject", Text: "a renewal the node refused (the key did not hold the renewer's token)"})
+		out = append(out, legendItem{Swatch: "sw-reject", Text: "a renewal the node refused (the key did not hold the renewer's lock value)"})
 	}
 	if len(b.voteClients) > 0 {
 		out = append(out, legendItem{Swatch: "sw-validity", Text: "Redlock attempt (tick: votes counted) and the validity window the client computed"})

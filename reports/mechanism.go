@@ -20,10 +20,10 @@ import (
 // keySpan is one stretch during which a node holds the lock key for one
 // owner.
 type keySpan struct {
-	Node     string
-	Owner    string // client name, or the token when no client sent it
-	Token    string
-	From, To time.Duration // true time
+	Node      string
+	Owner     string // client name, or the lock value when no client sent it
+	LockValue string
+	From, To  time.Duration // true time
 	// End says why the span ends: "released", "expired", "crash",
 	// "overwritten", "full sync" (a replica took its master's dataset)
 	// or "end of run".
@@ -51,10 +51,10 @@ type keySpan struct {
 
 // fenceIssue is an INCR of the fencing counter on a node.
 type fenceIssue struct {
-	Node   string
-	At     time.Duration
-	Token  int64
-	Client string
+	Node         string
+	At           time.Duration
+	FencingToken int64
+	Client       string
 }
 
 // vote is one node's answer to a Redlock acquire attempt.
@@ -65,9 +65,9 @@ type vote struct {
 
 // voteAttempt is one Redlock acquire attempt: a SET to every node.
 type voteAttempt struct {
-	Client   string
-	Token    string
-	From, To time.Duration // the first SET sent, the client's decision
+	Client    string
+	LockValue string
+	From, To  time.Duration // the first SET sent, the client's decision
 	// Votes has one answer per configured lock node, in host order.
 	Votes    []vote
 	Quorum   int // of the configured lock nodes: len(Votes)/2+1
@@ -148,9 +148,9 @@ type znodeSpan struct {
 }
 
 // refusal is a renewal (compare-and-pexpire) a node refused because the
-// key did not hold the renewer's token.
+// key did not hold the renewer's lock value.
 type refusal struct {
-	Node, Client, Token string
+	Node, Client, LockValue string
 	At                  time.Duration
 	Event               int // the node's command.executed (index in res.Events)
 }

@@ -202,7 +202,7 @@ func TestFencingComparisonIsDrawn(t *testing.T) {
 		t.Error(`the store row does not show the rejected write as "33 < 34"`)
 	}
 	m := deriveMechanism(res)
-	if len(m.Fences) < 2 || m.Fences[0].Token != 33 || m.Fences[1].Token != 34 {
+	if len(m.Fences) < 2 || m.Fences[0].FencingToken != 33 || m.Fences[1].FencingToken != 34 {
 		t.Errorf("fencing tokens issued: %+v; want 33 then 34", m.Fences)
 	}
 }

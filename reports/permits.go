@@ -27,7 +27,7 @@ import (
 
 // permitSpan is one entry of a node's permit set.
 type permitSpan struct {
-	Node, Token, Owner string
+	Node, LockValue, Owner string
 	Score              float64 // its holder's clock, in ms since the Unix epoch
 	From, To           time.Duration
 	End                string // "released", "removed by c2's cleanup", "removed by c1", "end of run"
@@ -108,7 +108,7 @@ func (pt *permitTracker) apply(node, client string, f []string, at time.Duration
 				p.Events = append(p.Events, ids...)
 				continue
 			}
-			pt.open[node+"|"+tok] = &permitSpan{Node: node, Token: tok, Owner: pt.owner[tok], Score: score, From: at, Events: slices.Clone(ids)}
+			pt.open[node+"|"+tok] = &permitSpan{Node: node, LockValue: tok, Owner: pt.owner[tok], Score: score, From: at, Events: slices.Clone(ids)}
 		}
 	case "zrem":
 		for _, tok := range f[2:] {
@@ -130,13 +130,13 @@ func (pt *permitTracker) apply(node, client string, f []string, at time.Duration
 				if p.Owner == client {
 					why = "removed by its own holder's cleanup"
 				}
-				end(p.Token, why)
+				end(p.LockValue, why)
 			}
 		}
 	case "del":
 		for _, k := range sortedKeysOf(pt.open) {
 			if p := pt.open[k]; p.Node == node {
-				end(p.Token, "deleted by "+client)
+				end(p.LockValue, "deleted by "+client)
 			}
 		}
 	}
@@ -214,7 +214,7 @@ func (b *tlBuilder) drawPermits(r row) {
 			x0, x1 := b.xc(p.From), b.xc(p.To)
 			owner := p.Owner
 			if owner == "" {
-				owner = p.Token
+				owner = p.LockValue
 			}
 			title := fmt.Sprintf("%s's entry in %s's permit set %s from %s to %s, stamped %s on its clock; ends: %s", owner, p.Node, b.res.Scenario.Key,
 				checker.Sec(p.From), checker.Sec(p.To), stampText(p.Score), p.End)
@@ -230,7 +230,7 @@ func (b *tlBuilder) drawPermits(r row) {
 				stroke, sw = witnessRed, 1.5
 			}
 			t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(x1-x0, 2), H: 13, Fill: b.ownerColor(p.Owner), Opacity: 0.55, Stroke: stroke, SW: sw, Class: "permit", Title: title,
-				Events: eventIDs(p.Events), Label: fmt.Sprintf("permit %s %s from=%d to=%d end=%s", p.Node, p.Token, p.From, p.To, url.QueryEscape(p.End))})
+				Events: eventIDs(p.Events), Label: fmt.Sprintf("permit %s %s from=%d to=%d end=%s", p.Node, p.LockValue, p.From, p.To, url.QueryEscape(p.End))})
 			text := owner + "'s permit"
 			if p.Relisted {
 				text += " (re-listed)"

@@ -78,7 +78,7 @@ func (pt *permitTracker) script(i int, e *event.Event) bool {
 		if sc.name == "refresh" {
 			break // a checked refresh of an entry that is gone answers 0
 		}
-		pt.open[k] = &permitSpan{Node: node, Token: tok, Owner: pt.owner[tok], Score: score, From: e.At, Events: []int{i},
+		pt.open[k] = &permitSpan{Node: node, LockValue: tok, Owner: pt.owner[tok], Score: score, From: e.At, Events: []int{i},
 			Lease: true, Relisted: sc.name == "blind refresh"}
 	}
 	return true

@@ -24,7 +24,7 @@ import (
 
 // rwSpan is one holder's stay in a node's reader-writer hash.
 type rwSpan struct {
-	Node, Token, Owner, Mode string
+	Node, LockValue, Owner, Mode string
 	Count                    int
 	From, To                 time.Duration
 	End                      string // "released", "expired", "end of run"
@@ -72,7 +72,7 @@ func (rt *rwTracker) script(i int, e *event.Event) {
 			s.Events = append(s.Events, i)
 			return
 		}
-		rt.open[k] = &rwSpan{Node: e.Node, Token: tok, Owner: rt.owner[tok], Mode: mode, Count: 1, From: e.At, Events: []int{i}}
+		rt.open[k] = &rwSpan{Node: e.Node, LockValue: tok, Owner: rt.owner[tok], Mode: mode, Count: 1, From: e.At, Events: []int{i}}
 	case algorithms.ScriptRWRelease:
 		if keys != "1" || len(e.Args) < 5 {
 			return
@@ -142,13 +142,13 @@ func (b *tlBuilder) drawRW(r row) {
 			x0, x1 := b.xc(s.From), b.xc(s.To)
 			owner := s.Owner
 			if owner == "" {
-				owner = s.Token
+				owner = s.LockValue
 			}
 			verb := map[string]string{"read": "reads", "write": "writes"}[s.Mode]
 			title := fmt.Sprintf("on %s, %s %s (a %s's hold in the hash %s) from %s to %s; ends: %s", s.Node, owner, verb, modeNoun(s.Mode), b.res.Scenario.Key,
 				checker.Sec(s.From), checker.Sec(s.To), s.End)
 			sh := shape{Kind: "rect", X: x0, Y: y + 1, W: math.Max(x1-x0, 2), H: 13, Fill: b.ownerColor(s.Owner), Opacity: 0.75, Class: "rw-hold", Title: title,
-				Events: eventIDs(s.Events), Label: fmt.Sprintf("rwhold %s %s %s from=%d to=%d end=%s", s.Node, s.Token, s.Mode, s.From, s.To, url.QueryEscape(s.End))}
+				Events: eventIDs(s.Events), Label: fmt.Sprintf("rwhold %s %s %s from=%d to=%d end=%s", s.Node, s.LockValue, s.Mode, s.From, s.To, url.QueryEscape(s.End))}
 			if s.Mode == "read" {
 				sh.Opacity = 0.45
 			}

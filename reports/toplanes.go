@@ -67,9 +67,9 @@ func (b *tlBuilder) witnessLanes() []lane {
 		var txt string
 		switch r.Kind {
 		case checker.DuplicateToken:
-			txt = fmt.Sprintf("DUPLICATE TOKEN: %s's write is accepted with fencing token %d, already used by %s", r.Write.Client, r.Write.Fence, r.Overwritten.Client)
+			txt = fmt.Sprintf("DUPLICATE TOKEN: %s's write is accepted with fencing token %d, already used by %s", r.Write.Client, r.Write.FencingToken, r.Overwritten.Client)
 		case checker.StaleToken:
-			txt = fmt.Sprintf("STALE TOKEN: %s's write is accepted with token %d after %s's token %d", r.Write.Client, r.Write.Fence, r.Overwritten.Client, r.Overwritten.Fence)
+			txt = fmt.Sprintf("STALE TOKEN: %s's write is accepted with token %d after %s's token %d", r.Write.Client, r.Write.FencingToken, r.Overwritten.Client, r.Overwritten.FencingToken)
 		case checker.NotReadMinus1:
 			txt = fmt.Sprintf("NOT READ-1: %s writes %d after reading %d", r.Write.Client, r.Write.Value, r.Write.Based)
 		case checker.StaleBase:

@@ -364,7 +364,7 @@ func params(sc *scenarios.Scenario) []paramRow {
 		{"nodes", orDash(strings.Join(nodes, ", "))},
 		{"clients", fmt.Sprintf("%d × %d cycles; work %s, think %s, start %s", sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work, sc.Clients.Think, sc.Clients.Start)},
 		{"wait policy", fmt.Sprintf("retry every %s + up to %s jitter, attempts %s", sc.Wait.Delay.D(), sc.Wait.Jitter.D(), attempts(sc.Wait.Attempts))},
-		{"resource", fmt.Sprintf("initial stock %d, fencing %s", sc.Resource.Initial, sc.Resource.Fencing)},
+		{"resource", fmt.Sprintf("initial stock %d, token_check %s", sc.Resource.Initial, sc.Resource.TokenCheck)},
 		{"duration", sc.Duration.D().String()},
 		{"liveness bound", sc.LivenessBound.D().String()},
 		{"seed (default)", fmt.Sprint(sc.Seed)},
@@ -515,10 +515,10 @@ func resourceExplain(r *checker.ResourceWitness) string {
 	switch r.Kind {
 	case checker.DuplicateToken:
 		return fmt.Sprintf("The resource accepted %s's write at %s and %s's write at %s under the same fencing token %d: the token no longer tells the writers apart.",
-			r.Overwritten.Client, checker.Sec(r.Overwritten.At), w.Client, checker.Sec(w.At), w.Fence)
+			r.Overwritten.Client, checker.Sec(r.Overwritten.At), w.Client, checker.Sec(w.At), w.FencingToken)
 	case checker.StaleToken:
 		return fmt.Sprintf("The resource had already seen token %d (%s's %s at %s), yet it accepted %s's write at %s with the older token %d: the fencing check let a stale holder through.",
-			r.Overwritten.Fence, r.Overwritten.Client, r.Overwritten.Kind, checker.Sec(r.Overwritten.At), w.Client, checker.Sec(w.At), w.Fence)
+			r.Overwritten.FencingToken, r.Overwritten.Client, r.Overwritten.Kind, checker.Sec(r.Overwritten.At), w.Client, checker.Sec(w.At), w.FencingToken)
 	case checker.NotReadMinus1:
 		return fmt.Sprintf("%s wrote %d after reading %d: one sale takes exactly one item, so the write does not follow from the read it was based on.",
 			w.Client, w.Value, w.Based)

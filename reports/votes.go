@@ -102,7 +102,7 @@ func (vt *voteTracker) event(i int, e *event.Event, client string) {
 		if !ok || !vt.lock[e.Node] {
 			return
 		}
-		if o = vt.open[vt.token[tok]]; o == nil || o.a.Token != tok || o.votes[e.Node] == nil {
+		if o = vt.open[vt.token[tok]]; o == nil || o.a.LockValue != tok || o.votes[e.Node] == nil {
 			return
 		}
 		v := o.votes[e.Node]
@@ -134,9 +134,9 @@ func (vt *voteTracker) clientEvent(i int, e *event.Event, c string) {
 	switch e.Kind {
 	case event.CommandSent:
 		if tok, ok := vt.setToken(e.Args); ok && vt.lock[e.Node] {
-			if o == nil || o.a.Token != tok {
+			if o == nil || o.a.LockValue != tok {
 				vt.finish(c, -1, 0)
-				o = &openAttempt{a: voteAttempt{Client: c, Token: tok, From: e.At}, votes: map[string]*voteState{}}
+				o = &openAttempt{a: voteAttempt{Client: c, LockValue: tok, From: e.At}, votes: map[string]*voteState{}}
 				vt.open[c], vt.token[tok] = o, c
 			}
 			if o.votes[e.Node] == nil {

@@ -10,8 +10,8 @@ import (
 // Each kind of resource witness is explained as itself, not as a lost
 // update (the checker names six kinds).
 func TestResourceExplainNamesEachKind(t *testing.T) {
-	w := checker.Access{Client: "c2", Kind: "write", Value: 97, Based: 99, Fence: 33, Accepted: true}
-	o := checker.Access{Client: "c1", Kind: "write", Value: 98, Fence: 34, Accepted: true}
+	w := checker.Access{Client: "c2", Kind: "write", Value: 97, Based: 99, FencingToken: 33, Accepted: true}
+	o := checker.Access{Client: "c1", Kind: "write", Value: 98, FencingToken: 34, Accepted: true}
 	for kind, want := range map[string]string{
 		checker.StaleToken:     "older token 33",
 		checker.DuplicateToken: "same fencing token 33",

@@ -113,7 +113,7 @@ func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool,
 	case event.FrameHeld, event.MessageDropped, event.MessageLost:
 		return s.untoldCreate(m, e)
 	case event.HoldBegan:
-		if client && e.Token != "" {
+		if client && e.LockValue != "" {
 			s.adopt(m, e)
 		}
 		return false // the hold itself is read by deriveMechanism
@@ -179,7 +179,7 @@ func (s *ensembleState) adopt(m *mechanism, e *event.Event) {
 	// node; in another, the node is adopted.
 	for i := range m.Znodes {
 		z := &m.Znodes[i]
-		if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.Token) {
+		if z.End != "" || z.Owner != e.Client || !sameZnode(z.Path, e.LockValue) {
 			continue
 		}
 		if sess := s.sessionOf[s.current[e.Client]]; s.znodeSess[i] != "" && sess != "" && sess != s.znodeSess[i] {

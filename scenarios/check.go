@@ -44,6 +44,9 @@ func (s *Scenario) Validate() error {
 	// A file written for the retired single-server ZooKeeper runs on the
 	// ensemble (zookeeper.go); what was renamed is said as warnings.
 	errs = append(errs, s.retireZK()...)
+	// So are the keys that were renamed (params.fencing, resource.fencing;
+	// retired.go).
+	errs = append(errs, s.renameRetired()...)
 	s.Warnings = append(s.Warnings, s.renamed...)
 
 	info, err := s.checkHeader(bad)
@@ -362,10 +365,10 @@ func (s *Scenario) checkAlgorithmFields(info algorithms.Info, lockNodes int, lim
 			}
 		}
 	}
-	switch s.Resource.Fencing {
+	switch s.Resource.TokenCheck {
 	case "none", ">", ">=":
 	default:
-		bad("resource.fencing", "expected none, \">\" or \">=\", found %q", Printable(s.Resource.Fencing, 40))
+		bad(s.written("resource.token_check"), "expected none, \">\" or \">=\", found %q", Printable(s.Resource.TokenCheck, 40))
 	}
 	if accepted, ok := acceptedParams(s.Algorithm); ok {
 		var names []string
@@ -379,12 +382,12 @@ func (s *Scenario) checkAlgorithmFields(info algorithms.Info, lockNodes int, lim
 				if d := DidYouMean(k, names); d != "" {
 					msg += fmt.Sprintf(" (did you mean %s?)", d)
 				}
-				bad("params."+Printable(k, 40), "%s", msg)
+				bad(s.written("params."+Printable(k, 40)), "%s", msg)
 				continue
 			}
 			if c := accepted[i].Check; c != nil {
 				if err := c(s.Params[k]); err != nil {
-					bad("params."+k, "expected %s, found %q%s", accepted[i].Expect, Printable(s.Params[k], 40), suggestChoice(s.Params[k], err))
+					bad(s.written("params."+k), "expected %s, found %q%s", accepted[i].Expect, Printable(s.Params[k], 40), suggestChoice(s.Params[k], err))
 				}
 			}
 		}

@@ -278,7 +278,7 @@ func TestEnsembleMinorityPartitionFenced(t *testing.T) {
 	var refused []string
 	for _, a := range r.History.Accesses {
 		if !a.Accepted {
-			refused = append(refused, fmt.Sprintf("%s %s token %d: %s", a.Client, a.Kind, a.Fence, a.Reason))
+			refused = append(refused, fmt.Sprintf("%s %s token %d: %s", a.Client, a.Kind, a.FencingToken, a.Reason))
 		}
 	}
 	if got := strings.Join(refused, "; "); got != "c1 write token 1: token 1 is lower than 2" {
@@ -305,8 +305,8 @@ func TestEnsembleCurator604(t *testing.T) {
 	if me.String() != want {
 		t.Fatalf("naive: witness %q\nwant %q", me.String(), want)
 	}
-	if !strings.HasSuffix(me.First.Token, "-lock-0000000001") || me.First.Fence != 2 || !strings.HasSuffix(me.Second.Token, "-lock-0000000002") {
-		t.Fatalf("naive: c1 holds %q (fence %d), c2 %q; want c1 on its old session's node 1, c2 on node 2", me.First.Token, me.First.Fence, me.Second.Token)
+	if !strings.HasSuffix(me.First.LockValue, "-lock-0000000001") || me.First.FencingToken != 2 || !strings.HasSuffix(me.Second.LockValue, "-lock-0000000002") {
+		t.Fatalf("naive: c1 holds %q (fence %d), c2 %q; want c1 on its old session's node 1, c2 on node 2", me.First.LockValue, me.First.FencingToken, me.Second.LockValue)
 	}
 	for _, line := range [][2]string{
 		{"zk1", "recv c1#1>zk1 CREATE /locks/lock/_c_"},
@@ -331,7 +331,7 @@ func TestEnsembleCurator604(t *testing.T) {
 		t.Fatalf("fixed: verdict %+v, witness %v", fixed.Report.Verdict, fixed.Report.Witness.MutualExclusion)
 	}
 	c1, c2 := holdsOf(fixed, "c1"), holdsOf(fixed, "c2")
-	if len(c1) != 1 || len(c2) != 1 || !strings.HasSuffix(c1[0].Token, "-lock-0000000003") || c1[0].Start < c2[0].End {
+	if len(c1) != 1 || len(c2) != 1 || !strings.HasSuffix(c1[0].LockValue, "-lock-0000000003") || c1[0].Start < c2[0].End {
 		t.Fatalf("fixed: c1 %+v c2 %+v; want c1 after c2 on a new node", c1, c2)
 	}
 	if !ensembleTraceHas(fixed, "c1", "recv c1#2>zk2 EXISTS /locks/lock/_c_…-lock-0000000001 → ok") ||

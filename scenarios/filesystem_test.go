@@ -187,6 +187,7 @@ clients: {count: 2}
 		{base + "params: {fs: nfs, drc: maybe}\n", `params.drc: expected true or false`},
 		{base + "params: {pid_reuse: c3}\n", `unknown client "c3"`},
 		{base + "params: {fencing: incr}\n", `params.fencing: expected file or none`},
+		{base + "params: {token_source: incr}\n", `params.token_source: expected file or none`},
 		{base + "params: {close_other_fd: soon}\n", `params.close_other_fd: expected a duration after the lock is taken, such as 2s, found "soon"`},
 		{base + "params: {leese: 10s}\n", `(did you mean lease?)`},
 		{base + "faults: [{kind: node-crash, target: nfs, at: 1s}]\n", `unknown node "nfs"`},

@@ -72,7 +72,7 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		Algorithm: info.Name,
 		TTL:       Duration(MatrixTTL),
 		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{Min: 100 * time.Millisecond, Max: 1500 * time.Millisecond, set: true}, Start: Range{set: true}},
-		Resource:  Resource{Fencing: fencing},
+		Resource:  Resource{TokenCheck: fencing},
 		// Clients start together: contention at the start splits quorum
 		// votes, which is what many Redlock failures need.
 		Duration: Duration(MatrixDuration),
@@ -125,7 +125,7 @@ func issuesFencingTokens(sc *Scenario) bool {
 		return false
 	}
 	for _, iv := range res.History.Intervals {
-		if iv.Fence != 0 {
+		if iv.FencingToken != 0 {
 			return true
 		}
 	}
@@ -228,7 +228,7 @@ func matrixBases(res *MatrixResult, algs []string) ([]*Scenario, []error, error)
 		b := bases[i]
 		info, _ := algorithms.Lookup(a)
 		res.Setups = append(res.Setups, MatrixSetup{
-			Algorithm: a, Backend: info.Backend, Nodes: b.NodeNames(), Fencing: b.Resource.Fencing,
+			Algorithm: a, Backend: info.Backend, Nodes: b.NodeNames(), Fencing: b.Resource.TokenCheck,
 			TTL: b.TTL, Clients: b.Clients.Count, Cycles: b.Clients.Cycles, Work: b.Clients.Work,
 			Duration: b.Duration, Horizon: Duration(MatrixHorizon),
 		})

@@ -143,7 +143,7 @@ func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
 	algs := []string{"set-nx-px-del"}
 	var fenced []string
 	for _, a := range MatrixRows() {
-		if sc, err := MatrixScenario(a); err == nil && sc.Resource.Fencing != "none" {
+		if sc, err := MatrixScenario(a); err == nil && sc.Resource.TokenCheck != "none" {
 			fenced = append(fenced, a)
 		}
 	}

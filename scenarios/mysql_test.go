@@ -219,7 +219,7 @@ func TestMySQLWaitTimeoutEndsTheSessionAtTheServer(t *testing.T) {
 // Galera's fence row replicates as the cluster does (issue 31 item 7): the
 // two nodes grant GET_LOCK each on its own, but the fencing tokens the
 // holders take from the row on either node are one sequence, so the store
-// refuses the older holder's write. Before, fencing: table with nodes: 2
+// refuses the older holder's write. Before, token_source: table with nodes: 2
 // was refused, and the fix the mysql-galera-get-lock narrative recommends
 // could not be tried. The scenario is the catalogue's
 // mysql-galera-get-lock-fenced, a twin of mysql-galera-get-lock.
@@ -236,13 +236,13 @@ func TestGaleraFenceRowIsOneSequence(t *testing.T) {
 	}
 	seen := map[int64]string{}
 	for _, iv := range r.History.Intervals {
-		if iv.Fence == 0 {
+		if iv.FencingToken == 0 {
 			t.Fatalf("%s's hold at %v has no token", iv.Client, iv.Start)
 		}
-		if other, dup := seen[iv.Fence]; dup {
-			t.Fatalf("token %d handed to %s and %s: the nodes kept separate rows", iv.Fence, other, iv.Client)
+		if other, dup := seen[iv.FencingToken]; dup {
+			t.Fatalf("token %d handed to %s and %s: the nodes kept separate rows", iv.FencingToken, other, iv.Client)
 		}
-		seen[iv.Fence] = iv.Client
+		seen[iv.FencingToken] = iv.Client
 	}
 	if len(seen) != 4 || r.Report.Metrics.RejectedWrites == 0 {
 		t.Fatalf("tokens %v, %d writes rejected; want 4 distinct tokens and the older holder refused", seen, r.Report.Metrics.RejectedWrites)

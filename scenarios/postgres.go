@@ -92,7 +92,7 @@ func init() {
 			return 0, map[string]string{"keepalive_idle": (MatrixTTL / 2).String(), "keepalive_interval": (MatrixTTL / 8).String(), "keepalive_count": "3"}
 		},
 		// Fencing tokens from the fence row's version.
-		MatrixFencing:    func(sc *Scenario) { sc.Params["fencing"] = "table" },
+		MatrixFencing:    func(sc *Scenario) { sc.Params[algorithms.ParamTokenSource] = "table" },
 		MatrixBubbleRows: true, // pgx in the bubble: its runs are short
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 	"pgregory.net/rapid"
@@ -40,9 +41,9 @@ func TestPropertyFencedLocksNeverAcceptStaleWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base.Params = map[string]string{"fencing": "incr"}
+			base.Params = map[string]string{algorithms.ParamTokenSource: "incr"}
 			base.Nodes = append(base.Nodes, Node{Name: "T", Role: "tokens"})
-			base.Resource.Fencing = ">"
+			base.Resource.TokenCheck = ">"
 			rapid.Check(t, func(t *rapid.T) {
 				sc := base.Clone()
 				drawWorkload(t, sc)

@@ -14,7 +14,7 @@ import (
 // token, and when it ends — a Redis lease at a time on the client's clock
 // (Validity), a ZooKeeper lease when its session is lost (no Validity).
 func holdBegan(client string, l *algorithms.Lease) event.Event {
-	e := event.Event{Kind: event.HoldBegan, Client: client, Resource: l.Resource, Token: l.Token, Fence: l.Fence}
+	e := event.Event{Kind: event.HoldBegan, Client: client, Resource: l.Resource, LockValue: l.LockValue, FencingToken: l.FencingToken}
 	if l.HasDeadline() {
 		e.Validity = l.Validity.Sub(sim.Epoch)
 	}
@@ -56,7 +56,7 @@ func (r *recorder) acquired(client string, call time.Duration, l *algorithms.Lea
 	now := r.w.Now()
 	r.endWant(client, "acquired", now)
 	iv := &openInterval{
-		Interval: checker.Interval{Client: client, AcquireCall: call, Start: now, Token: l.Token, Fence: l.Fence},
+		Interval: checker.Interval{Client: client, AcquireCall: call, Start: now, LockValue: l.LockValue, FencingToken: l.FencingToken},
 	}
 	r.intervals = append(r.intervals, iv)
 	r.holding[client] = iv

@@ -28,7 +28,7 @@ func init() {
 		// Fencing tokens from INCR on a separate node T, which the
 		// matrix's faults leave alone (generatorNames).
 		MatrixFencing: func(sc *Scenario) {
-			sc.Params["fencing"] = "incr"
+			sc.Params[algorithms.ParamTokenSource] = "incr"
 			sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})
 		},
 	})

@@ -84,7 +84,7 @@ func TestFencingTokens(t *testing.T) {
 	r := mustRun(t, mustGet(t, "gc-pause-beyond-ttl-fenced"), 1, Options{})
 	var fences []int64
 	for _, iv := range r.History.Intervals {
-		fences = append(fences, iv.Fence)
+		fences = append(fences, iv.FencingToken)
 	}
 	if !slices.Equal(fences, []int64{33, 34}) {
 		t.Fatalf("fencing tokens %v, want Kleppmann's 33 and 34", fences)
@@ -92,7 +92,7 @@ func TestFencingTokens(t *testing.T) {
 	var rejected []int64
 	for _, a := range r.History.Accesses {
 		if a.Kind == "write" && !a.Accepted {
-			rejected = append(rejected, a.Fence)
+			rejected = append(rejected, a.FencingToken)
 		}
 	}
 	if !slices.Equal(rejected, []int64{33}) {
@@ -101,7 +101,7 @@ func TestFencingTokens(t *testing.T) {
 
 	dup := mustRun(t, mustGet(t, "fencing-token-failover-regression"), 1, Options{})
 	rw := dup.Report.Witness.Resource
-	if rw == nil || rw.Kind != "duplicate token" || rw.Write.Fence != 33 {
+	if rw == nil || rw.Kind != "duplicate token" || rw.Write.FencingToken != 33 {
 		t.Fatalf("witness %+v, want two writes accepted with token 33", rw)
 	}
 	strict := mustRun(t, mustGet(t, "fencing-token-failover-regression-strict"), 1, Options{})

@@ -53,7 +53,7 @@ faults:
 			}
 			tokens := false
 			for _, a := range r.History.Accesses {
-				tokens = tokens || a.Fence != 0
+				tokens = tokens || a.FencingToken != 0
 			}
 			if want := c.alg == "gozk-rwlock"; tokens != want {
 				t.Fatalf("accesses carry tokens: %v, want %v (the case this test is about)", tokens, want)
@@ -63,7 +63,7 @@ faults:
 			// refused there (and not accepted as stale).
 			if c.alg == "gozk-rwlock" {
 				fenced := sc.Clone()
-				fenced.Resource.Fencing = ">"
+				fenced.Resource.TokenCheck = ">"
 				fr := mustRun(t, fenced, 1, Options{})
 				if fr.Report.Verdict.Resource != checker.OK || fr.Report.Metrics.RejectedWrites != 1 {
 					t.Fatalf("fenced: resource %s, rejected %d; want ok with the writer's stale write refused", fr.Report.Verdict.Resource, fr.Report.Metrics.RejectedWrites)

@@ -48,7 +48,7 @@ func Run(sc *Scenario, seed uint64, opt Options) (*Result, error) {
 	}
 
 	lockNodes, tokenNode := buildRedisNodes(w, sc, opt, res, &targets)
-	rule := sim.FenceRule(sc.Resource.Fencing)
+	rule := sim.FenceRule(sc.Resource.TokenCheck)
 	inv := w.NewInventory(ResourceHost, sc.Resource.Initial, rule)
 	targets.Hosts[ResourceHost] = inv.Host
 

@@ -219,8 +219,17 @@ func (s *Scenario) ModeOf(client string) string {
 // Resource describes the protected resource.
 type Resource struct {
 	Initial int64 `yaml:"initial,omitempty" json:"initial" range:"-1000000000000000..1000000000000000"`
-	// Fencing is "none", ">" or ">=".
-	Fencing string `yaml:"fencing,omitempty" json:"fencing,omitempty"`
+	// TokenCheck is the store's rule for the fencing tokens that come
+	// with writes: "none" (tokens are not looked at), ">" (a write's
+	// token must be above every token seen) or ">=" (at least the
+	// highest seen). Where the tokens come from is params.token_source.
+	TokenCheck string `yaml:"token_check,omitempty" json:"token_check,omitempty"`
+	// RetiredFencing is resource.fencing, TokenCheck's former spelling,
+	// which read as params.fencing (now token_source). A file that uses
+	// it is read as token_check with a warning (retired.go); it is never
+	// set after Validate. It sits right after TokenCheck so that an old
+	// counterexample's digest can be recomputed as it was written.
+	RetiredFencing string `yaml:"fencing,omitempty" json:"-" retired:"token_check"`
 	// Reliable spares the resource's own traffic (the store's reads and
 	// writes) from drop, delay and partition faults: the faults act on
 	// the lock's traffic only. Package locktest sets it unless
@@ -325,6 +334,9 @@ type Scenario struct {
 	// translated (zookeeper.go), kept to be warned about on every
 	// Validate.
 	renamed []*FieldError
+	// spelled maps a field the file gave in a retired spelling to that
+	// spelling ("resource.token_check" → "resource.fencing"; retired.go).
+	spelled map[string]string
 	root    *yaml.Node
 	limits  *Limits
 }
@@ -402,8 +414,8 @@ func (s *Scenario) applyDefaults() {
 	if s.Resource.Initial == 0 {
 		s.Resource.Initial = 100
 	}
-	if s.Resource.Fencing == "" {
-		s.Resource.Fencing = "none"
+	if s.Resource.TokenCheck == "" && s.Resource.RetiredFencing == "" {
+		s.Resource.TokenCheck = "none" // or the retired spelling's, in Validate
 	}
 	if s.Duration == 0 {
 		s.Duration = Duration(30 * time.Second)

@@ -152,7 +152,9 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// yamlFields maps the yaml keys of a struct type to its fields.
+// yamlFields maps the yaml keys of a struct type to its fields, and lists
+// the keys a file is told to use: a field tagged retired:"new" is a former
+// spelling, still read (retired.go) but never offered.
 func yamlFields(t reflect.Type) (map[string]reflect.StructField, []string) {
 	m := map[string]reflect.StructField{}
 	var names []string
@@ -167,7 +169,9 @@ func yamlFields(t reflect.Type) (map[string]reflect.StructField, []string) {
 			name = strings.ToLower(f.Name)
 		}
 		m[name] = f
-		names = append(names, name)
+		if _, retired := f.Tag.Lookup("retired"); !retired {
+			names = append(names, name)
+		}
 	}
 	return m, names
 }

@@ -50,7 +50,7 @@ func (b skipValidityRedlock) Acquire(env algorithms.Env) (*algorithms.Lease, err
 			}
 		}
 		drift := p.TTL/100 + 2*time.Millisecond
-		lease := &algorithms.Lease{Resource: p.Key, Token: tok, Start: start, Validity: start.Add(p.TTL - drift)}
+		lease := &algorithms.Lease{Resource: p.Key, LockValue: tok, Start: start, Validity: start.Add(p.TTL - drift)}
 		if n >= b.r.Quorum() { // the mistake: no `validity > 0`
 			return lease, nil
 		}

@@ -50,13 +50,13 @@ func (wl *workload) run(p *sim.Process) {
 			p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 			continue
 		}
-		if v, err := wl.inv.Read(p, lease.Fence); err == nil {
+		if v, err := wl.inv.Read(p, lease.FencingToken); err == nil {
 			wl.work(p, env, draw(w.Rand(), work))
 			if (wl.sc.Clients.CheckValidity || lease.Lost()) && !lease.Valid(env.Now()) {
 				// The client consults its lease and stops acting: its hold
 				// ends here, at the check, not at the deadline it passed.
 				wl.rec.stop(wl.name, "validity")
-				skipped := event.Event{Kind: event.WriteSkipped, Client: wl.name, Token: lease.Token, Fence: lease.Fence}
+				skipped := event.Event{Kind: event.WriteSkipped, Client: wl.name, LockValue: lease.LockValue, FencingToken: lease.FencingToken}
 				if lease.Lost() {
 					// A ZooKeeper holder told SUSPENDED or LOST, a watchdog
 					// whose renewal failed: no clock ran out, the client
@@ -66,13 +66,13 @@ func (wl *workload) run(p *sim.Process) {
 				w.Record(wl.name, skipped)
 			} else if !wl.writes() {
 				// A reader, or a semaphore's holder: it reads only.
-			} else if ok, err := wl.inv.Write(p, v-1, v, lease.Fence); err == nil && !ok {
-				w.Record(wl.name, event.Event{Kind: event.WriteRejected, Client: wl.name, Token: lease.Token, Fence: lease.Fence})
+			} else if ok, err := wl.inv.Write(p, v-1, v, lease.FencingToken); err == nil && !ok {
+				w.Record(wl.name, event.Event{Kind: event.WriteRejected, Client: wl.name, LockValue: lease.LockValue, FencingToken: lease.FencingToken})
 			}
 		}
 		wl.rec.stop(wl.name, "release")
 		if err := wl.lock.Release(env, lease); err != nil {
-			w.Record(wl.name, event.Event{Kind: event.ReleaseFailed, Client: wl.name, Token: lease.Token, Reason: err.Error()})
+			w.Record(wl.name, event.Event{Kind: event.ReleaseFailed, Client: wl.name, LockValue: lease.LockValue, Reason: err.Error()})
 		}
 		p.Sleep(draw(w.Rand(), wl.sc.Clients.Think))
 	}
@@ -128,11 +128,11 @@ func (wl *workload) held(w *sim.World, call time.Duration, l *algorithms.Lease) 
 	wl.rec.acquired(wl.name, call, l)
 	name := wl.name
 	l.WhenLost(func() {
-		w.Record(name, event.Event{Kind: event.HoldLost, Client: name, Token: l.Token, Fence: l.Fence})
+		w.Record(name, event.Event{Kind: event.HoldLost, Client: name, LockValue: l.LockValue, FencingToken: l.FencingToken})
 		wl.rec.stop(name, "lost")
 	})
 	l.WhenRenewalFails(func(err error) {
-		w.Record(name, event.Event{Kind: event.RenewalFailed, Client: name, Token: l.Token, Reason: err.Error()})
+		w.Record(name, event.Event{Kind: event.RenewalFailed, Client: name, LockValue: l.LockValue, Reason: err.Error()})
 	})
 	w.Record(wl.name, holdBegan(wl.name, l))
 }
@@ -152,12 +152,12 @@ func (wl *workload) work(p *sim.Process, env algorithms.Env, d time.Duration) {
 	if err != nil {
 		w.Record(wl.name, event.Event{Kind: event.AcquireFailed, Client: wl.name, Reason: "nested call: " + err.Error()})
 	} else {
-		w.Record(wl.name, event.Event{Kind: event.Reentered, Client: wl.name, Resource: inner.Resource, Token: inner.Token})
+		w.Record(wl.name, event.Event{Kind: event.Reentered, Client: wl.name, Resource: inner.Resource, LockValue: inner.LockValue})
 		p.Sleep(re.Hold.D())
 		if err := wl.lock.Release(env, inner); err != nil {
-			w.Record(wl.name, event.Event{Kind: event.ReleaseFailed, Client: wl.name, Token: inner.Token, Reason: "nested call: " + err.Error()})
+			w.Record(wl.name, event.Event{Kind: event.ReleaseFailed, Client: wl.name, LockValue: inner.LockValue, Reason: "nested call: " + err.Error()})
 		}
-		w.Record(wl.name, event.Event{Kind: event.ReentryReleased, Client: wl.name, Resource: inner.Resource, Token: inner.Token})
+		w.Record(wl.name, event.Event{Kind: event.ReentryReleased, Client: wl.name, Resource: inner.Resource, LockValue: inner.LockValue})
 	}
 	p.Sleep(d - after)
 }

@@ -155,7 +155,7 @@ func TestZKRWLockLostCreateReply(t *testing.T) {
 	}
 	fixed := mustRun(t, mustGet(t, "zk-rwlock-lost-create-reply-fixed"), 1, Options{})
 	h := holds(t, fixed)
-	if c2 := h["c2"]; len(h) != 3 || !strings.HasSuffix(c2.Token, "-write-0000000001") || c2.Fence != 2 {
+	if c2 := h["c2"]; len(h) != 3 || !strings.HasSuffix(c2.LockValue, "-write-0000000001") || c2.FencingToken != 2 {
 		t.Fatalf("holds %v; want c2 to hold its first node, write-0000000001", h)
 	}
 	if h["c3"].Start < h["c2"].End || h["c2"].Start < h["c1"].End {
@@ -174,7 +174,7 @@ func TestZKSemaphoreLostLeaseReply(t *testing.T) {
 		t.Fatalf("liveness witness %+v; want none (c2 adopts its lease)", u)
 	}
 	h := holds(t, r)
-	if c2 := h["c2"]; len(h) != 3 || !strings.Contains(c2.Token, "_c_") || !strings.HasSuffix(c2.Token, "-lease-0000000001") {
+	if c2 := h["c2"]; len(h) != 3 || !strings.Contains(c2.LockValue, "_c_") || !strings.HasSuffix(c2.LockValue, "-lease-0000000001") {
 		t.Fatalf("holds %v; want c2 to hold its first, protected lease node, lease-0000000001", h)
 	}
 	if h["c2"].Start < h["c1"].End || h["c3"].Start < h["c2"].End {

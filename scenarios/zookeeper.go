@@ -3,6 +3,8 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+
+	"github.com/locklab/locklab/algorithms"
 )
 
 // The single-server ZooKeeper model (sim/zk's server and client, the
@@ -79,17 +81,23 @@ func (s *Scenario) retireZK() Errors {
 			s.renamed = append(s.renamed, s.fieldErr("params.stop_on_suspended", "read as stop_on_disconnect (go-zookeeper's Disconnected is Curator's SUSPENDED)"))
 		}
 	}
-	switch v, ok := s.Params["fencing"]; {
+	// The token source, in the file's spelling: the retired model's files
+	// say fencing (retired.go), a newer one may say token_source.
+	source := algorithms.ParamTokenSource
+	if _, old := s.Params[retiredParamFencing]; old {
+		source = retiredParamFencing
+	}
+	switch v, ok := s.Params[source]; {
 	case !ok:
 	case v == "none" || v == "sequence":
 		// A go-zookeeper recipe's lease always carries its node's
-		// sequence number + 1; resource.fencing decides whether the store
-		// checks it.
-		delete(s.Params, "fencing")
-		s.renamed = append(s.renamed, s.fieldErr("params.fencing", "dropped: a go-zookeeper recipe's lease always carries its node's sequence number + 1 as its fencing token (resource.fencing decides whether the store checks it)"))
+		// sequence number + 1; resource.token_check decides whether the
+		// store checks it.
+		delete(s.Params, source)
+		s.renamed = append(s.renamed, s.fieldErr("params."+source, "dropped: a go-zookeeper recipe's lease always carries its node's sequence number + 1 as its fencing token (resource.token_check decides whether the store checks it)"))
 	default:
-		delete(s.Params, "fencing") // refused here, not again as unread
-		errs = append(errs, s.fieldErr("params.fencing", "the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with %q; remove params.fencing and set resource.fencing: \">\"", v))
+		delete(s.Params, source) // refused here, not again as unread
+		errs = append(errs, s.fieldErr("params."+source, "the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with %q; remove params.%s and set resource.token_check: \">\"", v, source))
 	}
 	switch v, ok := s.Params["guid_protection"]; {
 	case !ok:

@@ -110,8 +110,8 @@ func TestZKSessionExpiryPauseFenced(t *testing.T) {
 	bubblehost.Bind(t)
 	r := mustRun(t, mustGet(t, "zk-session-expiry-pause-fenced"), 1, Options{})
 	zkWantVerdict(t, r, checker.Violated, checker.OK, checker.OK)
-	if o := r.Report.Witness.MutualExclusion; o.First.Client != "c1" || o.Second.Client != "c2" || o.First.Fence >= o.Second.Fence {
-		t.Fatalf("overlap %v (fences %d, %d)", o, o.First.Fence, o.Second.Fence)
+	if o := r.Report.Witness.MutualExclusion; o.First.Client != "c1" || o.Second.Client != "c2" || o.First.FencingToken >= o.Second.FencingToken {
+		t.Fatalf("overlap %v (fences %d, %d)", o, o.First.FencingToken, o.Second.FencingToken)
 	}
 	var rejected []checker.Access
 	for _, a := range r.History.Accesses {
@@ -119,7 +119,7 @@ func TestZKSessionExpiryPauseFenced(t *testing.T) {
 			rejected = append(rejected, a)
 		}
 	}
-	if len(rejected) != 1 || rejected[0].Client != "c1" || rejected[0].Fence != 1 {
+	if len(rejected) != 1 || rejected[0].Client != "c1" || rejected[0].FencingToken != 1 {
 		t.Fatalf("rejected writes %+v, want c1's stale write with token 1", rejected)
 	}
 	if m := r.Report.Metrics; m.Writes != 2 || m.FinalValue != 98 {
@@ -400,7 +400,7 @@ func TestRetiredZooKeeperSettingsWithoutEquivalentNameTheReplacement(t *testing.
 	const head = "id: x\nalgorithm: zk-queue\nttl: 6s\nclients: {count: 2}\nparams:\n"
 	for _, c := range []struct{ param, want string }{
 		{`guid_protection: "false"`, `x.yaml:6:20: params.guid_protection: the go-zookeeper queue recipes always protect their node names; for the recipe that loses its node after an unanswered lookup write algorithm: gozk-queue-naive and remove params.guid_protection`},
-		{`fencing: zxid`, `x.yaml:6:12: params.fencing: the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with "zxid"; remove params.fencing and set resource.fencing: ">"`},
+		{`fencing: zxid`, `x.yaml:6:12: params.fencing: the go-zookeeper recipes fence with the node's sequence number + 1, which their leases always carry, not with "zxid"; remove params.fencing and set resource.token_check: ">"`},
 		{`request_timeout: 4s`, `x.yaml:6:20: params.request_timeout: go-zookeeper waits for a reply as long as its read timeout, 2/3 of the session timeout, and cannot be told otherwise; remove params.request_timeout (params.session_timeout sets both)`},
 		{`lost_after: 6s`, `x.yaml:6:15: params.lost_after: go-zookeeper has no LOST timer of its own; Curator's (a new session lost_after after the connection is lost) is params.replace_handle_on_lost: "true" with params.lost_after, on gozk-queue or gozk-queue-naive`},
 	} {

@@ -87,7 +87,7 @@ func (inv *Inventory) Read(p *Process, fence int64) (int64, error) {
 		summary += fmt.Sprintf(" token=%d", fence)
 	}
 	r, err := p.Call(inv.Host.Name, "READ", summary, inv.Timeout, func() (any, string) {
-		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "read", Value: inv.Value, Fence: fence, Highest: inv.compared(fence), Accepted: true}
+		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "read", Value: inv.Value, FencingToken: fence, Highest: inv.compared(fence), Accepted: true}
 		if why := inv.stale(fence); why != "" {
 			a.Accepted, a.Reason = false, why
 			inv.Log = append(inv.Log, a)
@@ -114,7 +114,7 @@ func (inv *Inventory) Write(p *Process, value, based, fence int64) (bool, error)
 		summary += fmt.Sprintf(" token=%d", fence)
 	}
 	r, err := p.Call(inv.Host.Name, "WRITE", summary, inv.Timeout, func() (any, string) {
-		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "write", Value: value, Based: based, Fence: fence, Highest: inv.compared(fence), Accepted: true}
+		a := checker.Access{Seq: len(inv.Log) + 1, At: inv.w.now, Client: p.Host.Name, Kind: "write", Value: value, Based: based, FencingToken: fence, Highest: inv.compared(fence), Accepted: true}
 		if why := inv.stale(fence); why != "" {
 			a.Accepted, a.Reason = false, why
 		} else if inv.Rule == FenceGreater && inv.written[fence] {

@@ -64,7 +64,7 @@ func init() {
 		a := a
 		// etcd-mutex-fenced numbers its leases by its key's create
 		// revision (Acquire); the others hand out no token, and an etcd
-		// scenario has no Redis node for fencing: incr to count on.
+		// scenario has no Redis node for token_source: incr to count on.
 		fencing := algorithms.FencingNone
 		if a.fenced {
 			fencing = algorithms.FencingBuiltIn
@@ -163,9 +163,9 @@ func (l *Lock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		return nil, err
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.prefix, Token: l.prefix, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.prefix, LockValue: l.prefix, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.fenced {
-		lease.Fence = fence
+		lease.FencingToken = fence
 	}
 	if l.stop {
 		l.watchSession(env, lease)

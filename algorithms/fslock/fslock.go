@@ -27,7 +27,7 @@
 // process that opens and closes the lock file again drops its fcntl lock
 // (close_other_fd); over NFS a lock lives only as long as the client's
 // lease, and a partitioned client writes on after the server gave its
-// lock away. fencing: file takes a token from a counter file under the
+// lock away. token_source: file takes a token from a counter file under the
 // lock, which the protected resource checks.
 package fslock
 
@@ -47,7 +47,7 @@ import (
 const Backend = "filesystem"
 
 var commonParams = []algorithms.Param{
-	{Name: "fencing", Expect: "file or none", Check: algorithms.OneOf("file", "none")},
+	{Name: algorithms.ParamTokenSource, Expect: "file or none", Check: algorithms.OneOf("file", "none")},
 }
 
 var kernelParams = append([]algorithms.Param{
@@ -71,7 +71,7 @@ func init() {
 		{"fcntl", "fcntl(2) F_SETLK write lock on the whole file, per process", kernelParams, kernelLock(true)},
 	} {
 		a := a
-		// fencing: file (commonParams) is each lock's own token source:
+		// token_source: file (commonParams) is each lock's own token source:
 		// a counter file under the lock (nextFence).
 		algorithms.Register(algorithms.Info{
 			Name: a.name, Summary: a.summary, Backend: Backend, Params: a.params, Fencing: algorithms.FencingBuiltIn,
@@ -80,7 +80,7 @@ func init() {
 				if !ok || proc == nil {
 					return nil, fmt.Errorf("%s needs the %q backend", a.name, Backend)
 				}
-				l := &lock{proc: proc, name: p.Key, wait: p.Wait, fence: p.Extra["fencing"] == "file"}
+				l := &lock{proc: proc, name: p.Key, wait: p.Wait, fence: p.Extra[algorithms.ParamTokenSource] == "file"}
 				if v, ok := p.Extra["close_other_fd"]; ok {
 					d, _ := faults.ParseDuration(v)
 					l.closeOther = d.D()
@@ -117,13 +117,13 @@ func (l *lock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 			return nil, err
 		}
 		now := env.Now()
-		lease := &algorithms.Lease{Resource: l.name, Token: strconv.Itoa(l.proc.PID), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+		lease := &algorithms.Lease{Resource: l.name, LockValue: strconv.Itoa(l.proc.PID), Start: now, Validity: now.Add(algorithms.NoDeadline)}
 		if l.fence {
 			f, err := l.nextFence()
 			if err != nil {
 				return nil, err
 			}
-			lease.Fence = f
+			lease.FencingToken = f
 		}
 		if l.closeOther > 0 {
 			// The pitfall of fcntl(2): another part of the same process

@@ -29,7 +29,7 @@
 // the lock, also a COMMIT of the work done so far in the middle of the
 // critical section (commit: before_work).
 //
-// fencing: table takes a fencing token from a row of the same database,
+// token_source: table takes a fencing token from a row of the same database,
 // as algorithms/mysqllock does: read the row's version v, write v+1 where
 // it is still v. The row is data: it survives a restart and a failover.
 //
@@ -112,7 +112,7 @@ func init() {
 		Params: []algorithms.Param{
 			{Name: "connection", Expect: "pool or pinned", Check: algorithms.OneOf("pool", "pinned")},
 			timeoutParam,
-			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},
+			{Name: algorithms.ParamTokenSource, Expect: "table or none", Check: algorithms.OneOf("table", "none")},
 			{Name: "confirm", Expect: "a duration such as 500ms: how often the holder asks APPLOCK_MODE on its pinned connection", Check: func(v string) error {
 				if d, err := time.ParseDuration(v); err != nil || d < time.Millisecond || d > time.Hour {
 					return fmt.Errorf("expected a duration between 1ms and 1h, such as 500ms")
@@ -130,7 +130,7 @@ func init() {
 		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{
 			timeoutParam,
-			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},
+			{Name: algorithms.ParamTokenSource, Expect: "table or none", Check: algorithms.OneOf("table", "none")},
 			{Name: "commit", Expect: "at_release or before_work", Check: algorithms.OneOf("at_release", "before_work")},
 		},
 		New: func(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
@@ -164,7 +164,7 @@ type Lock struct {
 	mode    string
 	pooled  bool
 	early   bool // commit: before_work
-	fence   bool // fencing: table
+	fence   bool // token_source: table
 	timeout int64
 	wait    algorithms.WaitPolicy
 	conn    *sql.Conn // pinned, from acquire to release
@@ -187,7 +187,7 @@ func newLock(p algorithms.Params, c algorithms.Conns, owner, mode string) (algor
 	}
 	l := &Lock{client: client, name: p.Key, owner: owner, mode: mode, wait: p.Wait,
 		pooled: owner == "Session" && p.Extra["connection"] == "pool", early: p.Extra["commit"] == "before_work",
-		fence: p.Extra["fencing"] == "table"}
+		fence: p.Extra[algorithms.ParamTokenSource] == "table"}
 	if v, ok := p.Extra["confirm"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Millisecond {
@@ -310,7 +310,7 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		l.end(env, true)
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Fence: fence, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, LockValue: l.name, FencingToken: fence, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.confirm > 0 {
 		l.startConfirming(env, lease)
 	}

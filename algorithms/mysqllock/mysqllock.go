@@ -26,7 +26,7 @@
 //   - named locks are local to one server: on a multi-primary cluster
 //     (Galera, group replication) each node grants the same name.
 //
-// fencing: table takes a fencing token from a row of the same database:
+// token_source: table takes a fencing token from a row of the same database:
 // read the row's version v, write version v+1 only where it is still v.
 package mysqllock
 
@@ -101,7 +101,7 @@ func init() {
 		Backend: Backend, Fencing: algorithms.FencingBuiltIn, Bubble: true,
 		Params: []algorithms.Param{
 			{Name: "connection", Expect: "pool or pinned", Check: algorithms.OneOf("pool", "pinned")},
-			{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")},
+			{Name: algorithms.ParamTokenSource, Expect: "table or none", Check: algorithms.OneOf("table", "none")},
 		},
 		New: newLock,
 	})
@@ -123,7 +123,7 @@ func newLock(p algorithms.Params, c algorithms.Conns) (algorithms.Lock, error) {
 		return nil, fmt.Errorf("the MySQL named lock needs the %q backend", Backend)
 	}
 	return &Lock{client: client, name: p.Key, pinned: p.Extra["connection"] != "pool",
-		fence: p.Extra["fencing"] == "table", wait: p.Wait}, nil
+		fence: p.Extra[algorithms.ParamTokenSource] == "table", wait: p.Wait}, nil
 }
 
 // outside runs fn — the driver's code — outside the kernel when the Env
@@ -179,13 +179,13 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		return nil, algorithms.ErrNotAcquired
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, LockValue: l.name, Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.fence {
 		f, err := l.nextFence(env)
 		if err != nil {
 			return nil, err
 		}
-		lease.Fence = f
+		lease.FencingToken = f
 	}
 	return lease, nil
 }

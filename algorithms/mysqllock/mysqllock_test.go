@@ -64,10 +64,10 @@ func TestPinnedWorkersExcludeEachOther(t *testing.T) {
 		c := client(t, mysqlnode.NewServer(mysqlnode.Config{}))
 		defer c.Close()
 		e := env{rand.New(rand.NewPCG(1, 2))}
-		a := lock(t, c, map[string]string{"connection": "pinned", "fencing": "table"})
-		b := lock(t, c, map[string]string{"connection": "pinned", "fencing": "table"})
+		a := lock(t, c, map[string]string{"connection": "pinned", algorithms.ParamTokenSource: "table"})
+		b := lock(t, c, map[string]string{"connection": "pinned", algorithms.ParamTokenSource: "table"})
 		la, err := a.Acquire(e)
-		if err != nil || la.Fence != 1 {
+		if err != nil || la.FencingToken != 1 {
 			t.Fatalf("first acquire: %+v %v, want fence 1", la, err)
 		}
 		if _, err := b.Acquire(e); !errors.Is(err, algorithms.ErrNotAcquired) {
@@ -77,7 +77,7 @@ func TestPinnedWorkersExcludeEachOther(t *testing.T) {
 			t.Fatal(err)
 		}
 		lb, err := b.Acquire(e)
-		if err != nil || lb.Fence != 2 {
+		if err != nil || lb.FencingToken != 2 {
 			t.Fatalf("after the release: %+v %v, want fence 2", lb, err)
 		}
 		if err := b.Release(e, lb); err != nil {

@@ -27,7 +27,7 @@
 // The transaction-scoped variant (pg-advisory-xact) holds the lock in an
 // open transaction (BEGIN; pg_try_advisory_xact_lock(k) ... COMMIT), which
 // a pooler keeps on one backend from BEGIN to COMMIT: the fix for pooling.
-// fencing: table takes a fencing token from a row of the same database
+// token_source: table takes a fencing token from a row of the same database
 // (read the row's version, write version+1 only if it is still below),
 // which the protected resource compares on every write.
 package pglock
@@ -61,7 +61,7 @@ type Client struct {
 	DB func() (*sql.DB, error)
 }
 
-var fencingParam = algorithms.Param{Name: "fencing", Expect: "table or none", Check: algorithms.OneOf("table", "none")}
+var fencingParam = algorithms.Param{Name: algorithms.ParamTokenSource, Expect: "table or none", Check: algorithms.OneOf("table", "none")}
 
 func init() {
 	algorithms.Register(algorithms.Info{
@@ -104,7 +104,7 @@ func newLock(p algorithms.Params, c algorithms.Conns, xact bool) (algorithms.Loc
 	if !ok || client == nil {
 		return nil, fmt.Errorf("the Postgres advisory locks need the %q backend", Backend)
 	}
-	return &Lock{client: client, name: p.Key, key: AdvisoryKey(p.Key), xact: xact, fence: p.Extra["fencing"] == "table", wait: p.Wait}, nil
+	return &Lock{client: client, name: p.Key, key: AdvisoryKey(p.Key), xact: xact, fence: p.Extra[algorithms.ParamTokenSource] == "table", wait: p.Wait}, nil
 }
 
 // outside runs fn — pgx's code — outside the kernel when the Env has that
@@ -187,13 +187,13 @@ func (l *Lock) try(env algorithms.Env) (*algorithms.Lease, error) {
 		}
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	lease := &algorithms.Lease{Resource: l.name, LockValue: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
 	if l.fence {
 		f, err := l.nextFence(env)
 		if err != nil {
 			return nil, err
 		}
-		lease.Fence = f
+		lease.FencingToken = f
 	}
 	return lease, nil
 }

@@ -59,10 +59,10 @@ func TestSessionLockExcludesAndFences(t *testing.T) {
 		var wg sync.WaitGroup
 		srv := pgnode.NewServer()
 		env := bubbleEnv{rand.New(rand.NewPCG(1, 2))}
-		a := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{"fencing": "table"})
-		b := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{"fencing": "table"})
+		a := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{algorithms.ParamTokenSource: "table"})
+		b := newLockFor(t, client(srv, &wg), "pg-advisory-session", map[string]string{algorithms.ParamTokenSource: "table"})
 		la, err := a.Acquire(env)
-		if err != nil || la.Fence != 1 {
+		if err != nil || la.FencingToken != 1 {
 			t.Fatalf("first acquire: %+v %v, want fence 1", la, err)
 		}
 		start := time.Now()
@@ -79,7 +79,7 @@ func TestSessionLockExcludesAndFences(t *testing.T) {
 			t.Fatal(err)
 		}
 		lb, err := b.Acquire(env)
-		if err != nil || lb.Fence != 2 {
+		if err != nil || lb.FencingToken != 2 {
 			t.Fatalf("acquire after release: %+v %v, want fence 2", lb, err)
 		}
 		if err := b.Release(env, lb); err != nil {

@@ -96,7 +96,7 @@ func (l *PoolLock) pool(env algorithms.Env) (connPool, error) {
 // holds it for as long as the session lives), the key as its token.
 func (l *PoolLock) lease(env algorithms.Env) *algorithms.Lease {
 	now := env.Now()
-	return &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	return &algorithms.Lease{Resource: l.name, LockValue: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
 }
 
 // Acquire polls pg_try_advisory_lock under the wait policy.

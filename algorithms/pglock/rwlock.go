@@ -93,7 +93,7 @@ func (l *RWLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 
 func (l *RWLock) lease(env algorithms.Env) *algorithms.Lease {
 	now := env.Now()
-	return &algorithms.Lease{Resource: l.name, Token: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
+	return &algorithms.Lease{Resource: l.name, LockValue: strconv.FormatInt(l.key, 10), Start: now, Validity: now.Add(algorithms.NoDeadline)}
 }
 
 // Release unlocks in the mode it locked.

@@ -25,7 +25,8 @@ ranges are "min..max" (50ms..150ms) or a single duration.
   params:                         # algorithm settings, all strings:
     drift_factor: "0.01"          #   Redlock's clock drift allowance
     watchdog: "true"              #   renew every ttl/3 while held (Redisson)
-    fencing: incr                 #   fencing token from INCR on the tokens node
+    token_source: incr            #   where fencing tokens come from: INCR on the
+                                  #   tokens node (or table, file; none)
     fence_start: "32"             #   the counter's value before the run
     validity_from: start          #   start (default) or reply: when the lease begins
     verify_ownership: "true"      #   read the key back when SET NX says busy
@@ -57,14 +58,16 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     lock_timeout: "0"             #   @LockTimeout: -1, 0 or milliseconds
     commit: at_release            #   or before_work (mssql-applock-transaction)
     confirm: 200ms                #   ask APPLOCK_MODE that often (pinned only)
-    fencing: table                #   token from the fence row (mysql-get-lock too)
+    token_source: table           #   token from the fence row (mysql-get-lock too)
     secondary: "true"             #   add db2, an availability-group secondary
                                   #   (a failover fault targeting db2)
     shared_pool: "true"           #   one *sql.DB for all clients (host app)
     pool_max_conns: "1"           #   SetMaxOpenConns of each *sql.DB
     # Files naming the retired single-server zk-simple, zk-queue or
     # zk-queue-naive run the gozk-* recipe of the same name on one server
-    # (zk1), with a warning for each name translated.
+    # (zk1), with a warning for each name translated. The keys once
+    # spelled params.fencing and resource.fencing are read as token_source
+    # and token_check, with a warning.
   nodes:                          # Redis nodes, by name or in full:
     - A
     - {name: B, replica_of: A, lag: 100ms}   # asynchronous replica
@@ -90,7 +93,8 @@ ranges are "min..max" (50ms..150ms) or a single duration.
     permits: 2                    # a semaphore's permits (semaphores only)
     mode: read                    # read or write (reader-writer locks only)
     each: {c1: {start: 0s, work: 2s, cycles: 1, offset: 0s, ppm: 0, library_retries: true, clock: wall}}
-  resource: {initial: 100, fencing: none}   # fencing: none, ">" or ">="
+  resource: {initial: 100, token_check: none}  # how the store checks fencing
+                                  # tokens: none, ">" or ">="
                                   # reliable: true spares the store's own reads
                                   # and writes from drop, delay and partition
                                   # faults (what locktest sets by default)

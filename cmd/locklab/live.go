@@ -111,6 +111,9 @@ func runLive(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err.Error()}
 	}
+	for _, w := range sc.Warnings {
+		fmt.Fprintf(stderr, "locklab: warning: %s\n", term(w.Error(), false))
+	}
 	seed := sc.Seed
 	if *seedText != "" {
 		if _, err := fmt.Sscan(*seedText, &seed); err != nil {

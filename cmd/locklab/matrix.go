@@ -383,7 +383,7 @@ func matrixData(res *scenarios.MatrixResult) reports.MatrixData {
 		data.Columns = append(data.Columns, reports.MatrixColumn{Name: string(c), Setup: faults.ClassSummary(c)})
 	}
 	for _, s := range res.Setups {
-		data.Rows = append(data.Rows, reports.MatrixRow{Name: s.Algorithm, Setup: fmt.Sprintf("%s nodes %s · %d clients × %d cycles · TTL %s · fencing %s · %s per run",
+		data.Rows = append(data.Rows, reports.MatrixRow{Name: s.Algorithm, Setup: fmt.Sprintf("%s nodes %s · %d clients × %d cycles · TTL %s · token_check %s · %s per run",
 			s.Backend, strings.Join(s.Nodes, ", "), s.Clients, s.Cycles, s.TTL, s.Fencing, s.Duration)})
 	}
 	for i := range res.Cells {

@@ -361,7 +361,7 @@ func algorithmLabel(s *scenarios.Scenario) string {
 	if s.Params["watchdog"] == "true" {
 		label += " +watchdog"
 	}
-	if f := s.Params["fencing"]; f != "" && f != "none" {
+	if f := s.Params[algorithms.ParamTokenSource]; f != "" && f != "none" {
 		label += " +fencing"
 	}
 	return label

@@ -48,13 +48,16 @@ type Event struct {
 	// Clock is the node's own clock reading at the event (key expiry is
 	// decided on it).
 	Clock time.Duration `json:"clock_ns,omitempty"`
-	// Resource, Token, Fence and Validity describe a hold: what the client
-	// holds, the value that proves it, the fencing token the store issued,
-	// and the end of the lease on the client's clock (since sim.Epoch).
-	Resource string        `json:"resource,omitempty"`
-	Token    string        `json:"token,omitempty"`
-	Fence    int64         `json:"fence,omitempty"`
-	Validity time.Duration `json:"validity_ns,omitempty"`
+	// Resource, LockValue, FencingToken and Validity describe a hold: what
+	// the client holds, the lock value that proves it, the fencing token
+	// the store issued, and the end of the lease on the client's clock
+	// (since sim.Epoch). The JSON names token and fence, and the rendered
+	// text, are kept from before the rename (issue 33): the text is what
+	// the trace digest hashes.
+	Resource     string        `json:"resource,omitempty"`
+	LockValue    string        `json:"token,omitempty"`
+	FencingToken int64         `json:"fence,omitempty"`
+	Validity     time.Duration `json:"validity_ns,omitempty"`
 	// Delay is how long a message was held back, or how long a session
 	// went unheard; Timeout a session's negotiated timeout.
 	Delay   time.Duration `json:"delay_ns,omitempty"`

@@ -50,7 +50,7 @@ const (
 	// attempts ran out with the lock busy (algorithms.ErrNotAcquired).
 	// The cycle ends without the lock; the workload does not try again.
 	AcquireGaveUp Kind = "hold.gave_up"
-	HoldBegan     Kind = "hold.began" // Resource, Token, Fence, Validity
+	HoldBegan     Kind = "hold.began" // Resource, LockValue, FencingToken, Validity
 	HoldLost      Kind = "hold.lost"  // the client learns it lost the lock
 	// RenewalFailed: a background renewal (a watchdog's) of the lease
 	// failed (Reason); whether the holder is told is the algorithm's
@@ -60,7 +60,7 @@ const (
 	WriteRejected Kind = "write.rejected"
 	ReleaseFailed Kind = "release.failed"
 	// A nested section (clients.reenter): the holder acquires the same
-	// lock again (Token: the inner lease's) and later releases that one.
+	// lock again (LockValue: the inner lease's) and later releases that one.
 	Reentered       Kind = "hold.reentered"
 	ReentryReleased Kind = "hold.reentry.released"
 
@@ -100,7 +100,7 @@ const (
 	DBLockRefused     Kind = "db.lock.refused"     // Key busy (Op), or the wait ended (Reason)
 	DBLockReleased    Kind = "db.lock.released"    // the backend of Conn releases Key (Op)
 	DBUnlockNotHeld   Kind = "db.unlock.notheld"   // an unlock on a backend that does not hold Key: false
-	DBFenceCompared   Kind = "db.fence.compared"   // Fence written if above the row's version (Reason: accepted, rejected)
+	DBFenceCompared   Kind = "db.fence.compared"   // FencingToken written if above the row's version (Reason: accepted, rejected)
 	DBServerCrashed   Kind = "db.server.crashed"   // every session of Node ends, its locks with them
 	DBServerRestarted Kind = "db.server.restarted" // Node serves again with an empty lock table
 	DBPromoted        Kind = "db.promoted"         // Node (a standby) now answers for To's address, without its locks

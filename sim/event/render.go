@@ -143,15 +143,15 @@ func (e *Event) appendClientText(b []byte) ([]byte, bool) {
 		// zk.Lock) has none; a ZooKeeper lease has no deadline (Validity
 		// 0): it lasts until its session is lost.
 		b = fmt.Appendf(b, "holds %s (", e.Resource)
-		if e.Token == "" {
+		if e.LockValue == "" {
 			b = append(b, "no token"...)
 		} else {
-			b = fmt.Appendf(b, "token %s", e.Token)
+			b = fmt.Appendf(b, "token %s", e.LockValue)
 		}
 		if e.Validity == 0 {
-			return fmt.Appendf(b, ", fence %d, held until its session is lost)", e.Fence), true
+			return fmt.Appendf(b, ", fence %d, held until its session is lost)", e.FencingToken), true
 		}
-		return fmt.Appendf(b, ", fence %d, valid until %s on its clock)", e.Fence, e.Validity), true
+		return fmt.Appendf(b, ", fence %d, valid until %s on its clock)", e.FencingToken, e.Validity), true
 	case HoldLost:
 		return append(b, "learns it lost the lock"...), true
 	case RenewalFailed:
@@ -166,9 +166,9 @@ func (e *Event) appendClientText(b []byte) ([]byte, bool) {
 	case ReleaseFailed:
 		return fmt.Appendf(b, "release failed: %s", e.Reason), true
 	case Reentered:
-		return fmt.Appendf(b, "nested call: acquires %s again (token %s)", e.Resource, e.Token), true
+		return fmt.Appendf(b, "nested call: acquires %s again (token %s)", e.Resource, e.LockValue), true
 	case ReentryReleased:
-		return fmt.Appendf(b, "nested call: releases %s (token %s); its outer section goes on", e.Resource, e.Token), true
+		return fmt.Appendf(b, "nested call: releases %s (token %s); its outer section goes on", e.Resource, e.LockValue), true
 	}
 	return b, false
 }
@@ -251,7 +251,7 @@ func (e *Event) appendDBText(b []byte) ([]byte, bool) {
 	case DBUnlockNotHeld:
 		return fmt.Appendf(b, "%s: the backend of %s does not hold lock %s (false)", e.Op, e.Conn, e.Key), true
 	case DBFenceCompared:
-		return fmt.Appendf(b, "fence write %d on %s %s", e.Fence, e.Conn, e.Reason), true
+		return fmt.Appendf(b, "fence write %d on %s %s", e.FencingToken, e.Conn, e.Reason), true
 	case DBServerCrashed:
 		return append(b, "crash: every session ends, and its advisory locks with it"...), true
 	case DBServerRestarted:

@@ -70,7 +70,7 @@ func TestRenderKeepsTheTraceWording(t *testing.T) {
 		{Event{Kind: ReplicationApplied, Command: "SET lock t1 PXAT 10000", Offset: 42}, "replicated SET lock t1 PXAT 10000 (offset 42)"},
 		{Event{Kind: ReplicationLost, From: "r1", To: "r2", Command: "DEL lock"}, "replication of DEL lock to r2 lost: r1 is down"},
 		{Event{Kind: NodeRestarted, Persistence: "aof-everysec", Count: 3, Keys: 1}, `node restart with persistence "aof-everysec" (3 writes replayed, 1 keys)`},
-		{Event{Kind: HoldBegan, Resource: "res", Token: "t1", Fence: 7, Validity: 9500 * time.Millisecond}, "holds res (token t1, fence 7, valid until 9.5s on its clock)"},
+		{Event{Kind: HoldBegan, Resource: "res", LockValue: "t1", FencingToken: 7, Validity: 9500 * time.Millisecond}, "holds res (token t1, fence 7, valid until 9.5s on its clock)"},
 		{Event{Kind: SessionCreated, Session: "0x1", Conn: "c1#1>zk1", Timeout: 4 * time.Second}, "session 0x1 created for c1#1>zk1 (timeout 4s)"},
 		{Event{Kind: ConnClosedBy, Conn: "c1#1>zk1", Reason: "server"}, "c1#1>zk1 closed by the server"},
 		{Event{Kind: LinkCut, From: "c1", To: "zk2"}, "link c1–zk2 cut"},

@@ -271,7 +271,7 @@ func (c *Codec) Reply(seg []byte) (op, summary string, facts []event.Event) {
 			if rows == 1 {
 				r = "accepted"
 			}
-			facts = append(facts, event.Event{Kind: event.DBFenceCompared, Fence: u.fence, Reason: r})
+			facts = append(facts, event.Event{Kind: event.DBFenceCompared, FencingToken: u.fence, Reason: r})
 		case "reset":
 			facts = append(facts, event.Event{Kind: event.DBLockReleased, Op: u.op, Key: "all"})
 		}

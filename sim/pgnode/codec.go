@@ -275,7 +275,7 @@ func (u *unit) fact() (event.Event, bool) {
 		if u.tag == "UPDATE 1" {
 			r = "accepted"
 		}
-		return event.Event{Kind: event.DBFenceCompared, Fence: u.fence, Reason: r}, true
+		return event.Event{Kind: event.DBFenceCompared, FencingToken: u.fence, Reason: r}, true
 	case StmtLockCall:
 	default:
 		return event.Event{}, false

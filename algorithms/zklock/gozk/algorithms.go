@@ -168,13 +168,13 @@ func (l *ensembleLock) Acquire(env algorithms.Env) (*algorithms.Lease, error) {
 		return nil, err
 	}
 	now := env.Now()
-	lease := &algorithms.Lease{Resource: l.key, Token: path, Start: now, Validity: now.Add(forever)}
+	lease := &algorithms.Lease{Resource: l.key, LockValue: path, Start: now, Validity: now.Add(forever)}
 	// The node's sequence number orders the holders: a later holder's
 	// node was created later, so it is a fencing token the resource can
 	// check (the ZooKeeper recipe's answer to a holder that outlives its
 	// session). +1 so that sequence 0 is a token too.
 	if seq, ok := Sequence(path); ok {
-		lease.Fence = seq + 1
+		lease.FencingToken = seq + 1
 	}
 	l.mu.Lock()
 	l.held, l.env = lease, env
