@@ -47,6 +47,9 @@ func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 		switch words[0] {
 		case "fault", "faultlane", "faultrow", "faultstart":
 			err = faultBandClaim(res, words, s.Events, named)
+			if err == nil && words[0] == "faultlane" {
+				err = faultLaneWords(res, words, s.Text)
+			}
 		case "paused", "wakes", "crash", "down", "restarts":
 			err = faultRowClaim(res, words, s.Events, named)
 		default:
@@ -348,4 +351,20 @@ func TestHerdCountsAreEvents(t *testing.T) {
 	if checked != 2 {
 		t.Errorf("%d herd counts drawn, want 2", checked)
 	}
+}
+
+// faultLaneWords: a fault's lane says the extent its label claims — "(at
+// FROM)" for an instant, "(FROM → UNTIL)", or "(FROM → end of run…)" when
+// it lasts to the run's end.
+func faultLaneWords(res *scenarios.Result, words []string, text string) error {
+	from, until := words[2], words[3]
+	u, _ := time.ParseDuration(until)
+	switch {
+	case from == until && strings.HasSuffix(text, "(at "+from+")"):
+	case strings.HasSuffix(text, "("+from+" → "+until+")"):
+	case u >= res.End.Truncate(time.Millisecond) && strings.Contains(text, "("+from+" → end of run"):
+	default:
+		return fmt.Errorf("its text %q does not say %s → %s", text, from, until)
+	}
+	return nil
 }
