@@ -52,6 +52,9 @@ func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 			}
 		case "paused", "wakes", "crash", "down", "restarts":
 			err = faultRowClaim(res, words, s.Events, named)
+			if err == nil && words[0] == "paused" {
+				err = pausedWords(words, s.Text)
+			}
 		default:
 			continue
 		}
@@ -365,6 +368,18 @@ func faultLaneWords(res *scenarios.Result, words []string, text string) error {
 	case u >= res.End.Truncate(time.Millisecond) && strings.Contains(text, "("+from+" → end of run"):
 	default:
 		return fmt.Errorf("its text %q does not say %s → %s", text, from, until)
+	}
+	return nil
+}
+
+// pausedWords: "c1 paused (D)" says the length its label's ends give.
+func pausedWords(words []string, text string) error {
+	f, _ := time.ParseDuration(words[2])
+	u, _ := time.ParseDuration(words[3])
+	_, d, _ := strings.Cut(strings.TrimSuffix(text, ")"), "(")
+	got, err := time.ParseDuration(d)
+	if err != nil || (got-(u-f)).Abs() > time.Millisecond {
+		return fmt.Errorf("its text %q does not say the %v from %s to %s", text, u-f, words[2], words[3])
 	}
 	return nil
 }
