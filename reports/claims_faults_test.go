@@ -350,6 +350,14 @@ func TestHerdCountsAreEvents(t *testing.T) {
 		if fmt.Sprint(len(want)) != words[2] || !slices.Equal(ids, want) {
 			t.Errorf("%q names %d events; %d watch notifications reached %s's clients", s.Label, len(ids), len(want), words[1])
 		}
+		per, peak := map[string]int{}, 0
+		for _, id := range want {
+			per[res.Events[id].Actor]++
+			peak = max(peak, per[res.Events[id].Actor])
+		}
+		if !strings.HasSuffix(s.Text, fmt.Sprintf("%d watch notifications in all, at most %d to one waiter", len(want), peak)) {
+			t.Errorf("%q: %d notifications, at most %d to one client", s.Text, len(want), peak)
+		}
 	}
 	if checked != 2 {
 		t.Errorf("%d herd counts drawn, want 2", checked)
