@@ -47,8 +47,14 @@ func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 		switch words[0] {
 		case "fault", "faultlane", "faultrow", "faultstart":
 			err = faultBandClaim(res, words, s.Events, named)
+			if err == nil && words[0] == "faultlane" {
+				err = faultLaneWords(res, words, s.Text)
+			}
 		case "paused", "wakes", "crash", "down", "restarts":
 			err = faultRowClaim(res, words, s.Events, named)
+			if err == nil && words[0] == "paused" {
+				err = pausedWords(words, s.Text)
+			}
 		default:
 			continue
 		}
@@ -344,8 +350,44 @@ func TestHerdCountsAreEvents(t *testing.T) {
 		if fmt.Sprint(len(want)) != words[2] || !slices.Equal(ids, want) {
 			t.Errorf("%q names %d events; %d watch notifications reached %s's clients", s.Label, len(ids), len(want), words[1])
 		}
+		per, peak := map[string]int{}, 0
+		for _, id := range want {
+			per[res.Events[id].Actor]++
+			peak = max(peak, per[res.Events[id].Actor])
+		}
+		if !strings.HasSuffix(s.Text, fmt.Sprintf("%d watch notifications in all, at most %d to one waiter", len(want), peak)) {
+			t.Errorf("%q: %d notifications, at most %d to one client", s.Text, len(want), peak)
+		}
 	}
 	if checked != 2 {
 		t.Errorf("%d herd counts drawn, want 2", checked)
 	}
+}
+
+// faultLaneWords: a fault's lane says the extent its label claims — "(at
+// FROM)" for an instant, "(FROM → UNTIL)", or "(FROM → end of run…)" when
+// it lasts to the run's end.
+func faultLaneWords(res *scenarios.Result, words []string, text string) error {
+	from, until := words[2], words[3]
+	u, _ := time.ParseDuration(until)
+	switch {
+	case from == until && strings.HasSuffix(text, "(at "+from+")"):
+	case strings.HasSuffix(text, "("+from+" → "+until+")"):
+	case u >= res.End.Truncate(time.Millisecond) && strings.Contains(text, "("+from+" → end of run"):
+	default:
+		return fmt.Errorf("its text %q does not say %s → %s", text, from, until)
+	}
+	return nil
+}
+
+// pausedWords: "c1 paused (D)" says the length its label's ends give.
+func pausedWords(words []string, text string) error {
+	f, _ := time.ParseDuration(words[2])
+	u, _ := time.ParseDuration(words[3])
+	_, d, _ := strings.Cut(strings.TrimSuffix(text, ")"), "(")
+	got, err := time.ParseDuration(d)
+	if err != nil || (got-(u-f)).Abs() > time.Millisecond {
+		return fmt.Errorf("its text %q does not say the %v from %s to %s", text, u-f, words[2], words[3])
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,15 +55,6 @@ var (
 	}
 )
 
-func kindIn(k event.Kind, ks []event.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 // onTarget: e is recorded by or about the fault's target.
 func onTarget(e event.Event, target string) bool {
 	return target != "" && (e.Actor == target || e.Node == target)
@@ -92,10 +84,10 @@ func readFaultSpan(events []event.Event, a faults.Applied, end time.Duration) fa
 			continue
 		case s.Applied < 0 && e.Kind == event.FaultApplied && e.At == a.At && e.Fault == a.Text:
 			s.Applied = i
-		case s.Effect < 0 && e.At == a.At && kindIn(e.Kind, faultEffectKinds[k]) && onTarget(e, a.Fault.Target):
+		case s.Effect < 0 && e.At == a.At && slices.Contains(faultEffectKinds[k], e.Kind) && onTarget(e, a.Fault.Target):
 			// The target may record it before the fault's own record.
 			s.Effect = i
-		case s.End < 0 && e.At > a.At && kindIn(e.Kind, faultEndKinds[k]) && onTarget(e, a.Fault.Target):
+		case s.End < 0 && e.At > a.At && slices.Contains(faultEndKinds[k], e.Kind) && onTarget(e, a.Fault.Target):
 			s.End = i
 		case s.End < 0 && k == faults.Partition && e.At > a.At &&
 			(e.Kind == event.FaultHealed && e.Fault == a.Text || e.Kind == event.FaultApplied && strings.HasPrefix(e.Fault, "heal")):
