@@ -373,16 +373,23 @@ func (o *Options) defaults() error {
 
 type randKey struct{}
 
-// Token returns a random lock value drawn from the run's seeded source, for
-// locks that accept a caller-supplied token. Library tokens from
-// crypto/rand are made deterministic by Run as well; Token is for locks
-// that take one from the caller.
-func Token(ctx context.Context) string {
+// LockValue returns a random lock value (the owner's value a release
+// compares, the course's "lock value") drawn from the run's seeded source,
+// for locks that take one from the caller, such as bsm/redislock's
+// Options.Token. Values a library draws from crypto/rand are made
+// deterministic by Run as well.
+func LockValue(ctx context.Context) string {
 	if r, ok := ctx.Value(randKey{}).(*rand.Rand); ok {
 		return fmt.Sprintf("%016x%016x", r.Uint64(), r.Uint64())
 	}
 	return fmt.Sprintf("%016x", rand.Uint64())
 }
+
+// Token is LockValue under its old name: in locklab a token is always a
+// fencing token (issue 33's one word for each).
+//
+// Deprecated: use LockValue.
+func Token(ctx context.Context) string { return LockValue(ctx) }
 
 // route is the way a locktest entry point builds its scenario: Run and
 // RunShared on Redis nodes, RunPostgres, RunSQL and RunMySQLDSN on a

@@ -22,7 +22,7 @@ func redislockFactory(clients []*redis.Client) locktest.Lock {
 	var held *redislock.Lock
 	return locktest.Funcs{
 		LockFunc: func(ctx context.Context) (err error) {
-			held, err = c.Obtain(ctx, "lock", 2*time.Second, &redislock.Options{Token: locktest.Token(ctx)})
+			held, err = c.Obtain(ctx, "lock", 2*time.Second, &redislock.Options{Token: locktest.LockValue(ctx)})
 			return err
 		},
 		UnlockFunc: func(ctx context.Context) error { return held.Release(ctx) },
