@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
@@ -68,9 +69,9 @@ type BackendInfo struct {
 	// bounds one of them).
 	Metrics []string
 	// Matrix gives the matrix's base scenario for an algorithm on this
-	// backend: its number of Redis nodes and its params (nil: one unused
-	// Redis node, no params).
-	Matrix func(info algorithms.Info) (nodes int, params map[string]string)
+	// backend, whose leases last ttl: its number of Redis nodes and its
+	// params (nil: one unused Redis node, no params).
+	Matrix func(info algorithms.Info, ttl time.Duration) (nodes int, params map[string]string)
 	// MatrixFencing turns a matrix base scenario into its "+fencing" row
 	// (nil: the backend has no fenced rows).
 	MatrixFencing func(sc *Scenario)

@@ -120,7 +120,7 @@ func (s *Scenario) CheckReplay(res *Result) error {
 	if p == nil || res.Seed != p.Seed {
 		return nil
 	}
-	if res.Report != nil && !violates(res.Report.Verdict, p.Property) {
+	if res.Report != nil && !Violates(res.Report.Verdict, p.Property) {
 		return s.fieldErr("counterexample.property", "the replay does not violate %s, which the file says it reproduces", Printable(p.Property, 40))
 	}
 	if res.TraceSHA256 != p.TraceSHA256 {
@@ -129,8 +129,36 @@ func (s *Scenario) CheckReplay(res *Result) error {
 	return nil
 }
 
+// ViolatedProperty is the first violated property in the order mutual
+// exclusion, resource, liveness, or "".
+func ViolatedProperty(v checker.Verdict) string {
+	switch {
+	case v.MutualExclusion == checker.Violated:
+		return "mutual_exclusion"
+	case v.Resource == checker.Violated:
+		return "resource"
+	case v.Liveness == checker.Violated:
+		return "liveness"
+	}
+	return ""
+}
+
+// Violates reports whether v violates prop ("mutual_exclusion",
+// "resource" or "liveness").
+func Violates(v checker.Verdict, prop string) bool {
+	switch prop {
+	case "mutual_exclusion":
+		return v.MutualExclusion == checker.Violated
+	case "resource":
+		return v.Resource == checker.Violated
+	case "liveness":
+		return v.Liveness == checker.Violated
+	}
+	return false
+}
+
 // counterexampleProperties are the properties a counterexample can
-// reproduce, in violatedProperty's order.
+// reproduce, in ViolatedProperty's order.
 var counterexampleProperties = []string{"mutual_exclusion", "resource", "liveness"}
 
 // expectedOf is e's expectation for prop ("" for an unknown prop or none).

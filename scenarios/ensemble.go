@@ -94,8 +94,8 @@ func init() {
 	// 2×TTL+1s liveness bound every algorithm is held to. A 500 ms tick
 	// lets the session be the TTL (2 s, expired within 2.5 s), so the bound
 	// means the same here as for the Redis locks.
-	b.Matrix = func(algorithms.Info) (int, map[string]string) {
-		return 0, map[string]string{"session_timeout": MatrixTTL.String(), "tick_time": (MatrixTTL / 4).String()}
+	b.Matrix = func(_ algorithms.Info, ttl time.Duration) (int, map[string]string) {
+		return 0, map[string]string{"session_timeout": ttl.String(), "tick_time": (ttl / 4).String()}
 	}
 	// The recipes wait on a watch, never on the file's wait policy.
 	b.OwnWait = true

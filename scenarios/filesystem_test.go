@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -114,59 +113,6 @@ func TestLostCreateReplyAnswersEEXISTToTheCreator(t *testing.T) {
 	fixed := mustRun(t, mustGet(t, "fs-nfs-lost-create-reply-fixed"), 1, Options{KeepTrace: true})
 	if h := eventsOf(fixed, event.HoldBegan); len(h) == 0 || h[0].Client != "c1" {
 		t.Errorf("fixed: holds %+v; want c1 first", h)
-	}
-}
-
-// explore finds the stale-lock takeover blind: lockfile-pid on one host,
-// crashes only, and two waiters who both judge the crashed holder's file
-// stale and both take it.
-func TestExploreFindsTheStaleTakeoverRace(t *testing.T) {
-	res, err := Explore(ExploreOptions{Algorithm: "lockfile-pid", Classes: []faults.Class{faults.ClassCrash}, Runs: 400, Seed: 1, Workers: 1, NoShrink: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Findings) == 0 || res.Findings[0].Property != "mutual_exclusion" {
-		t.Fatalf("findings %+v, want two holders after a crashed holder's file was taken over", res.Findings)
-	}
-	// flock has no stale state: the same crashes never give two holders.
-	ok, err := Explore(ExploreOptions{Algorithm: "flock", Classes: []faults.Class{faults.ClassCrash}, Runs: 200, Seed: 1, Workers: 1, NoShrink: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range ok.Findings {
-		t.Errorf("flock × crash: %s in run %d", f.Property, f.Run)
-	}
-}
-
-// explore finds the NFSv4 lease expiry blind: fcntl over an NFS mount,
-// partitions only; a partitioned holder's lease ends on the server and
-// another client is granted the lock while the first writes on. The lease
-// is 500 ms, below the drawn work (up to 1.7 s), as a 90 s lease is below
-// a long job: a partition of the holder longer than the lease is enough.
-func TestExploreFindsTheLeaseExpiry(t *testing.T) {
-	base, err := MatrixScenario("fcntl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base.Params = map[string]string{"fs": "nfs", "lease": "500ms", "grace": "500ms", "timeo": "200ms"}
-	if err := base.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Explore(ExploreOptions{Algorithm: "fcntl", Base: base, Classes: []faults.Class{faults.ClassPartition}, Runs: 400, Seed: 1, Workers: 1, NoShrink: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Findings) == 0 || res.Findings[0].Property != "mutual_exclusion" {
-		t.Fatalf("findings %+v, want two holders after a partitioned client's lease ran out", res.Findings)
-	}
-	var expired bool
-	f := res.Findings[0]
-	r := mustRun(t, f.Scenario, f.Scenario.Seed, Options{KeepTrace: true})
-	for _, e := range eventsOf(r, event.FSLeaseExpired) {
-		expired = expired || e.Count > 0
-	}
-	if !expired {
-		t.Errorf("run %d: no lease expired with a lock; the violation is not the lease's", f.Run)
 	}
 }
 

@@ -65,7 +65,7 @@ func sealedCounterexample(f *testing.F) []byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	prop := violatedProperty(res.Report.Verdict)
+	prop := ViolatedProperty(res.Report.Verdict)
 	if prop == "" {
 		f.Fatal("gc-pause-beyond-ttl no longer violates anything; pick another seed scenario")
 	}

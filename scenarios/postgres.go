@@ -88,8 +88,8 @@ func init() {
 		// Keepalive at half the TTL, then three probes an eighth apart,
 		// frees a crashed or cut-off holder's lock within the TTL, so the
 		// liveness bound (2×TTL+1s) means the same as for the Redis locks.
-		Matrix: func(algorithms.Info) (int, map[string]string) {
-			return 0, map[string]string{"keepalive_idle": (MatrixTTL / 2).String(), "keepalive_interval": (MatrixTTL / 8).String(), "keepalive_count": "3"}
+		Matrix: func(_ algorithms.Info, ttl time.Duration) (int, map[string]string) {
+			return 0, map[string]string{"keepalive_idle": (ttl / 2).String(), "keepalive_interval": (ttl / 8).String(), "keepalive_count": "3"}
 		},
 		// Fencing tokens from the fence row's version.
 		MatrixFencing:    func(sc *Scenario) { sc.Params["fencing"] = "table" },

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"strings"
+	"time"
 
 	"github.com/locklab/locklab/algorithms"
 )
@@ -18,7 +19,7 @@ func init() {
 		ParamsTitle: "every redis algorithm",
 		// As many nodes as the algorithm needs (A, B, ...), five for a
 		// quorum algorithm.
-		Matrix: func(info algorithms.Info) (int, map[string]string) {
+		Matrix: func(info algorithms.Info, _ time.Duration) (int, map[string]string) {
 			nodes := max(info.MinNodes, 1)
 			if info.MinNodes >= 3 {
 				nodes = max(info.MinNodes, 5)
@@ -26,7 +27,7 @@ func init() {
 			return nodes, nil
 		},
 		// Fencing tokens from INCR on a separate node T, which the
-		// matrix's faults leave alone (generatorNames).
+		// matrix's faults leave alone (matrix.GeneratorNames).
 		MatrixFencing: func(sc *Scenario) {
 			sc.Params["fencing"] = "incr"
 			sc.Nodes = append(sc.Nodes, Node{Name: "T", Role: "tokens"})

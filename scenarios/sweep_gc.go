@@ -61,8 +61,9 @@ var sweepGC struct {
 
 // BeginSweep gives the process the sweep's collector setting until the
 // returned function is called (usually deferred; calling it again does
-// nothing). Explore, Shrink and Matrix call it; a caller that runs its
-// own loop of runs (package locktest's drawn classes) calls it too.
+// nothing). explore.Explore, explore.Shrink and matrix.Run call it; a
+// caller that runs its own loop of runs (package locktest's drawn
+// classes) calls it too.
 func BeginSweep() (end func()) {
 	s := &sweepGC
 	s.Lock()

@@ -71,26 +71,3 @@ func TestSweepKeepsTheUsersCollector(t *testing.T) {
 	end()
 	debug.SetGCPercent(150)
 }
-
-// Explore itself runs under the setting and restores it afterwards.
-func TestExploreRunsUnderSweepCollector(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
-	seen := 0
-	_, err := Explore(ExploreOptions{Algorithm: "set-nx-px-lua", Runs: 2, Workers: 1, NoShrink: true, Progress: func(int, int) {
-		if p, l := collectorSetting(); p == sweepGCPercent && l == sweepMemoryLimit {
-			seen++
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seen != 2 {
-		t.Fatalf("runs under the sweep's collector setting: %d of 2", seen)
-	}
-	if p, l := collectorSetting(); p != 100 || l != 1<<40 {
-		t.Fatalf("after Explore: GOGC %d, limit %d; expected 100 and %d restored", p, l, int64(1<<40))
-	}
-}

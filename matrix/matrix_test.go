@@ -1,4 +1,4 @@
-package scenarios
+package matrix
 
 import (
 	"encoding/json"
@@ -11,12 +11,13 @@ import (
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 )
 
 func TestMatrixScenarioSetup(t *testing.T) {
 	for _, name := range algorithms.Names() {
-		sc, err := MatrixScenario(name)
+		sc, err := Base(name)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -28,16 +29,16 @@ func TestMatrixScenarioSetup(t *testing.T) {
 			// session is the TTL, on a tick short enough to expire it in
 			// time (see newMatrixScenario).
 			want = 0
-			if sc.Params["session_timeout"] != MatrixTTL.String() || sc.Params["tick_time"] != (MatrixTTL/4).String() {
-				t.Errorf("%s: params %v, want session_timeout %v and tick_time %v", name, sc.Params, MatrixTTL, MatrixTTL/4)
+			if sc.Params["session_timeout"] != TTL.String() || sc.Params["tick_time"] != (TTL/4).String() {
+				t.Errorf("%s: params %v, want session_timeout %v and tick_time %v", name, sc.Params, TTL, TTL/4)
 			}
 		}
 		if info.Backend == pglock.Backend {
 			// The database servers are db1 (and the pooler), not Redis
 			// nodes; keepalive frees a silent holder's lock within the TTL.
 			want = 0
-			if sc.Params["keepalive_idle"] != (MatrixTTL / 2).String() {
-				t.Errorf("%s: params %v, want keepalive_idle %v", name, sc.Params, MatrixTTL/2)
+			if sc.Params["keepalive_idle"] != (TTL / 2).String() {
+				t.Errorf("%s: params %v, want keepalive_idle %v", name, sc.Params, TTL/2)
 			}
 		}
 		if info.Backend == "redis" {
@@ -49,7 +50,7 @@ func TestMatrixScenarioSetup(t *testing.T) {
 		if got := len(sc.Nodes); got != want {
 			t.Errorf("%s: %d nodes, want %d", name, got, want)
 		}
-		if sc.Clients.Count != 3 || sc.Clients.Cycles != 2 || sc.TTL.D() != MatrixTTL || sc.Duration.D() != MatrixDuration {
+		if sc.Clients.Count != 3 || sc.Clients.Cycles != 2 || sc.TTL.D() != TTL || sc.Duration.D() != Duration {
 			t.Errorf("%s: setup %+v", name, sc.Clients)
 		}
 		if len(sc.Faults) != 0 {
@@ -60,23 +61,23 @@ func TestMatrixScenarioSetup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Parse("base.yaml", data); err != nil {
+		if _, err := scenarios.Parse("base.yaml", data); err != nil {
 			t.Errorf("%s: base scenario does not parse back: %v\n%s", name, err, data)
 		}
 	}
-	if _, err := MatrixScenario("no-such-lock"); err == nil || !strings.Contains(err.Error(), `unknown algorithm "no-such-lock"`) {
+	if _, err := Base("no-such-lock"); err == nil || !strings.Contains(err.Error(), `unknown algorithm "no-such-lock"`) {
 		t.Fatalf("error %v", err)
 	}
 }
 
 func TestMatrixScheduleIsDeterministicAndValid(t *testing.T) {
-	base, err := MatrixScenario("set-nx-px-del")
+	base, err := Base("set-nx-px-del")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range faults.Classes() {
 		for i := 1; i <= 20; i++ {
-			a, b := MatrixSchedule(base, c, i), MatrixSchedule(base, c, i)
+			a, b := Schedule(base, c, i), Schedule(base, c, i)
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("%s %d: two draws differ", c, i)
 			}
@@ -92,13 +93,13 @@ func TestMatrixScheduleIsDeterministicAndValid(t *testing.T) {
 		}
 	}
 	// Different cells draw different schedules.
-	other, _ := MatrixScenario("set-nx-px-lua")
-	if reflect.DeepEqual(MatrixSchedule(base, faults.ClassPause, 1), MatrixSchedule(other, faults.ClassPause, 1)) {
+	other, _ := Base("set-nx-px-lua")
+	if reflect.DeepEqual(Schedule(base, faults.ClassPause, 1), Schedule(other, faults.ClassPause, 1)) {
 		t.Error("two algorithms got the same schedule for the same seed")
 	}
 }
 
-func matrixJSON(t *testing.T, r *MatrixResult) string {
+func matrixJSON(t *testing.T, r *Result) string {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -110,16 +111,16 @@ func matrixJSON(t *testing.T, r *MatrixResult) string {
 // TestMatrixDoesNotDependOnWorkers runs the same small matrix with one and
 // with four workers and expects identical results, examples included.
 func TestMatrixDoesNotDependOnWorkers(t *testing.T) {
-	opt := MatrixOptions{Seeds: 3, Classes: []faults.Class{faults.ClassPause, faults.ClassDrop}, Algorithms: []string{"set-nx-px-del", "set-nx-px-lua"}}
+	opt := Options{Seeds: 3, Classes: []faults.Class{faults.ClassPause, faults.ClassDrop}, Algorithms: []string{"set-nx-px-del", "set-nx-px-lua"}}
 	opt.Workers = 1
-	one, err := Matrix(opt)
+	one, err := Run(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var calls, last, total int
 	opt.Workers = 4
 	opt.Progress = func(done, all int) { calls, last, total = calls+1, done, all }
-	four, err := Matrix(opt)
+	four, err := Run(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,14 +143,14 @@ func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
 	bubblehost.Bind(t) // the Postgres rows run pgx in a bubble
 	algs := []string{"set-nx-px-del"}
 	var fenced []string
-	for _, a := range MatrixRows() {
-		if sc, err := MatrixScenario(a); err == nil && sc.Resource.Fencing != "none" {
+	for _, a := range Rows() {
+		if sc, err := Base(a); err == nil && sc.Resource.Fencing != "none" {
 			fenced = append(fenced, a)
 		}
 	}
 	algs = append(algs, fenced...)
 	classes := []faults.Class{faults.ClassPause, faults.ClassClock, faults.ClassRestart}
-	res, err := Matrix(MatrixOptions{Seeds: 12, Classes: classes, Algorithms: algs})
+	res, err := Run(Options{Seeds: 12, Classes: classes, Algorithms: algs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestMatrixAgreesWithTheCatalogue(t *testing.T) {
 // TestMatrixExampleReplays writes a cell's example as a scenario file,
 // reads it back and runs it: the run must break what the example broke.
 func TestMatrixExampleReplays(t *testing.T) {
-	res, err := Matrix(MatrixOptions{Seeds: 8, Classes: []faults.Class{faults.ClassPause}, Algorithms: []string{"set-nx-px-del"}, Workers: 2})
+	res, err := Run(Options{Seeds: 8, Classes: []faults.Class{faults.ClassPause}, Algorithms: []string{"set-nx-px-del"}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,14 +204,14 @@ func TestMatrixExampleReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Parse("example.yaml", data)
+	back, err := scenarios.Parse("example.yaml", data)
 	if err != nil {
 		t.Fatalf("example does not parse: %v\n%s", err, data)
 	}
 	if back.Seed != c.Example.Seed || !strings.Contains(back.Narrative.What, "locklab matrix") {
 		t.Fatalf("seed %d, narrative %q", back.Seed, back.Narrative.What)
 	}
-	r, err := Run(back, back.Seed, Options{})
+	r, err := scenarios.Run(back, back.Seed, scenarios.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,14 +232,14 @@ func TestMatrixExampleReplays(t *testing.T) {
 
 func TestMatrixBadOptions(t *testing.T) {
 	for _, c := range []struct {
-		opt  MatrixOptions
+		opt  Options
 		want string
 	}{
-		{MatrixOptions{Algorithms: []string{"nope"}}, `unknown algorithm "nope"`},
-		{MatrixOptions{Classes: []faults.Class{"gc"}}, `unknown fault class "gc"`},
-		{MatrixOptions{Seeds: -1}, "seeds"},
+		{Options{Algorithms: []string{"nope"}}, `unknown algorithm "nope"`},
+		{Options{Classes: []faults.Class{"gc"}}, `unknown fault class "gc"`},
+		{Options{Seeds: -1}, "seeds"},
 	} {
-		if _, err := Matrix(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Run(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opt, err, c.want)
 		}
 	}

@@ -1,21 +1,23 @@
-package scenarios
+package explore
 
 import (
 	"slices"
 	"testing"
 
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // explore over a semaphore scenario keeps its permits through the draw
 // and the shrinking: the counterexample is judged as a semaphore, and its
 // witness names permits+1 holders.
 func TestExploreSemaphoreKeepsPermits(t *testing.T) {
-	base, err := Get("semaphore-clock-skew-fixed")
+	base, err := scenarios.Get("semaphore-clock-skew-fixed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := Explore(ExploreOptions{Algorithm: base.Algorithm, Base: base, Classes: []faults.Class{faults.ClassPause}, Runs: 40, Seed: 1, Workers: 1})
+	ex, err := Explore(Options{Algorithm: base.Algorithm, Base: base, Classes: []faults.Class{faults.ClassPause}, Runs: 40, Seed: 1, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +25,7 @@ func TestExploreSemaphoreKeepsPermits(t *testing.T) {
 		t.Fatalf("no violation in %d runs", ex.Runs)
 	}
 	f := ex.Findings[0]
-	for _, sc := range []*Scenario{f.Scenario, f.Minimal} {
+	for _, sc := range []*scenarios.Scenario{f.Scenario, f.Minimal} {
 		if sc != nil && sc.Clients.Permits != 2 {
 			t.Fatalf("%s has %d permits, want the base's 2", sc.ID, sc.Clients.Permits)
 		}
@@ -42,11 +44,11 @@ func TestExploreSemaphoreKeepsPermits(t *testing.T) {
 // client i takes the mode of the base's client i, and a client removed by
 // shrinking takes its mode with it.
 func TestExploreReadWriteKeepsModes(t *testing.T) {
-	base, err := Get("rwlock-writer-starvation-fixed")
+	base, err := scenarios.Get("rwlock-writer-starvation-fixed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cycle := modeCycle(base)
+	cycle := scenarios.ModeCycle(base)
 	if len(cycle) == 0 {
 		t.Fatal("the base has no per-client modes")
 	}
@@ -66,7 +68,7 @@ func TestExploreReadWriteKeepsModes(t *testing.T) {
 	for _, c := range shrunk.ClientNames() {
 		got = append(got, shrunk.ModeOf(c))
 	}
-	if want := []string{ModeRead, ModeRead, ModeWrite}; !slices.Equal(got, want) {
+	if want := []string{scenarios.ModeRead, scenarios.ModeRead, scenarios.ModeWrite}; !slices.Equal(got, want) {
 		t.Fatalf("after removing c1 the modes are %v, want %v", got, want)
 	}
 }
@@ -81,10 +83,10 @@ func TestMatrixBaseOfSharedPrimitives(t *testing.T) {
 	}{
 		{"redis-semaphore", 2, []string{"", "", ""}},
 		{"redis-permit-semaphore", 2, []string{"", "", ""}},
-		{"redis-rwlock", 0, []string{ModeRead, ModeRead, ModeWrite}},
+		{"redis-rwlock", 0, []string{scenarios.ModeRead, scenarios.ModeRead, scenarios.ModeWrite}},
 		{"set-nx-px-lua", 0, []string{"", "", ""}},
 	} {
-		sc, err := MatrixScenario(c.algorithm)
+		sc, err := matrix.Base(c.algorithm)
 		if err != nil {
 			t.Fatal(err)
 		}

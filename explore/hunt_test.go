@@ -1,18 +1,18 @@
-package scenarios
+package explore
 
 import (
 	"strings"
 	"testing"
 )
 
-// ExploreOptions.Hunt (issue 31): only a run violating a hunted property
+// Options.Hunt (issue 31): only a run violating a hunted property
 // is a finding; the others are counted. A misspelt property is refused
 // rather than hunting nothing.
 func TestExploreHunt(t *testing.T) {
-	if _, err := Explore(ExploreOptions{Algorithm: "set-nx-px-lua", Runs: 1, Hunt: []string{"overlap"}}); err == nil || !strings.Contains(err.Error(), `hunt "overlap": expected mutual_exclusion, resource or liveness`) {
+	if _, err := Explore(Options{Algorithm: "set-nx-px-lua", Runs: 1, Hunt: []string{"overlap"}}); err == nil || !strings.Contains(err.Error(), `hunt "overlap": expected mutual_exclusion, resource or liveness`) {
 		t.Fatalf("err %v, want the misspelt property named", err)
 	}
-	all, err := Explore(ExploreOptions{Algorithm: "set-nx-px-del", Runs: 60, Seed: 1, Workers: 2, NoShrink: true})
+	all, err := Explore(Options{Algorithm: "set-nx-px-del", Runs: 60, Seed: 1, Workers: 2, NoShrink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestExploreHunt(t *testing.T) {
 	first := all.Findings[0]
 	// Hunting liveness only passes over that run (and any other safety
 	// failure before the first liveness one) and counts it.
-	live, err := Explore(ExploreOptions{Algorithm: "set-nx-px-del", Runs: 60, Seed: 1, Workers: 2, NoShrink: true, Hunt: []string{"liveness"}})
+	live, err := Explore(Options{Algorithm: "set-nx-px-del", Runs: 60, Seed: 1, Workers: 2, NoShrink: true, Hunt: []string{"liveness"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package scenarios
+// Package matrix runs every algorithm against every fault class, many
+// random schedules each, for 'locklab matrix' and its heatmap; its base
+// scenarios (Base) are also where explore and locktest start. It is a
+// room of its own (docs/architecture.md, "Rooms and what they may
+// import") because it is a client of the runner: it builds scenarios and
+// runs them, and neither the file format nor the runner depends on it.
+package matrix
 
 // The matrix: every algorithm against every fault class, many random
 // schedules each. A cell counts how many runs broke mutual exclusion, the
@@ -22,32 +28,33 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // The setup every matrix run shares: three clients, two lock cycles each,
 // critical sections that are sometimes short and sometimes most of the TTL.
 const (
-	MatrixTTL      = 2 * time.Second
-	MatrixDuration = 20 * time.Second
-	// MatrixHorizon bounds the times of drawn faults: without faults the
+	TTL      = 2 * time.Second
+	Duration = 20 * time.Second
+	// Horizon bounds the times of drawn faults: without faults the
 	// clients are done after about five seconds, so later faults would act
 	// on an idle system.
-	MatrixHorizon = 6 * time.Second
-	// DefaultMatrixSeeds is the number of runs per cell when none is given.
-	DefaultMatrixSeeds = 20
-	// MatrixWaitDelay and MatrixWaitJitter are how long a matrix or
+	Horizon = 6 * time.Second
+	// DefaultSeeds is the number of runs per cell when none is given.
+	DefaultSeeds = 20
+	// WaitDelay and WaitJitter are how long a matrix or
 	// explore waiter that found the lock held waits before it tries again
 	// (an eighth and a sixteenth of the TTL, instead of the default
 	// 100ms + 50ms): the lock is held most of a run, and waiters polling
 	// it sent most of a run's commands (issue 24; BENCHMARKS.md, "Fewer
 	// wasted commands").
-	MatrixWaitDelay  = MatrixTTL / 8
-	MatrixWaitJitter = MatrixTTL / 16
+	WaitDelay  = TTL / 8
+	WaitJitter = TTL / 16
 )
 
-// MatrixOptions says what to run.
-type MatrixOptions struct {
-	// Seeds is the number of runs per cell (default DefaultMatrixSeeds).
+// Options says what to run.
+type Options struct {
+	// Seeds is the number of runs per cell (default DefaultSeeds).
 	// Run i (1..Seeds) uses world seed i.
 	Seeds int
 	// Classes are the fault classes, one column each (default: all, in
@@ -63,7 +70,7 @@ type MatrixOptions struct {
 	Progress func(done, total int)
 	// Context, when cancelled (Ctrl-C), stops handing out runs; the runs
 	// in flight finish and the result covers the runs done
-	// (MatrixResult.Interrupted).
+	// (Result.Interrupted).
 	Context context.Context
 }
 
@@ -121,7 +128,7 @@ type Cell struct {
 	// Example is the first run (lowest seed) that violated any property.
 	Example *Example `json:"example,omitempty"`
 
-	base *Scenario
+	base *scenarios.Scenario
 }
 
 // Checked is the number of runs that produced a verdict.
@@ -144,16 +151,16 @@ func (c *Cell) Shares() Shares {
 // run' replays: the matrix setup, the example's faults and seed, and an
 // expectation of exactly the violations the example showed. It returns nil
 // when the cell has no example.
-func (c *Cell) ExampleScenario() *Scenario {
+func (c *Cell) ExampleScenario() *scenarios.Scenario {
 	if c.Example == nil {
 		return nil
 	}
-	var sc *Scenario
+	var sc *scenarios.Scenario
 	if c.base != nil {
-		sc = c.base.copyForRun()
+		sc = c.base.Clone()
 	} else {
 		var err error
-		if sc, err = MatrixScenario(c.Algorithm); err != nil {
+		if sc, err = Base(c.Algorithm); err != nil {
 			return nil
 		}
 	}
@@ -184,13 +191,13 @@ func (c *Cell) ExampleScenario() *Scenario {
 	return sc
 }
 
-// MatrixResult is the outcome of Matrix.
-type MatrixResult struct {
+// Result is the outcome of Run.
+type Result struct {
 	Seeds      int            `json:"seeds"`
 	Classes    []faults.Class `json:"classes"`
 	Algorithms []string       `json:"algorithms"`
 	// Setups describe the base scenario of each algorithm, in row order.
-	Setups []MatrixSetup `json:"setups"`
+	Setups []Setup `json:"setups"`
 	// Cells are ordered by algorithm (row), then class (column).
 	Cells []Cell `json:"cells"`
 	// Interrupted is set when the context was cancelled before every run
@@ -198,24 +205,24 @@ type MatrixResult struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// MatrixSetup is what a row's runs share.
-type MatrixSetup struct {
+// Setup is what a row's runs share.
+type Setup struct {
 	Algorithm string   `json:"algorithm"`
 	Backend   string   `json:"backend"`
 	Nodes     []string `json:"nodes"`
 	// Fencing is the resource's fencing rule: ">" for algorithms whose
 	// leases carry fencing tokens, "none" otherwise.
-	Fencing  string   `json:"fencing"`
-	TTL      Duration `json:"ttl"`
-	Clients  int      `json:"clients"`
-	Cycles   int      `json:"cycles"`
-	Work     Range    `json:"work"`
-	Duration Duration `json:"duration"`
-	Horizon  Duration `json:"horizon"`
+	Fencing  string             `json:"fencing"`
+	TTL      scenarios.Duration `json:"ttl"`
+	Clients  int                `json:"clients"`
+	Cycles   int                `json:"cycles"`
+	Work     scenarios.Range    `json:"work"`
+	Duration scenarios.Duration `json:"duration"`
+	Horizon  scenarios.Duration `json:"horizon"`
 }
 
 // Cell returns the cell of an algorithm and a class, or nil.
-func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
+func (r *Result) Cell(algorithm string, class faults.Class) *Cell {
 	for i := range r.Cells {
 		if r.Cells[i].Algorithm == algorithm && r.Cells[i].Class == class {
 			return &r.Cells[i]
@@ -223,10 +230,6 @@ func (r *MatrixResult) Cell(algorithm string, class faults.Class) *Cell {
 	}
 	return nil
 }
-
-// copyForRun returns a fresh copy of a matrix base scenario, so runs share
-// no maps or slices.
-func (s *Scenario) copyForRun() *Scenario { return s.Clone() }
 
 // matrixRNG is the generator of run i of a cell.
 func matrixRNG(algorithm string, class faults.Class, i int) *rand.Rand {
@@ -237,21 +240,21 @@ func matrixRNG(algorithm string, class faults.Class, i int) *rand.Rand {
 	return rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
 }
 
-// MatrixSchedule is the schedule of run i (1-based) of a cell: the same
-// value Matrix draws, for tools that want to rerun one run.
-func MatrixSchedule(base *Scenario, class faults.Class, i int) faults.Schedule {
-	return faults.Generate(matrixRNG(base.Algorithm, class, i), []faults.Class{class}, generatorNames(base), MatrixHorizon, base.TTL.D())
+// Schedule is the schedule of run i (1-based) of a cell: the same
+// value Run draws, for tools that want to rerun one run.
+func Schedule(base *scenarios.Scenario, class faults.Class, i int) faults.Schedule {
+	return faults.Generate(matrixRNG(base.Algorithm, class, i), []faults.Class{class}, GeneratorNames(base), Horizon, base.TTL.D())
 }
 
 // safeRun runs sc and turns a panic on the caller's goroutine into an
 // error, so one broken run cannot take the matrix down.
-func safeRun(sc *Scenario, seed uint64) (res *Result, err error) {
+func safeRun(sc *scenarios.Scenario, seed uint64) (res *scenarios.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return Run(sc, seed, Options{Direct: true})
+	return scenarios.Run(sc, seed, scenarios.Options{Direct: true})
 }
 
 type matrixOutcome struct {
@@ -260,16 +263,16 @@ type matrixOutcome struct {
 	err      error
 }
 
-// Matrix runs every algorithm against every class, Seeds runs per cell.
+// Run runs every algorithm against every class, Seeds runs per cell.
 // Bad options (an unknown algorithm or class, a negative count) are
 // errors; a run that fails is counted in its cell's Errors.
-func Matrix(opt MatrixOptions) (*MatrixResult, error) {
-	defer BeginSweep()()
+func Run(opt Options) (*Result, error) {
+	defer scenarios.BeginSweep()()
 	if err := opt.withDefaults(); err != nil {
 		return nil, err
 	}
 	classes, algs := opt.Classes, opt.Algorithms
-	res := &MatrixResult{Seeds: opt.Seeds, Classes: slices.Clone(classes), Algorithms: slices.Clone(algs)}
+	res := &Result{Seeds: opt.Seeds, Classes: slices.Clone(classes), Algorithms: slices.Clone(algs)}
 	bases, baseErrs, err := matrixBases(res, algs)
 	if err != nil {
 		return nil, err
@@ -282,7 +285,7 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 	var spans []span
 	total := 0
 	for ai, a := range algs {
-		names := generatorNames(bases[ai])
+		names := GeneratorNames(bases[ai])
 		for _, c := range classes {
 			cell := Cell{Algorithm: a, Class: c, Applicable: faults.Applicable(c, names), base: bases[ai]}
 			if cell.Applicable {
@@ -349,7 +352,7 @@ func Matrix(opt MatrixOptions) (*MatrixResult, error) {
 // the lowest index of a cell's first error and first violation, so the
 // result does not depend on which worker finished first.
 type matrixFold struct {
-	res                   *MatrixResult
+	res                   *Result
 	firstErrAt, exampleAt map[int]int
 }
 

@@ -1,4 +1,4 @@
-package scenarios
+package explore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // ShrinkOptions tunes Shrink.
@@ -18,7 +19,7 @@ type ShrinkOptions struct {
 	// Context, when cancelled, ends shrinking with the smallest
 	// counterexample so far.
 	Context context.Context
-	// Bubble runs inside the calling synctest bubble (Options.Bubble).
+	// Bubble runs inside the calling synctest bubble (scenarios.Options.Bubble).
 	Bubble  bool
 	Prepare func(seed uint64)
 }
@@ -29,31 +30,31 @@ type ShrinkOptions struct {
 // cycles, shorter work) until none does. The result's expectation is set to
 // exactly the violated property, so 'locklab run FILE' exits 0 when it
 // reproduces the counterexample.
-func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, int) {
-	defer BeginSweep()()
+func Shrink(sc *scenarios.Scenario, prop string, opt ShrinkOptions) (*scenarios.Scenario, *scenarios.Result, int) {
+	defer scenarios.BeginSweep()()
 	maxRuns := opt.MaxRuns
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
+	runOpt := scenarios.Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	cur := sc.Clone()
-	curRes, err := Run(cur, cur.Seed, runOpt)
-	if err != nil || !violates(curRes.Report.Verdict, prop) {
+	curRes, err := scenarios.Run(cur, cur.Seed, runOpt)
+	if err != nil || !scenarios.Violates(curRes.Report.Verdict, prop) {
 		return nil, nil, 1
 	}
 	runs := 1
-	try := func(cands []*Scenario) bool {
+	try := func(cands []*scenarios.Scenario) bool {
 		for _, cand := range cands {
 			if runs >= maxRuns || ctx.Err() != nil {
 				return false
 			}
 			runs++
-			res, err := Run(cand, cand.Seed, runOpt)
-			if err == nil && violates(res.Report.Verdict, prop) {
+			res, err := scenarios.Run(cand, cand.Seed, runOpt)
+			if err == nil && scenarios.Violates(res.Report.Verdict, prop) {
 				cur, curRes = cand, res
 				return true
 			}
@@ -73,10 +74,10 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	// The counterexample's own run, traced, is the one to show and replay;
 	// its events are kept, as for 'locklab run --report', so its report
 	// draws the mechanism.
-	if r, err := Run(cur, cur.Seed, Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare, KeepTrace: true}); err == nil {
+	if r, err := scenarios.Run(cur, cur.Seed, scenarios.Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare, KeepTrace: true}); err == nil {
 		curRes = r
 	}
-	cur.Expect = Expect{}
+	cur.Expect = scenarios.Expect{}
 	switch prop {
 	case "mutual_exclusion":
 		cur.Expect.MutualExclusion = checker.Violated
@@ -87,7 +88,7 @@ func Shrink(sc *Scenario, prop string, opt ShrinkOptions) (*Scenario, *Result, i
 	}
 	cur.Title = fmt.Sprintf("Counterexample for %s: %s violated (shrunk by locklab explore)", cur.Algorithm, strings.ReplaceAll(prop, "_", " "))
 	cur.Course = nil // a counterexample is no lesson
-	cur.Narrative = Narrative{
+	cur.Narrative = scenarios.Narrative{
 		What: fmt.Sprintf("A minimal schedule found by random exploration and shrinking: %s. Run it to see the witness.", describeSchedule(cur.Faults)),
 		Why:  "Found by locklab explore; read the witness and the timeline (--report) to see which assumption the faults break.",
 		Fix:  "Compare with the catalogue scenario that shows the same failure ('locklab list').",
@@ -112,9 +113,9 @@ func describeSchedule(s faults.Schedule) string {
 // starting together) changes which random latencies each message draws,
 // which may undo the interleaving the violation needs; another seed often
 // finds one that keeps it.
-func shrinkCandidates(sc *Scenario) []*Scenario {
-	var same, workload []*Scenario
-	add := func(list *[]*Scenario, c *Scenario) {
+func shrinkCandidates(sc *scenarios.Scenario) []*scenarios.Scenario {
+	var same, workload []*scenarios.Scenario
+	add := func(list *[]*scenarios.Scenario, c *scenarios.Scenario) {
 		if c.Validate() == nil {
 			*list = append(*list, c)
 		}
@@ -131,7 +132,7 @@ func shrinkCandidates(sc *Scenario) []*Scenario {
 	}
 	if sc.Clients.Start.Max > 0 {
 		c := sc.Clone()
-		c.Clients.Start = Range{set: true}
+		c.Clients.Start = scenarios.ExplicitRange(0, 0)
 		add(&workload, c)
 	}
 	if sc.Clients.Cycles > 1 {
@@ -143,14 +144,14 @@ func shrinkCandidates(sc *Scenario) []*Scenario {
 		// A constant is simpler to read than a range: the longest work,
 		// which keeps every window the violation may need open, or the
 		// lower half of the range.
-		for _, r := range []Range{{Min: w.Max, Max: w.Max, set: true}, {Min: w.Min, Max: w.Min + (w.Max-w.Min)/2, set: true}} {
+		for _, r := range []scenarios.Range{scenarios.ExplicitRange(w.Max, w.Max), scenarios.ExplicitRange(w.Min, w.Min+(w.Max-w.Min)/2)} {
 			c := sc.Clone()
 			c.Clients.Work = r
 			add(&workload, c)
 		}
 	}
 	out := append(same, workload...)
-	reseed := func(list []*Scenario, n uint64) {
+	reseed := func(list []*scenarios.Scenario, n uint64) {
 		for k := uint64(1); k <= n; k++ {
 			for _, c := range list {
 				d := c.Clone()
@@ -166,7 +167,7 @@ func shrinkCandidates(sc *Scenario) []*Scenario {
 
 // smallestWorkload is sc with two clients (the others dropped), starting
 // together, working the longest time once, under n derived seeds.
-func smallestWorkload(sc *Scenario, n uint64) []*Scenario {
+func smallestWorkload(sc *scenarios.Scenario, n uint64) []*scenarios.Scenario {
 	c := sc
 	for c.Clients.Count > 2 {
 		next, ok := withoutClient(c, c.Clients.Count)
@@ -176,9 +177,9 @@ func smallestWorkload(sc *Scenario, n uint64) []*Scenario {
 		c = next
 	}
 	c = c.Clone()
-	c.Clients.Start = Range{set: true}
+	c.Clients.Start = scenarios.ExplicitRange(0, 0)
 	c.Clients.Cycles = 1
-	c.Clients.Work = Range{Min: c.Clients.Work.Max, Max: c.Clients.Work.Max, set: true}
+	c.Clients.Work = scenarios.ExplicitRange(c.Clients.Work.Max, c.Clients.Work.Max)
 	for i := range c.Faults {
 		if c.Faults[i].After != nil {
 			c.Faults[i].After.Nth = 0
@@ -187,7 +188,7 @@ func smallestWorkload(sc *Scenario, n uint64) []*Scenario {
 	if c.Validate() != nil {
 		return nil
 	}
-	var out []*Scenario
+	var out []*scenarios.Scenario
 	for k := uint64(0); k < n; k++ {
 		d := c.Clone()
 		d.Seed = sc.Seed*0x9e3779b97f4a7c15 + 1000 + k
@@ -198,7 +199,7 @@ func smallestWorkload(sc *Scenario, n uint64) []*Scenario {
 
 // withoutClient removes client cN (1-based) and renames c(N+1).. down by
 // one; it fails when a fault targets the removed client.
-func withoutClient(sc *Scenario, n int) (*Scenario, bool) {
+func withoutClient(sc *scenarios.Scenario, n int) (*scenarios.Scenario, bool) {
 	removed := fmt.Sprintf("c%d", n)
 	rename := func(name string) (string, bool) {
 		if name == removed {
@@ -213,7 +214,7 @@ func withoutClient(sc *Scenario, n int) (*Scenario, bool) {
 	c := sc.Clone()
 	c.Clients.Count--
 	c.Clients.Each = nil
-	withModeCycle(c, modesWithout(sc, n))
+	scenarios.WithModeCycle(c, scenarios.ModesWithout(sc, n))
 	for i := range c.Faults {
 		f := &c.Faults[i]
 		for _, p := range []*string{&f.Target, &f.Client} {

@@ -1,4 +1,4 @@
-package scenarios
+package explore
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 	"pgregory.net/rapid"
 )
@@ -13,13 +14,13 @@ import (
 // sameRunDirect runs sc traced on the wire path and on the direct path and
 // fails unless both traces (and so every event, message, fault and reply)
 // and verdicts are identical. It returns the commands the direct path took.
-func sameRunDirect(t testing.TB, sc *Scenario, seed uint64, what string) int {
+func sameRunDirect(t testing.TB, sc *scenarios.Scenario, seed uint64, what string) int {
 	t.Helper()
-	wire, err := Run(sc, seed, Options{})
+	wire, err := scenarios.Run(sc, seed, scenarios.Options{})
 	if err != nil {
 		t.Fatalf("%s, wire path: %v", what, err)
 	}
-	direct, err := Run(sc, seed, Options{Direct: true})
+	direct, err := scenarios.Run(sc, seed, scenarios.Options{Direct: true})
 	if err != nil {
 		t.Fatalf("%s, direct path: %v", what, err)
 	}
@@ -40,7 +41,7 @@ func sameRunDirect(t testing.TB, sc *Scenario, seed uint64, what string) int {
 // the Redis scenarios did take it.
 func TestDirectPathSameDigestsCatalogue(t *testing.T) {
 	bubblehost.Bind(t) // the catalogue has real-client scenarios
-	all, _ := Catalogue()
+	all, _ := scenarios.Catalogue()
 	taken, redis := 0, 0
 	for _, s := range all {
 		if s.Clients.Count > 20 {
@@ -75,9 +76,9 @@ func TestDirectPathSameDigestsCatalogue(t *testing.T) {
 // class, gives the same digests on both paths.
 func TestDirectPathSameDigestsExplored(t *testing.T) {
 	algs := []string{"redlock", "redlock-spec", "set-nx-px-lua", "set-nx-px-del", "setnx-expire", "reentrant", "redis-semaphore", "redis-rwlock"}
-	var bases []*Scenario
+	var bases []*scenarios.Scenario
 	for _, a := range algs {
-		base, err := ExploreBase(a)
+		base, err := Base(a)
 		if err != nil {
 			continue // an algorithm this tree does not have
 		}

@@ -1,4 +1,4 @@
-package scenarios
+package matrix
 
 import (
 	"fmt"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // The matrix's setup: each row's base scenario (from the backend's
 // descriptor), the rows, the hosts a schedule may act on, and one run of a
 // cell.
 
-// MatrixScenario builds the base scenario the matrix runs for an algorithm:
+// Base builds the base scenario the matrix runs for an algorithm:
 // 3 clients with 2 lock cycles each, work 100ms..1.5s, TTL 2s, 20s of
 // simulated time and no faults. Redis algorithms get as many nodes as they
 // need (A, B, ...), five for quorum algorithms; other backends get one
@@ -30,12 +31,12 @@ import (
 // ZooKeeper recipes' leases carry their znode's sequence, Info.Fencing
 // "built in"; gozk-lock and gozk-simple hand out none. The gozk-* recipes
 // are tabled by their own test.)
-func MatrixScenario(algorithm string) (*Scenario, error) {
+func Base(algorithm string) (*scenarios.Scenario, error) {
 	name, fenced := strings.CutSuffix(algorithm, "+fencing")
 	info, err := algorithms.Lookup(name)
 	backend := backendOf(info)
 	if err != nil || (fenced && backend.MatrixFencing == nil) {
-		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(MatrixRows(), ", "))
+		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(Rows(), ", "))
 	}
 	if fenced {
 		sc := newMatrixScenario(info, ">")
@@ -59,27 +60,27 @@ func MatrixScenario(algorithm string) (*Scenario, error) {
 	return sc, nil
 }
 
-func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
+func newMatrixScenario(info algorithms.Info, fencing string) *scenarios.Scenario {
 	backend := backendOf(info)
 	nodes := 1
 	var params map[string]string
 	if backend.Matrix != nil {
-		nodes, params = backend.Matrix(info)
+		nodes, params = backend.Matrix(info, TTL)
 	}
-	sc := &Scenario{
+	sc := &scenarios.Scenario{
 		ID:        "matrix-" + info.Name,
 		Title:     info.Name + " under random faults (locklab matrix)",
 		Algorithm: info.Name,
-		TTL:       Duration(MatrixTTL),
-		Clients:   Clients{Count: 3, Cycles: 2, Work: Range{Min: 100 * time.Millisecond, Max: 1500 * time.Millisecond, set: true}, Start: Range{set: true}},
-		Resource:  Resource{Fencing: fencing},
+		TTL:       scenarios.Duration(TTL),
+		Clients:   scenarios.Clients{Count: 3, Cycles: 2, Work: scenarios.ExplicitRange(100*time.Millisecond, 1500*time.Millisecond), Start: scenarios.ExplicitRange(0, 0)},
+		Resource:  scenarios.Resource{Fencing: fencing},
 		// Clients start together: contention at the start splits quorum
 		// votes, which is what many Redlock failures need.
-		Duration: Duration(MatrixDuration),
+		Duration: scenarios.Duration(Duration),
 		Params:   params,
 	}
 	for i := range nodes {
-		sc.Nodes = append(sc.Nodes, Node{Name: nodeName(i)})
+		sc.Nodes = append(sc.Nodes, scenarios.Node{Name: nodeName(i)})
 	}
 	if info.Name != algorithms.Custom && !backend.OwnWait {
 		// A waiter that finds the lock held tries again after TTL/8 (plus
@@ -92,18 +93,18 @@ func newMatrixScenario(info algorithms.Info, fencing string) *Scenario {
 		// rarely for that. A user's own lock (locktest) and the ZooKeeper
 		// recipes wait their own way and never read the policy: their
 		// files keep the default.
-		sc.Wait = Wait{Delay: Duration(MatrixWaitDelay), Jitter: Duration(MatrixWaitJitter)}
+		sc.Wait = scenarios.Wait{Delay: scenarios.Duration(WaitDelay), Jitter: scenarios.Duration(WaitJitter)}
 	}
-	sc.applyDefaults()
+	sc.ApplyDefaults()
 	// A semaphore is put under the faults with two permits for three
 	// clients, a reader-writer lock with two readers and a writer: as a
 	// mutex (one permit, all writers) neither would show what it adds.
-	// Explore's draws and shrinking keep both (modes_explore.go).
+	// Explore's draws and shrinking keep both (scenarios/modes_explore.go).
 	switch info.Primitive {
 	case algorithms.PrimitiveSemaphore:
 		sc.Clients.Permits = 2
 	case algorithms.PrimitiveReadWrite:
-		withModeCycle(sc, []string{ModeRead, ModeRead, ModeWrite})
+		scenarios.WithModeCycle(sc, []string{scenarios.ModeRead, scenarios.ModeRead, scenarios.ModeWrite})
 	}
 	return sc
 }
@@ -119,7 +120,7 @@ func nodeName(i int) string {
 
 // issuesFencingTokens runs the scenario once without faults and reports
 // whether any lease carried a fencing token.
-func issuesFencingTokens(sc *Scenario) bool {
+func issuesFencingTokens(sc *scenarios.Scenario) bool {
 	res, err := safeRun(sc, 1)
 	if err != nil {
 		return false
@@ -132,7 +133,7 @@ func issuesFencingTokens(sc *Scenario) bool {
 	return false
 }
 
-// MatrixRows are the matrix's rows by default: every algorithm, then the
+// Rows are the matrix's rows by default: every algorithm, then the
 // fenced variants of those that can carry fencing tokens, so the table shows
 // what fencing buys.
 //
@@ -140,7 +141,7 @@ func issuesFencingTokens(sc *Scenario) bool {
 // ZooKeeper recipes on go-zookeeper) are not rows: their faults are
 // tabled by their own test (the go-zookeeper × fault table). The Postgres
 // advisory locks (pgx in the bubble) are: their runs are short.
-func MatrixRows() []string {
+func Rows() []string {
 	var rows []string
 	for _, a := range algorithms.Names() {
 		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || backendOf(info).MatrixBubbleRows) {
@@ -155,15 +156,15 @@ func MatrixRows() []string {
 	return rows
 }
 
-// generatorNames are the hosts a matrix schedule may act on: clients, lock
+// GeneratorNames are the hosts a matrix schedule may act on: clients, lock
 // nodes and the backend's own hosts — not the protected resource, whose
 // faults say nothing about the lock.
-func generatorNames(sc *Scenario) faults.Names {
+func GeneratorNames(sc *scenarios.Scenario) faults.Names {
 	all := sc.Names()
 	n := faults.Names{Clients: all.Clients}
 	if info, err := algorithms.Lookup(sc.Algorithm); err == nil && !backendOf(info).RedisNodes {
 		for _, h := range all.Others {
-			if h != ResourceHost {
+			if h != scenarios.ResourceHost {
 				n.Others = append(n.Others, h)
 			}
 		}
@@ -180,12 +181,12 @@ func generatorNames(sc *Scenario) faults.Names {
 
 // withDefaults checks the options and fills in their defaults: every
 // fault class, the default rows, a worker per CPU.
-func (opt *MatrixOptions) withDefaults() error {
+func (opt *Options) withDefaults() error {
 	if opt.Seeds < 0 {
 		return fmt.Errorf("seeds: expected a number of runs per cell >= 1, got %d", opt.Seeds)
 	}
 	if opt.Seeds == 0 {
-		opt.Seeds = DefaultMatrixSeeds
+		opt.Seeds = DefaultSeeds
 	}
 	if len(opt.Classes) == 0 {
 		opt.Classes = faults.Classes()
@@ -200,7 +201,7 @@ func (opt *MatrixOptions) withDefaults() error {
 		}
 	}
 	if len(opt.Algorithms) == 0 {
-		opt.Algorithms = MatrixRows()
+		opt.Algorithms = Rows()
 	}
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.NumCPU()
@@ -208,17 +209,17 @@ func (opt *MatrixOptions) withDefaults() error {
 	return nil
 }
 
-// matrixBases builds each row's base scenario (MatrixScenario) and records
+// matrixBases builds each row's base scenario (Base) and records
 // its setup in res; a row whose setup is invalid gets a stand-in base and
 // its error, which every run of the row reports.
-func matrixBases(res *MatrixResult, algs []string) ([]*Scenario, []error, error) {
-	bases := make([]*Scenario, len(algs))
+func matrixBases(res *Result, algs []string) ([]*scenarios.Scenario, []error, error) {
+	bases := make([]*scenarios.Scenario, len(algs))
 	baseErrs := make([]error, len(algs))
 	for i, a := range algs {
 		if _, err := algorithms.Lookup(strings.TrimSuffix(a, "+fencing")); err != nil {
-			return nil, nil, fmt.Errorf("unknown algorithm %q; expected one of %s", a, strings.Join(MatrixRows(), ", "))
+			return nil, nil, fmt.Errorf("unknown algorithm %q; expected one of %s", a, strings.Join(Rows(), ", "))
 		}
-		bases[i], baseErrs[i] = MatrixScenario(a)
+		bases[i], baseErrs[i] = Base(a)
 		if bases[i] == nil {
 			// The setup itself is invalid for this algorithm: every run of
 			// its row is an error, shown in the cells.
@@ -227,22 +228,22 @@ func matrixBases(res *MatrixResult, algs []string) ([]*Scenario, []error, error)
 		}
 		b := bases[i]
 		info, _ := algorithms.Lookup(a)
-		res.Setups = append(res.Setups, MatrixSetup{
+		res.Setups = append(res.Setups, Setup{
 			Algorithm: a, Backend: info.Backend, Nodes: b.NodeNames(), Fencing: b.Resource.Fencing,
 			TTL: b.TTL, Clients: b.Clients.Count, Cycles: b.Clients.Cycles, Work: b.Clients.Work,
-			Duration: b.Duration, Horizon: Duration(MatrixHorizon),
+			Duration: b.Duration, Horizon: scenarios.Duration(Horizon),
 		})
 	}
 	return bases, baseErrs, nil
 }
 
 // matrixRun is run index of a cell of class on its row's base scenario.
-func matrixRun(base *Scenario, baseErr error, class faults.Class, index int) matrixOutcome {
+func matrixRun(base *scenarios.Scenario, baseErr error, class faults.Class, index int) matrixOutcome {
 	if baseErr != nil {
 		return matrixOutcome{err: baseErr}
 	}
-	sched := MatrixSchedule(base, class, index)
-	sc := base.copyForRun()
+	sched := Schedule(base, class, index)
+	sc := base.Clone() // a fresh copy: runs share no maps or slices
 	sc.Faults = sched
 	sc.Seed = uint64(index)
 	out := matrixOutcome{schedule: sched}
@@ -254,4 +255,11 @@ func matrixRun(base *Scenario, baseErr error, class faults.Class, index int) mat
 		out.verdict = r.Report.Verdict
 	}
 	return out
+}
+
+// backendOf is the descriptor of info's backend (the zero one if none is
+// registered under its name).
+func backendOf(info algorithms.Info) scenarios.BackendInfo {
+	b, _ := scenarios.LookupBackend(info.Backend)
+	return b
 }

@@ -1,11 +1,14 @@
-package scenarios
+package explore
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/sim/bubblehost"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/sim/bubblehost"
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
@@ -16,17 +19,17 @@ import (
 // a schedule from faults.Generate seeded by a drawn value. rapid shrinks the
 // class set and the seed; the last call of a failing property is its
 // minimal input.
-func drawSchedule(t *rapid.T, sc *Scenario, classes []faults.Class, names faults.Names) faults.Schedule {
+func drawSchedule(t *rapid.T, sc *scenarios.Scenario, classes []faults.Class, names faults.Names) faults.Schedule {
 	on := rapid.SliceOfNDistinct(rapid.SampledFrom(classes), 1, len(classes), func(c faults.Class) faults.Class { return c }).Draw(t, "classes")
 	seed := rapid.Uint64().Draw(t, "schedule seed")
-	return faults.Generate(rand.New(rand.NewPCG(seed, 0)), on, names, MatrixHorizon, sc.TTL.D())
+	return faults.Generate(rand.New(rand.NewPCG(seed, 0)), on, names, matrix.Horizon, sc.TTL.D())
 }
 
-func drawWorkload(t *rapid.T, sc *Scenario) {
+func drawWorkload(t *rapid.T, sc *scenarios.Scenario) {
 	sc.Clients.Count = rapid.IntRange(2, 4).Draw(t, "clients")
 	sc.Clients.Cycles = rapid.IntRange(1, 3).Draw(t, "cycles")
 	hi := time.Duration(rapid.IntRange(50, 1800).Draw(t, "max work ms")) * time.Millisecond
-	sc.Clients.Work = Range{Min: hi / 4, Max: hi, set: true}
+	sc.Clients.Work = scenarios.ExplicitRange(hi/4, hi)
 }
 
 // Fenced locks never let a stale write through: whatever the faults do to
@@ -36,24 +39,24 @@ func drawWorkload(t *rapid.T, sc *Scenario) {
 func TestPropertyFencedLocksNeverAcceptStaleWrites(t *testing.T) {
 	for _, alg := range []string{"set-nx-px-lua", "set-nx-px-del", "redlock", "reentrant"} {
 		t.Run(alg, func(t *testing.T) {
-			base, err := MatrixScenario(alg)
+			base, err := matrix.Base(alg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			base.Params = map[string]string{"fencing": "incr"}
-			base.Nodes = append(base.Nodes, Node{Name: "T", Role: "tokens"})
+			base.Nodes = append(base.Nodes, scenarios.Node{Name: "T", Role: "tokens"})
 			base.Resource.Fencing = ">"
 			rapid.Check(t, func(t *rapid.T) {
 				sc := base.Clone()
 				drawWorkload(t, sc)
-				names := generatorNames(sc)
+				names := matrix.GeneratorNames(sc)
 				names.Nodes = sc.NodeNames()[:len(sc.Nodes)-1] // not T
 				sc.Faults = drawSchedule(t, sc, faults.Classes(), names)
 				if err := sc.Validate(); err != nil {
 					t.Fatalf("drawn scenario invalid: %v", err)
 				}
 				seed := rapid.Uint64Range(1, 1<<40).Draw(t, "run seed")
-				res, err := Run(sc, seed, Options{NoTrace: true})
+				res, err := scenarios.Run(sc, seed, scenarios.Options{NoTrace: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -76,7 +79,7 @@ func TestPropertyFencedLocksNeverAcceptStaleWrites(t *testing.T) {
 // classes. What is left is Redlock's own claim: node crashes and restarts
 // that lose nothing cannot move the majority.
 func TestPropertyRedlockSafeWithinItsAssumptions(t *testing.T) {
-	base, err := MatrixScenario("redlock")
+	base, err := matrix.Base("redlock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func TestPropertyRedlockSafeWithinItsAssumptions(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sc := base.Clone()
 		drawWorkload(t, sc)
-		sc.Faults = drawSchedule(t, sc, classes, generatorNames(sc))
+		sc.Faults = drawSchedule(t, sc, classes, matrix.GeneratorNames(sc))
 		for i := range sc.Faults {
 			f := &sc.Faults[i]
 			if f.Kind != faults.NodeCrash {
@@ -93,11 +96,11 @@ func TestPropertyRedlockSafeWithinItsAssumptions(t *testing.T) {
 			if rapid.Bool().Draw(t, fmt.Sprintf("fault %d fsync always", i)) {
 				f.Persistence = "always"
 			} else if f.RestartAfter > 0 && f.RestartAfter.D() <= sc.TTL.D() {
-				f.RestartAfter = Duration(sc.TTL.D() + 100*time.Millisecond)
+				f.RestartAfter = scenarios.Duration(sc.TTL.D() + 100*time.Millisecond)
 			}
 		}
 		seed := rapid.Uint64Range(1, 1<<40).Draw(t, "run seed")
-		res, err := Run(sc, seed, Options{NoTrace: true})
+		res, err := scenarios.Run(sc, seed, scenarios.Options{NoTrace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +133,7 @@ func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.alg+"/"+string(c.classes[0]), func(t *testing.T) {
-			res, err := Explore(ExploreOptions{Algorithm: c.alg, Classes: c.classes, Seed: 1, Runs: 400})
+			res, err := Explore(Options{Algorithm: c.alg, Classes: c.classes, Seed: 1, Runs: 400})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,11 +151,11 @@ func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
 				t.Fatalf("minimal counterexample has %d faults and %d clients, want at most %d and %d: %s",
 					len(f.Minimal.Faults), f.Minimal.Clients.Count, c.maxFaults, c.maxClients, describeSchedule(f.Minimal.Faults))
 			}
-			if !violates(f.MinimalResult.Report.Verdict, f.Property) || !f.MinimalResult.Matches() {
+			if !scenarios.Violates(f.MinimalResult.Report.Verdict, f.Property) || !f.MinimalResult.Matches() {
 				t.Fatal("the minimal counterexample does not reproduce its own expectation")
 			}
 			// It replays byte for byte.
-			again, err := Run(f.Minimal, f.Minimal.Seed, Options{})
+			again, err := scenarios.Run(f.Minimal, f.Minimal.Seed, scenarios.Options{})
 			if err != nil || again.TraceSHA256 != f.MinimalResult.TraceSHA256 {
 				t.Fatalf("replay gave trace %s, want %s (%v)", again.TraceSHA256, f.MinimalResult.TraceSHA256, err)
 			}
@@ -162,11 +165,11 @@ func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
 
 // The result of an exploration does not depend on how many workers ran it.
 func TestExploreIndependentOfWorkers(t *testing.T) {
-	one, err := Explore(ExploreOptions{Algorithm: "set-nx-px-del", Classes: []faults.Class{faults.ClassPause}, Seed: 3, Runs: 200, Workers: 1, All: true, NoShrink: true})
+	one, err := Explore(Options{Algorithm: "set-nx-px-del", Classes: []faults.Class{faults.ClassPause}, Seed: 3, Runs: 200, Workers: 1, All: true, NoShrink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	four, err := Explore(ExploreOptions{Algorithm: "set-nx-px-del", Classes: []faults.Class{faults.ClassPause}, Seed: 3, Runs: 200, Workers: 4, All: true, NoShrink: true})
+	four, err := Explore(Options{Algorithm: "set-nx-px-del", Classes: []faults.Class{faults.ClassPause}, Seed: 3, Runs: 200, Workers: 4, All: true, NoShrink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +190,9 @@ func TestExploreIndependentOfWorkers(t *testing.T) {
 // under -race). With one worker and with eight, on a sweep whose first
 // violation is not its first run, and on shards.
 func TestExploreRunsIndependentOfWorkers(t *testing.T) {
-	explore := func(workers, shard, shards int) *ExploreResult {
+	explore := func(workers, shard, shards int) *Result {
 		t.Helper()
-		res, err := Explore(ExploreOptions{Algorithm: "set-nx-px-lua", Classes: []faults.Class{faults.ClassDrop}, Seed: 4, Runs: 300, Workers: workers, NoShrink: true, Shard: shard, Shards: shards})
+		res, err := Explore(Options{Algorithm: "set-nx-px-lua", Classes: []faults.Class{faults.ClassDrop}, Seed: 4, Runs: 300, Workers: workers, NoShrink: true, Shard: shard, Shards: shards})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,11 @@
-package scenarios
+// Package explore draws random runs of a lock under faults (Explore) and
+// shrinks a violating one to a minimal counterexample (Shrink), for
+// 'locklab explore' and package locktest. It is a room of its own
+// (docs/architecture.md, "Rooms and what they may import") because it is
+// a client of the runner, not part of it: it builds scenarios and runs
+// them, many at a time, and neither the file format nor the runner
+// depends on it.
+package explore
 
 import (
 	"cmp"
@@ -15,6 +22,8 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/scenarios"
 )
 
 // Exploration draws random runs, swarm style: for every run it draws which
@@ -26,8 +35,8 @@ import (
 // stays violated. Every run is deterministic, so the counterexample replays
 // byte for byte from its scenario file.
 
-// ExploreOptions configures Explore.
-type ExploreOptions struct {
+// Options configures Explore.
+type Options struct {
 	// Algorithm is a registered algorithm, or the display name of Factory.
 	Algorithm string
 	// Factory, when set, builds the lock under test instead of the registry
@@ -35,7 +44,7 @@ type ExploreOptions struct {
 	Factory algorithms.Factory
 	// Base, when set, is the setup runs start from (nodes, TTL, resource);
 	// by default the matrix setup of Algorithm.
-	Base *Scenario
+	Base *scenarios.Scenario
 	// Classes are the fault classes a run may draw from (default: all that
 	// apply).
 	Classes []faults.Class
@@ -56,12 +65,12 @@ type ExploreOptions struct {
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
 	// Bubble runs every run inside the calling testing/synctest bubble,
-	// one at a time (see Options.Bubble): the caller's bubble has one
+	// one at a time (see scenarios.Options.Bubble): the caller's bubble has one
 	// kernel. Runs that open bubbles of their own (Bubble unset) use
 	// Workers. Faults on client clocks are left out there: the lock's code
 	// reads the bubble's one virtual clock.
 	Bubble bool
-	// Prepare is passed to every run (Options.Prepare).
+	// Prepare is passed to every run (scenarios.Options.Prepare).
 	Prepare func(seed uint64)
 	// KeepWorkload keeps Base's clients, cycles and work instead of drawing
 	// them for each run.
@@ -71,10 +80,10 @@ type ExploreOptions struct {
 	Progress func(runs, found int)
 	// Context, when cancelled (Ctrl-C), stops the exploration: no new run
 	// starts, shrinking stops at the smallest counterexample so far, and
-	// the result covers what was done (ExploreResult.Interrupted).
+	// the result covers what was done (Result.Interrupted).
 	Context context.Context
 	// MaxFindings bounds the violating runs kept with All (default 1000);
-	// further ones are counted in ExploreResult.MoreFindings.
+	// further ones are counted in Result.MoreFindings.
 	MaxFindings int
 	// Shard and Shards split one sweep across machines: with Shards > 1
 	// only the runs whose index (1-based) is congruent to Shard (1..Shards)
@@ -89,7 +98,7 @@ type ExploreOptions struct {
 	Persistence string
 	// Hunt, when set, names the properties a finding must violate
 	// ("mutual_exclusion", "resource", "liveness"): a run that violates
-	// only others is counted in ExploreResult.Unhunted and the exploration
+	// only others is counted in Result.Unhunted and the exploration
 	// goes on, so a user after an overlap is not stopped by the first
 	// liveness failure (locktest's Options.Hunt).
 	Hunt []string
@@ -103,18 +112,18 @@ type Finding struct {
 	// "mutual_exclusion", "resource" or "liveness".
 	Property string
 	// Scenario and Result are the run as drawn.
-	Scenario *Scenario
-	Result   *Result
+	Scenario *scenarios.Scenario
+	Result   *scenarios.Result
 	// Minimal and MinimalResult are the shrunk counterexample (nil when not
 	// shrunk). Minimal.Seed is the seed to replay it with.
-	Minimal       *Scenario
-	MinimalResult *Result
+	Minimal       *scenarios.Scenario
+	MinimalResult *scenarios.Result
 	ShrinkRuns    int
 	ShrinkTime    time.Duration
 }
 
-// ExploreResult is what Explore found.
-type ExploreResult struct {
+// Result is what Explore found.
+type Result struct {
 	Runs     int
 	Findings []Finding
 	// FoundAfter is the wall time until the first violating run finished.
@@ -125,24 +134,24 @@ type ExploreResult struct {
 	// MoreFindings counts violating runs beyond MaxFindings.
 	MoreFindings int
 	// Unhunted counts the runs that violated only properties
-	// ExploreOptions.Hunt left out; UnhuntedFirst is the first of them and
-	// UnhuntedProperties what they violated, in violatedProperty's order.
+	// Options.Hunt left out; UnhuntedFirst is the first of them and
+	// UnhuntedProperties what they violated, in scenarios.ViolatedProperty's order.
 	Unhunted, UnhuntedFirst int
 	UnhuntedProperties      []string
 }
 
-// ExploreBase returns the setup explore starts from for an algorithm: the
+// Base returns the setup explore starts from for an algorithm: the
 // matrix setup (TTL 2s, three clients, five nodes for quorum algorithms).
-func ExploreBase(algorithm string) (*Scenario, error) { return MatrixScenario(algorithm) }
+func Base(algorithm string) (*scenarios.Scenario, error) { return matrix.Base(algorithm) }
 
 // exploreRun is run i's scenario: a swarm draw over base.
-func exploreRun(base *Scenario, classes []faults.Class, seed uint64, i int) *Scenario {
+func exploreRun(base *scenarios.Scenario, classes []faults.Class, seed uint64, i int) *scenarios.Scenario {
 	return exploreRunWith(base, classes, seed, i, false, false)
 }
 
 // exploreRunWith is exploreRun that may keep base's workload and leave out
 // faults on client clocks (for runs in a bubble).
-func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, keepWorkload, nodeClocksOnly bool) *Scenario {
+func exploreRunWith(base *scenarios.Scenario, classes []faults.Class, seed uint64, i int, keepWorkload, nodeClocksOnly bool) *scenarios.Scenario {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "explore/%s/%d", base.Algorithm, seed)
 	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(i)))
@@ -156,13 +165,13 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 	// violation explore reports is caused by its faults.
 	hi := time.Duration(float64(ttl) * (0.05 + 0.8*rng.Float64()))
 	lo := time.Duration(float64(hi) * 0.5 * rng.Float64())
-	sc.Clients.Work = Range{Min: lo.Round(time.Millisecond), Max: hi.Round(time.Millisecond), set: true}
+	sc.Clients.Work = scenarios.ExplicitRange(lo.Round(time.Millisecond), hi.Round(time.Millisecond))
 	sc.Clients.Each = nil
 	if keepWorkload {
 		sc.Clients.Count, sc.Clients.Cycles, sc.Clients.Work = base.Clients.Count, base.Clients.Cycles, base.Clients.Work
 		hi = base.Clients.Work.Max
 	}
-	withModeCycle(sc, modeCycle(base)) // readers stay readers (modes_explore.go)
+	scenarios.WithModeCycle(sc, scenarios.ModeCycle(base)) // readers stay readers (modes_explore.go)
 	// Swarm: each enabled class is on for this run with probability 1/2.
 	var on []faults.Class
 	for _, c := range classes {
@@ -176,8 +185,8 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 	// Faults fall while the clients are still busy: at most every client's
 	// every cycle back to back.
 	horizon := time.Duration(sc.Clients.Count*sc.Clients.Cycles) * (hi + 100*time.Millisecond)
-	horizon = min(max(horizon, 500*time.Millisecond), MatrixHorizon)
-	names := generatorNames(sc)
+	horizon = min(max(horizon, 500*time.Millisecond), matrix.Horizon)
+	names := matrix.GeneratorNames(sc)
 	sc.Faults = faults.Generate(rng, on, names, horizon, ttl)
 	if nodeClocksOnly {
 		clients := sc.ClientNames()
@@ -185,7 +194,7 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 			return (f.Kind == faults.ClockJump || f.Kind == faults.Drift) && slices.Contains(clients, f.Target)
 		})
 	}
-	sc.Expect = Expect{}
+	sc.Expect = scenarios.Expect{}
 	sc.Seed = rng.Uint64()>>1 | 1
 	return sc
 }
@@ -194,7 +203,7 @@ func exploreRunWith(base *Scenario, classes []faults.Class, seed uint64, i int, 
 // (the generator leaves Persistence empty on ZooKeeper servers, which log
 // every write: those stay as drawn). The draw itself is unchanged, so the
 // runs stay the runs of the same seed.
-func withPersistence(sc *Scenario, persistence string) {
+func withPersistence(sc *scenarios.Scenario, persistence string) {
 	if persistence == "" {
 		return
 	}
@@ -205,21 +214,7 @@ func withPersistence(sc *Scenario, persistence string) {
 	}
 }
 
-// violatedProperty is the first violated property in the order mutual
-// exclusion, resource, liveness, or "".
-func violatedProperty(v checker.Verdict) string {
-	switch {
-	case v.MutualExclusion == checker.Violated:
-		return "mutual_exclusion"
-	case v.Resource == checker.Violated:
-		return "resource"
-	case v.Liveness == checker.Violated:
-		return "liveness"
-	}
-	return ""
-}
-
-// unhuntedRun is a run that violated only what ExploreOptions.Hunt leaves
+// unhuntedRun is a run that violated only what Options.Hunt leaves
 // out.
 type unhuntedRun struct {
 	run int
@@ -230,7 +225,7 @@ type unhuntedRun struct {
 // order, among hunt (every property when hunt is empty), or "".
 func HuntedProperty(v checker.Verdict, hunt []string) string {
 	for _, p := range []string{"mutual_exclusion", "resource", "liveness"} {
-		if violates(v, p) && (len(hunt) == 0 || slices.Contains(hunt, p)) {
+		if scenarios.Violates(v, p) && (len(hunt) == 0 || slices.Contains(hunt, p)) {
 			return p
 		}
 	}
@@ -241,7 +236,7 @@ func HuntedProperty(v checker.Verdict, hunt []string) string {
 // out, up to the first finding (all of them with all): runs past the
 // first finding may have run on other workers, so counting them would
 // make the count depend on Workers.
-func (out *ExploreResult) summarizeUnhunted(unhunted []unhuntedRun, all bool) {
+func (out *Result) summarizeUnhunted(unhunted []unhuntedRun, all bool) {
 	slices.SortFunc(unhunted, func(a, b unhuntedRun) int { return a.run - b.run })
 	for _, u := range unhunted {
 		if len(out.Findings) > 0 && !all && u.run >= out.Findings[0].Run {
@@ -252,25 +247,13 @@ func (out *ExploreResult) summarizeUnhunted(unhunted []unhuntedRun, all bool) {
 		}
 		out.Unhunted++
 		for _, p := range []string{"mutual_exclusion", "resource", "liveness"} {
-			if violates(u.v, p) && !slices.Contains(out.UnhuntedProperties, p) {
+			if scenarios.Violates(u.v, p) && !slices.Contains(out.UnhuntedProperties, p) {
 				out.UnhuntedProperties = append(out.UnhuntedProperties, p)
 			}
 		}
 	}
 	order := map[string]int{"mutual_exclusion": 0, "resource": 1, "liveness": 2}
 	slices.SortFunc(out.UnhuntedProperties, func(a, b string) int { return order[a] - order[b] })
-}
-
-func violates(v checker.Verdict, prop string) bool {
-	switch prop {
-	case "mutual_exclusion":
-		return v.MutualExclusion == checker.Violated
-	case "resource":
-		return v.Resource == checker.Violated
-	case "liveness":
-		return v.Liveness == checker.Violated
-	}
-	return false
 }
 
 // sweptRuns is the number of runs a sweep reports. Workers hand out run
@@ -295,8 +278,8 @@ func sweptRuns(done, bound, firstBad int, all, bounded bool, shard, shards int) 
 
 // Explore runs random schedules and workloads until a property is violated
 // (or every run is done), then shrinks the first violating run.
-func Explore(opt ExploreOptions) (*ExploreResult, error) {
-	defer BeginSweep()()
+func Explore(opt Options) (*Result, error) {
+	defer scenarios.BeginSweep()()
 	start := time.Now()
 	base, usable, err := exploreSetup(opt)
 	if err != nil {
@@ -306,7 +289,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	runOpt := Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
+	runOpt := scenarios.Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := cmp.Or(opt.Context, context.Background())
 	more := 0
 	var (
@@ -341,7 +324,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 				}
 				sc := exploreRunWith(base, usable, opt.Seed, i, opt.KeepWorkload, opt.Bubble)
 				withPersistence(sc, opt.Persistence)
-				res, err := Run(sc, sc.Seed, runOpt)
+				res, err := scenarios.Run(sc, sc.Seed, runOpt)
 				done.Add(1)
 				if err != nil {
 					mu.Lock()
@@ -352,7 +335,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 					return
 				}
 				prop := HuntedProperty(res.Report.Verdict, opt.Hunt)
-				if prop == "" && violatedProperty(res.Report.Verdict) != "" {
+				if prop == "" && scenarios.ViolatedProperty(res.Report.Verdict) != "" {
 					mu.Lock()
 					unhunted = append(unhunted, unhuntedRun{i, res.Report.Verdict})
 					mu.Unlock()
@@ -383,7 +366,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 		return nil, failure
 	}
 	hits, more = keepFindings(hits, more, opt.All, maxFindings)
-	out := &ExploreResult{Runs: sweptRuns(int(done.Load()), runs, int(firstBad.Load()), opt.All, deadline.IsZero() && ctx.Err() == nil, shard, shards), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
+	out := &Result{Runs: sweptRuns(int(done.Load()), runs, int(firstBad.Load()), opt.All, deadline.IsZero() && ctx.Err() == nil, shard, shards), Findings: hits, FoundAfter: time.Duration(firstAt.Load()), MoreFindings: more}
 	out.summarizeUnhunted(unhunted, opt.All)
 	out.Interrupted = ctx.Err() != nil
 	if len(hits) > 0 && !opt.NoShrink {
@@ -394,7 +377,7 @@ func Explore(opt ExploreOptions) (*ExploreResult, error) {
 }
 
 // deadline is when a sweep bounded by Time stops (zero: none).
-func (opt ExploreOptions) deadline(start time.Time) time.Time {
+func (opt Options) deadline(start time.Time) time.Time {
 	if opt.Time > 0 {
 		return start.Add(opt.Time)
 	}
@@ -414,7 +397,7 @@ func lowerTo(v *atomic.Int64, i int64) {
 // shrinkFirst shrinks the first finding. Shrinking stops at once when
 // interrupted and keeps the smallest counterexample found so far (the
 // drawn run itself at worst).
-func (out *ExploreResult) shrinkFirst(ctx context.Context, opt ExploreOptions) {
+func (out *Result) shrinkFirst(ctx context.Context, opt Options) {
 	f := &out.Findings[0]
 	t0 := time.Now()
 	f.Minimal, f.MinimalResult, f.ShrinkRuns = Shrink(f.Scenario, f.Property, ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Context: ctx, Bubble: opt.Bubble, Prepare: opt.Prepare})
@@ -425,7 +408,7 @@ func (out *ExploreResult) shrinkFirst(ctx context.Context, opt ExploreOptions) {
 // sweep is what an exploration sweeps, from its options and their
 // defaults: the runs (0: until Time), the workers (one in a bubble: one
 // kernel per bubble at a time), the findings kept, and this shard.
-func (opt ExploreOptions) sweep() (runs, workers, maxFindings, shard, shards int, err error) {
+func (opt Options) sweep() (runs, workers, maxFindings, shard, shards int, err error) {
 	runs = opt.Runs
 	if runs == 0 && opt.Time == 0 {
 		runs = 1000
@@ -473,11 +456,11 @@ func keepFindings(hits []Finding, more int, all bool, maxFindings int) ([]Findin
 
 // exploreSetup is the base scenario and the fault classes that can act
 // on it, from which Explore draws its runs.
-func exploreSetup(opt ExploreOptions) (*Scenario, []faults.Class, error) {
+func exploreSetup(opt Options) (*scenarios.Scenario, []faults.Class, error) {
 	base := opt.Base
 	if base == nil {
 		var err error
-		if base, err = ExploreBase(opt.Algorithm); err != nil {
+		if base, err = Base(opt.Algorithm); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -485,7 +468,7 @@ func exploreSetup(opt ExploreOptions) (*Scenario, []faults.Class, error) {
 	if len(classes) == 0 {
 		classes = faults.Classes()
 	}
-	names := generatorNames(base)
+	names := matrix.GeneratorNames(base)
 	var usable []faults.Class
 	for _, c := range classes {
 		if faults.Applicable(c, names) {
@@ -498,11 +481,11 @@ func exploreSetup(opt ExploreOptions) (*Scenario, []faults.Class, error) {
 	return base, usable, nil
 }
 
-// ExploreRun is run i (1-based) of the exploration opt describes, exactly
+// Draw is run i (1-based) of the exploration opt describes, exactly
 // as Explore draws it: a sweep split across processes (Shard) names its
 // violating runs by index, and whoever gathers them rebuilds the lowest
 // one with this to shrink it.
-func ExploreRun(opt ExploreOptions, i int) (*Scenario, error) {
+func Draw(opt Options, i int) (*scenarios.Scenario, error) {
 	base, usable, err := exploreSetup(opt)
 	if err != nil {
 		return nil, err
