@@ -5,7 +5,7 @@ import (
 
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/matrix"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/bubblehost"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -108,7 +108,7 @@ func TestExploreFindsTheLeaseExpiry(t *testing.T) {
 	}
 	var expired bool
 	f := res.Findings[0]
-	r := mustRun(t, f.Scenario, f.Scenario.Seed, scenarios.Options{KeepTrace: true})
+	r := mustRun(t, f.Scenario, f.Scenario.Seed, runner.Options{KeepTrace: true})
 	for _, e := range eventsOf(r, event.FSLeaseExpired) {
 		expired = expired || e.Count > 0
 	}

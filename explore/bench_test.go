@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 
 	"github.com/locklab/locklab/algorithms"
@@ -38,7 +39,7 @@ func benchExploreRuns(b *testing.B, direct bool) {
 	var commands, messages int
 	// The collector's setting explore runs under (BeginSweep): this
 	// measures what explore does.
-	defer scenarios.BeginSweep()()
+	defer runner.BeginSweep()()
 	start := time.Now()
 	b.ResetTimer()
 	var mu sync.Mutex
@@ -49,7 +50,7 @@ func benchExploreRuns(b *testing.B, direct bool) {
 			sc := base.Clone()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			sc.Faults = faults.Generate(rng, classes, matrix.GeneratorNames(sc), matrix.Horizon, sc.TTL.D())
-			res, err := scenarios.Run(sc, uint64(i), scenarios.Options{NoTrace: true, Direct: direct})
+			res, err := runner.Run(sc, uint64(i), runner.Options{NoTrace: true, Direct: direct})
 			if err != nil {
 				b.Error(err)
 				return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 	"pgregory.net/rapid"
@@ -16,11 +17,11 @@ import (
 // and verdicts are identical. It returns the commands the direct path took.
 func sameRunDirect(t testing.TB, sc *scenarios.Scenario, seed uint64, what string) int {
 	t.Helper()
-	wire, err := scenarios.Run(sc, seed, scenarios.Options{})
+	wire, err := runner.Run(sc, seed, runner.Options{})
 	if err != nil {
 		t.Fatalf("%s, wire path: %v", what, err)
 	}
-	direct, err := scenarios.Run(sc, seed, scenarios.Options{Direct: true})
+	direct, err := runner.Run(sc, seed, runner.Options{Direct: true})
 	if err != nil {
 		t.Fatalf("%s, direct path: %v", what, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -65,12 +66,12 @@ type Options struct {
 	// MaxShrinkRuns bounds shrinking (default 2000 runs).
 	MaxShrinkRuns int
 	// Bubble runs every run inside the calling testing/synctest bubble,
-	// one at a time (see scenarios.Options.Bubble): the caller's bubble has one
+	// one at a time (see runner.Options.Bubble): the caller's bubble has one
 	// kernel. Runs that open bubbles of their own (Bubble unset) use
 	// Workers. Faults on client clocks are left out there: the lock's code
 	// reads the bubble's one virtual clock.
 	Bubble bool
-	// Prepare is passed to every run (scenarios.Options.Prepare).
+	// Prepare is passed to every run (runner.Options.Prepare).
 	Prepare func(seed uint64)
 	// KeepWorkload keeps Base's clients, cycles and work instead of drawing
 	// them for each run.
@@ -113,11 +114,11 @@ type Finding struct {
 	Property string
 	// Scenario and Result are the run as drawn.
 	Scenario *scenarios.Scenario
-	Result   *scenarios.Result
+	Result   *runner.Result
 	// Minimal and MinimalResult are the shrunk counterexample (nil when not
 	// shrunk). Minimal.Seed is the seed to replay it with.
 	Minimal       *scenarios.Scenario
-	MinimalResult *scenarios.Result
+	MinimalResult *runner.Result
 	ShrinkRuns    int
 	ShrinkTime    time.Duration
 }
@@ -279,7 +280,7 @@ func sweptRuns(done, bound, firstBad int, all, bounded bool, shard, shards int) 
 // Explore runs random schedules and workloads until a property is violated
 // (or every run is done), then shrinks the first violating run.
 func Explore(opt Options) (*Result, error) {
-	defer scenarios.BeginSweep()()
+	defer runner.BeginSweep()()
 	start := time.Now()
 	base, usable, err := exploreSetup(opt)
 	if err != nil {
@@ -289,7 +290,7 @@ func Explore(opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	runOpt := scenarios.Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
+	runOpt := runner.Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := cmp.Or(opt.Context, context.Background())
 	more := 0
 	var (
@@ -324,7 +325,7 @@ func Explore(opt Options) (*Result, error) {
 				}
 				sc := exploreRunWith(base, usable, opt.Seed, i, opt.KeepWorkload, opt.Bubble)
 				withPersistence(sc, opt.Persistence)
-				res, err := scenarios.Run(sc, sc.Seed, runOpt)
+				res, err := runner.Run(sc, sc.Seed, runOpt)
 				done.Add(1)
 				if err != nil {
 					mu.Lock()

@@ -3,13 +3,14 @@ package explore
 import (
 	"testing"
 
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
 
-func mustRun(t testing.TB, s *scenarios.Scenario, seed uint64, opt scenarios.Options) *scenarios.Result {
+func mustRun(t testing.TB, s *scenarios.Scenario, seed uint64, opt runner.Options) *runner.Result {
 	t.Helper()
-	r, err := scenarios.Run(s, seed, opt)
+	r, err := runner.Run(s, seed, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +18,7 @@ func mustRun(t testing.TB, s *scenarios.Scenario, seed uint64, opt scenarios.Opt
 }
 
 // eventsOf lists r's events of kind k.
-func eventsOf(r *scenarios.Result, k event.Kind) []event.Event {
+func eventsOf(r *runner.Result, k event.Kind) []event.Event {
 	var out []event.Event
 	for _, e := range r.Events {
 		if e.Kind == k {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 
@@ -56,7 +57,7 @@ func TestPropertyFencedLocksNeverAcceptStaleWrites(t *testing.T) {
 					t.Fatalf("drawn scenario invalid: %v", err)
 				}
 				seed := rapid.Uint64Range(1, 1<<40).Draw(t, "run seed")
-				res, err := scenarios.Run(sc, seed, scenarios.Options{NoTrace: true})
+				res, err := runner.Run(sc, seed, runner.Options{NoTrace: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,7 +101,7 @@ func TestPropertyRedlockSafeWithinItsAssumptions(t *testing.T) {
 			}
 		}
 		seed := rapid.Uint64Range(1, 1<<40).Draw(t, "run seed")
-		res, err := scenarios.Run(sc, seed, scenarios.Options{NoTrace: true})
+		res, err := runner.Run(sc, seed, runner.Options{NoTrace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +156,7 @@ func TestExploreCatchesUnsafeAlgorithms(t *testing.T) {
 				t.Fatal("the minimal counterexample does not reproduce its own expectation")
 			}
 			// It replays byte for byte.
-			again, err := scenarios.Run(f.Minimal, f.Minimal.Seed, scenarios.Options{})
+			again, err := runner.Run(f.Minimal, f.Minimal.Seed, runner.Options{})
 			if err != nil || again.TraceSHA256 != f.MinimalResult.TraceSHA256 {
 				t.Fatalf("replay gave trace %s, want %s (%v)", again.TraceSHA256, f.MinimalResult.TraceSHA256, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -19,7 +20,7 @@ type ShrinkOptions struct {
 	// Context, when cancelled, ends shrinking with the smallest
 	// counterexample so far.
 	Context context.Context
-	// Bubble runs inside the calling synctest bubble (scenarios.Options.Bubble).
+	// Bubble runs inside the calling synctest bubble (runner.Options.Bubble).
 	Bubble  bool
 	Prepare func(seed uint64)
 }
@@ -30,19 +31,19 @@ type ShrinkOptions struct {
 // cycles, shorter work) until none does. The result's expectation is set to
 // exactly the violated property, so 'locklab run FILE' exits 0 when it
 // reproduces the counterexample.
-func Shrink(sc *scenarios.Scenario, prop string, opt ShrinkOptions) (*scenarios.Scenario, *scenarios.Result, int) {
-	defer scenarios.BeginSweep()()
+func Shrink(sc *scenarios.Scenario, prop string, opt ShrinkOptions) (*scenarios.Scenario, *runner.Result, int) {
+	defer runner.BeginSweep()()
 	maxRuns := opt.MaxRuns
 	if maxRuns == 0 {
 		maxRuns = 2000
 	}
-	runOpt := scenarios.Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
+	runOpt := runner.Options{Factory: opt.Factory, NoTrace: true, Bubble: opt.Bubble, Prepare: opt.Prepare, Direct: true}
 	ctx := opt.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	cur := sc.Clone()
-	curRes, err := scenarios.Run(cur, cur.Seed, runOpt)
+	curRes, err := runner.Run(cur, cur.Seed, runOpt)
 	if err != nil || !scenarios.Violates(curRes.Report.Verdict, prop) {
 		return nil, nil, 1
 	}
@@ -53,7 +54,7 @@ func Shrink(sc *scenarios.Scenario, prop string, opt ShrinkOptions) (*scenarios.
 				return false
 			}
 			runs++
-			res, err := scenarios.Run(cand, cand.Seed, runOpt)
+			res, err := runner.Run(cand, cand.Seed, runOpt)
 			if err == nil && scenarios.Violates(res.Report.Verdict, prop) {
 				cur, curRes = cand, res
 				return true
@@ -74,7 +75,7 @@ func Shrink(sc *scenarios.Scenario, prop string, opt ShrinkOptions) (*scenarios.
 	// The counterexample's own run, traced, is the one to show and replay;
 	// its events are kept, as for 'locklab run --report', so its report
 	// draws the mechanism.
-	if r, err := scenarios.Run(cur, cur.Seed, scenarios.Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare, KeepTrace: true}); err == nil {
+	if r, err := runner.Run(cur, cur.Seed, runner.Options{Factory: opt.Factory, Bubble: opt.Bubble, Prepare: opt.Prepare, KeepTrace: true}); err == nil {
 		curRes = r
 	}
 	cur.Expect = scenarios.Expect{}

@@ -4,7 +4,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // collectorSetting reads GOGC and the memory limit without changing them.
@@ -22,7 +22,7 @@ func TestExploreRunsUnderSweepCollector(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
-	end := scenarios.BeginSweep()
+	end := runner.BeginSweep()
 	sweepPercent, sweepLimit := collectorSetting()
 	end()
 	if sweepPercent == 100 && sweepLimit == 1<<40 {

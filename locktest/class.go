@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 )
@@ -104,8 +105,8 @@ func (c *classRun) factory() algorithms.Factory {
 }
 
 // run runs one scenario of the class in the bubble.
-func (c *classRun) run(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
-	return scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: c.factory(), Bubble: true, KeepTrace: keep, Prepare: c.prepare})
+func (c *classRun) run(sc *scenarios.Scenario, keep bool) (*runner.Result, error) {
+	return runner.Run(sc, sc.Seed, runner.Options{Factory: c.factory(), Bubble: true, KeepTrace: keep, Prepare: c.prepare})
 }
 
 func (c *classRun) exploreOptions() explore.Options {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -89,12 +90,12 @@ func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenar
 // exploreDrawn is explore.Explore for a class the fault generator does
 // not draw (failover, stall): runs one by one, the first violation shrunk.
 func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario, f builder, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*explore.Result, error) {
-	defer scenarios.BeginSweep()()
-	runOpt := scenarios.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
+	defer runner.BeginSweep()()
+	runOpt := runner.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
 	out := &explore.Result{}
 	for i := 1; i <= opt.Runs; i++ {
 		sc := draw(base, opt, opt.Seed, i)
-		res, err := scenarios.Run(sc, sc.Seed, runOpt)
+		res, err := runner.Run(sc, sc.Seed, runOpt)
 		out.Runs++
 		if err != nil {
 			return nil, fmt.Errorf("run %d: %w", i, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -153,7 +154,7 @@ func Describe(res *explore.Result, name string) string {
 
 // Replay runs a saved counterexample against the lock and fails t unless
 // it reproduces the violation the file records.
-func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *scenarios.Result {
+func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *runner.Result {
 	t.Helper()
 	if err := opt.defaults(); err != nil {
 		t.Fatalf("locktest: %v", err)
@@ -162,7 +163,7 @@ func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *scenarios.R
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
-	res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: f.algorithm(opt.TTL, false, false)})
+	res, err := runner.Run(sc, sc.Seed, runner.Options{Factory: f.algorithm(opt.TTL, false, false)})
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}

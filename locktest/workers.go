@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/explore"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // Exploration in worker processes (Options.Workers). The parent test
@@ -143,7 +143,7 @@ func shrinkRun(opt explore.Options, runs, i int) (*explore.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: opt.Factory, NoTrace: true, Bubble: true, Prepare: opt.Prepare})
+	res, err := runner.Run(sc, sc.Seed, runner.Options{Factory: opt.Factory, NoTrace: true, Bubble: true, Prepare: opt.Prepare})
 	if err != nil {
 		return nil, fmt.Errorf("run %d: %w", i, err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -248,13 +249,13 @@ func Schedule(base *scenarios.Scenario, class faults.Class, i int) faults.Schedu
 
 // safeRun runs sc and turns a panic on the caller's goroutine into an
 // error, so one broken run cannot take the matrix down.
-func safeRun(sc *scenarios.Scenario, seed uint64) (res *scenarios.Result, err error) {
+func safeRun(sc *scenarios.Scenario, seed uint64) (res *runner.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return scenarios.Run(sc, seed, scenarios.Options{Direct: true})
+	return runner.Run(sc, seed, runner.Options{Direct: true})
 }
 
 type matrixOutcome struct {
@@ -267,7 +268,7 @@ type matrixOutcome struct {
 // Bad options (an unknown algorithm or class, a negative count) are
 // errors; a run that fails is counted in its cell's Errors.
 func Run(opt Options) (*Result, error) {
-	defer scenarios.BeginSweep()()
+	defer runner.BeginSweep()()
 	if err := opt.withDefaults(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 )
@@ -211,7 +212,7 @@ func TestMatrixExampleReplays(t *testing.T) {
 	if back.Seed != c.Example.Seed || !strings.Contains(back.Narrative.What, "locklab matrix") {
 		t.Fatalf("seed %d, narrative %q", back.Seed, back.Narrative.What)
 	}
-	r, err := scenarios.Run(back, back.Seed, scenarios.Options{})
+	r, err := runner.Run(back, back.Seed, runner.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -34,7 +35,7 @@ import (
 func Base(algorithm string) (*scenarios.Scenario, error) {
 	name, fenced := strings.CutSuffix(algorithm, "+fencing")
 	info, err := algorithms.Lookup(name)
-	backend := backendOf(info)
+	backend := runtimeOf(info)
 	if err != nil || (fenced && backend.MatrixFencing == nil) {
 		return nil, fmt.Errorf("unknown algorithm %q; expected one of %s", algorithm, strings.Join(Rows(), ", "))
 	}
@@ -61,7 +62,7 @@ func Base(algorithm string) (*scenarios.Scenario, error) {
 }
 
 func newMatrixScenario(info algorithms.Info, fencing string) *scenarios.Scenario {
-	backend := backendOf(info)
+	backend := runtimeOf(info)
 	nodes := 1
 	var params map[string]string
 	if backend.Matrix != nil {
@@ -144,7 +145,7 @@ func issuesFencingTokens(sc *scenarios.Scenario) bool {
 func Rows() []string {
 	var rows []string
 	for _, a := range algorithms.Names() {
-		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || backendOf(info).MatrixBubbleRows) {
+		if info, err := algorithms.Lookup(a); err == nil && (!info.Bubble || runtimeOf(info).MatrixBubbleRows) {
 			rows = append(rows, a)
 		}
 	}
@@ -261,5 +262,12 @@ func matrixRun(base *scenarios.Scenario, baseErr error, class faults.Class, inde
 // registered under its name).
 func backendOf(info algorithms.Info) scenarios.BackendInfo {
 	b, _ := scenarios.LookupBackend(info.Backend)
+	return b
+}
+
+// runtimeOf is the runtime descriptor of info's backend: its matrix setup
+// (the zero one if none is registered under its name).
+func runtimeOf(info algorithms.Info) runner.BackendInfo {
+	b, _ := runner.LookupBackend(info.Backend)
 	return b
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -42,11 +43,11 @@ func TestMatrixWaitSendsFewerCommands(t *testing.T) {
 	old := base.Clone()
 	old.Wait = scenarios.Wait{Delay: scenarios.Duration(100 * time.Millisecond), Jitter: scenarios.Duration(50 * time.Millisecond)}
 	for seed := uint64(1); seed <= 3; seed++ {
-		now, err := scenarios.Run(base, seed, scenarios.Options{NoTrace: true, Direct: true})
+		now, err := runner.Run(base, seed, runner.Options{NoTrace: true, Direct: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, err := scenarios.Run(old, seed, scenarios.Options{NoTrace: true, Direct: true})
+		before, err := runner.Run(old, seed, runner.Options{NoTrace: true, Direct: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,12 @@
 package reports
 
 import (
-	"github.com/locklab/locklab/sim/event"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/sim/event"
 )
 
 // The mechanism of a run is the per-server state that explains its verdict:
@@ -238,7 +238,7 @@ type nodeClock struct {
 	pts []offsetPoint
 }
 
-func newNodeClock(h scenarios.Host, end time.Duration) nodeClock {
+func newNodeClock(h runner.Host, end time.Duration) nodeClock {
 	return nodeClock{pts: clockOffsets(h, end)}
 }
 
@@ -297,7 +297,7 @@ func (c nodeClock) trueAt(from, deadline time.Duration) time.Duration {
 
 // deriveMechanism reads res's events. It returns nil when the run kept
 // none.
-func deriveMechanism(res *scenarios.Result) *mechanism {
+func deriveMechanism(res *runner.Result) *mechanism {
 	if res == nil || len(res.Events) == 0 {
 		return nil
 	}

@@ -524,7 +524,7 @@ var primitiveNoun = map[string]string{
 // is: the semaphore and reader-writer settings alg does not read are
 // dropped, so a mutex compared inside a semaphore scenario is judged as a
 // mutex (issue 31).
-func (s *Scenario) asCompared(alg string) *Scenario {
+func (s *Scenario) AsCompared(alg string) *Scenario {
 	other := s.Clone()
 	other.Algorithm = alg
 	other.Compare = nil

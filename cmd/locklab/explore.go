@@ -337,7 +337,7 @@ func exploreSummary(alg string, opt explore.Options, classes []faults.Class, res
 func saveCounterexample(stdout, stderr io.Writer, alg string, opt explore.Options, faultsText string, first *explore.Finding, out, report string, summary *exploreOutput) (writeErr, err error) {
 	min := first.Minimal
 	min.ID = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
-	if err := min.Seal(first.MinimalResult, first.Property); err != nil {
+	if err := min.Seal(first.MinimalResult.TraceSHA256, first.Property); err != nil {
 		return nil, err
 	}
 	data, err := min.Marshal()

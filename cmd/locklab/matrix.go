@@ -13,6 +13,7 @@ import (
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/reports"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -354,7 +355,7 @@ func writeCellExample(dir string, c *matrix.Cell, sc *scenarios.Scenario) (strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("--report: cannot create %s: %w", dir, err)
 	}
-	run, err := scenarios.Run(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+	run, err := runner.Run(sc, sc.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		return "", err
 	}
