@@ -31,11 +31,11 @@ type ServerBackend interface {
 // BackendFactory builds a backend for a scenario.
 type BackendFactory func(w *sim.World, sc *scenarios.Scenario) (Backend, error)
 
-// RunBackendInfo is what the runner and the matrix know of one backend:
+// BackendInfo is what the runner and the matrix know of one backend:
 // how to build it in a world, which of its servers' clocks faults cannot
 // move, and its matrix setup. The backend's runtime file (redis.go,
 // ensemble.go, postgres.go, … in this package) declares it once by
-// RegisterRunBackend, beside the file-level half that package scenarios
+// RegisterBackend, beside the file-level half that package scenarios
 // declares (scenarios.RegisterBackend: params, checks, hosts, standbys,
 // metrics' names): one descriptor per backend in each room, and no
 // backend-name comparison outside them (docs/architecture.md, "Add a
@@ -66,7 +66,7 @@ type BackendInfo struct {
 
 var backendInfos = map[string]BackendInfo{}
 
-// RegisterRunBackend makes a backend's runtime half available to the
+// RegisterBackend makes a backend's runtime half available to the
 // algorithms whose Info.Backend is b.Name. Call it from an init function
 // of the backend's runtime file.
 func RegisterBackend(b BackendInfo) {
@@ -76,7 +76,7 @@ func RegisterBackend(b BackendInfo) {
 	backendInfos[b.Name] = b
 }
 
-// LookupRunBackend returns the runtime descriptor of the backend called
+// LookupBackend returns the runtime descriptor of the backend called
 // name.
 func LookupBackend(name string) (BackendInfo, bool) {
 	b, ok := backendInfos[name]

@@ -53,7 +53,7 @@ var DefaultLimits = Limits{
 	Work: 1_000_000,
 }
 
-// workLimit is the work budget of a run of s.
+// WorkLimit is the work budget of a run of s.
 func (s *Scenario) WorkLimit() int {
 	if s.limits != nil && s.limits.Work > 0 {
 		return s.limits.Work

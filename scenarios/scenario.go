@@ -520,7 +520,7 @@ var primitiveNoun = map[string]string{
 	algorithms.ParamMode:    "reader-writer lock",
 }
 
-// asCompared is sc with alg in place of its algorithm, judged as what alg
+// AsCompared is sc with alg in place of its algorithm, judged as what alg
 // is: the semaphore and reader-writer settings alg does not read are
 // dropped, so a mutex compared inside a semaphore scenario is judged as a
 // mutex (issue 31).
