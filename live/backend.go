@@ -5,6 +5,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -14,7 +15,7 @@ type backend interface {
 	// start starts the servers, each in a directory under root.
 	start(root string, opt Options) error
 	// hosts describes the servers, for the result.
-	hosts() []scenarios.Host
+	hosts() []runner.Host
 	// process is the server a node-crash fault names, or nil.
 	process(name string) process
 	// connect opens client c's connections.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -29,7 +30,7 @@ func needServers(t *testing.T, sc *scenarios.Scenario) {
 // liveRun runs a catalogue scenario live with its own temporary directory
 // (Options.TempDir), and checks that nothing is left behind: no server process, no
 // directory.
-func liveRun(t *testing.T, id string) *scenarios.Result {
+func liveRun(t *testing.T, id string) *runner.Result {
 	t.Helper()
 	sc, err := scenarios.Load(id)
 	if err != nil {
@@ -77,7 +78,7 @@ func TestLiveClassicFailures(t *testing.T) {
 	for _, id := range []string{"gc-pause-beyond-ttl", "redlock-clock-jump", "zk-suspended-vs-lost", "pgbouncer-transaction-pooling"} {
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
-			var res *scenarios.Result
+			var res *runner.Result
 			var v checker.Verdict
 			for attempt := 1; ; attempt++ {
 				res = liveRun(t, id)
@@ -119,7 +120,7 @@ func TestLiveRefusesWhatItCannotMake(t *testing.T) {
 }
 
 // firstHolder is the client whose hold began first in a run, or "".
-func firstHolder(res *scenarios.Result) string {
+func firstHolder(res *runner.Result) string {
 	first := ""
 	var at time.Duration
 	for _, iv := range res.History.Intervals {

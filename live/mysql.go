@@ -20,6 +20,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/mysqllock"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -191,8 +192,8 @@ func (b *myBackend) prepare() error {
 	return nil
 }
 
-func (b *myBackend) hosts() []scenarios.Host {
-	return []scenarios.Host{{Name: "db1", Role: "mariadbd (live)"}}
+func (b *myBackend) hosts() []runner.Host {
+	return []runner.Host{{Name: "db1", Role: "mariadbd (live)"}}
 }
 
 func (b *myBackend) process(name string) process {

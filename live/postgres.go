@@ -24,6 +24,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/pglock"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -335,10 +336,10 @@ func paramDur(sc *scenarios.Scenario, key string, def time.Duration) time.Durati
 	return def
 }
 
-func (b *pgBackend) hosts() []scenarios.Host {
-	out := []scenarios.Host{{Name: "db1", Role: "postgres (live)"}}
+func (b *pgBackend) hosts() []runner.Host {
+	out := []runner.Host{{Name: "db1", Role: "postgres (live)"}}
 	if b.bouncer != nil {
-		out = append(out, scenarios.Host{Name: "pgbouncer", Role: "pgbouncer (live)"})
+		out = append(out, runner.Host{Name: "pgbouncer", Role: "pgbouncer (live)"})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -46,10 +47,10 @@ func (b *redisBackend) start(root string, _ Options) error {
 	return nil
 }
 
-func (b *redisBackend) hosts() []scenarios.Host {
-	var out []scenarios.Host
+func (b *redisBackend) hosts() []runner.Host {
+	var out []runner.Host
 	for _, n := range b.sc.Nodes {
-		out = append(out, scenarios.Host{Name: n.Name, Role: "redis-server (live)"})
+		out = append(out, runner.Host{Name: n.Name, Role: "redis-server (live)"})
 	}
 	return out
 }

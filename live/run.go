@@ -20,6 +20,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -41,7 +42,7 @@ type Options struct {
 
 // Run runs sc live. ctx cancels it (Ctrl-C): the servers are stopped and
 // their directories removed whatever happens.
-func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*scenarios.Result, error) {
+func Run(ctx context.Context, sc *scenarios.Scenario, opt Options) (*runner.Result, error) {
 	info, err := algorithms.Lookup(sc.Algorithm)
 	if err != nil {
 		return nil, err
@@ -112,16 +113,16 @@ func (r *run) since() time.Duration { return time.Since(r.start) }
 
 // execute builds the clients, arms the faults, runs the workload until
 // every client is done or the scenario's duration is up, and checks.
-func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
+func (r *run) execute(ctx context.Context) (*runner.Result, error) {
 	sc := r.sc
 	r.start = time.Now()
 	rng := rand.New(rand.NewPCG(r.opt.Seed, 0x11fe1))
 	r.fabric = &fabric{start: r.start, rng: rand.New(rand.NewPCG(r.opt.Seed, 0xfab)), fire: r.apply, latency: sc.Network.Latency.D(), jitter: sc.Network.Jitter.D()}
 	r.rec = &recorder{clock: r.since, open: map[string]*openHold{}, wanting: map[string]time.Duration{}, mode: sc.ModeOf}
 	r.store = &store{value: sc.Resource.Initial, initial: sc.Resource.Initial, rule: sc.Resource.TokenCheck, fabric: r.fabric, clock: r.since, wait: time.Second, inflight: &r.inflight, reliable: sc.Resource.Reliable}
-	res := &scenarios.Result{Scenario: sc, Seed: r.opt.Seed}
+	res := &runner.Result{Scenario: sc, Seed: r.opt.Seed}
 	res.Hosts = append(res.Hosts, r.backend.hosts()...)
-	res.Hosts = append(res.Hosts, scenarios.Host{Name: scenarios.ResourceHost, Role: "resource"})
+	res.Hosts = append(res.Hosts, runner.Host{Name: scenarios.ResourceHost, Role: "resource"})
 
 	var wg sync.WaitGroup
 	var starts []func()
@@ -137,7 +138,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 		}
 		c := newClientHost(name, r.start, offset, ppm, r.opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
 		// A client reads a monotonic clock unless it says wall (as a
-		// simulated one does, scenarios/env.go envWithClock): a step of
+		// simulated one does, runner/env.go envWithClock): a step of
 		// the wall clock does not move it.
 		kind := sc.Clients.Clock
 		if over.Clock != nil {
@@ -145,7 +146,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 		}
 		c.mono = kind != scenarios.ClockWall
 		r.clients[name] = c
-		res.Hosts = append(res.Hosts, scenarios.Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
+		res.Hosts = append(res.Hosts, runner.Host{Name: name, Role: "client", Offset: offset, PPM: ppm})
 		lock, err := r.buildLock(c)
 		if err != nil {
 			return nil, fmt.Errorf("algorithm %s: %w", sc.Algorithm, err)
@@ -199,7 +200,7 @@ func (r *run) execute(ctx context.Context) (*scenarios.Result, error) {
 	if cancelled != nil {
 		return nil, fmt.Errorf("live run of %s stopped: %w", sc.ID, cancelled)
 	}
-	res.Report = checker.Check(res.History, sc.CheckerOptions(res.Applied, res.End))
+	res.Report = checker.Check(res.History, runner.CheckerOptions(sc, res.Applied, res.End))
 	res.Messages = int(r.messages.Load())
 	return res, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // workload is one client's cycles, as a simulated run's workload does them
-// (scenarios/workload.go): want the lock, acquire it, read the stock, work,
+// (runner/workload.go): want the lock, acquire it, read the stock, work,
 // write it back minus one unless the client checks its lease and finds it
 // gone, release, think.
 type workload struct {
@@ -78,7 +78,7 @@ func (wl *workload) run() {
 }
 
 // recorder keeps a live run's history as the simulated runner's recorder
-// does (scenarios/workload.go), with real times since the run's start.
+// does (runner/workload.go), with real times since the run's start.
 type recorder struct {
 	mu        sync.Mutex
 	clock     func() time.Duration

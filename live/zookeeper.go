@@ -21,6 +21,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/algorithms/zklock/gozk"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/zk/wire"
 )
@@ -172,8 +173,8 @@ func (b *zkBackend) start(root string, _ Options) error {
 	return b.server.start()
 }
 
-func (b *zkBackend) hosts() []scenarios.Host {
-	return []scenarios.Host{{Name: "zk1", Role: "ZooKeeper server (live)"}}
+func (b *zkBackend) hosts() []runner.Host {
+	return []runner.Host{{Name: "zk1", Role: "ZooKeeper server (live)"}}
 }
 
 func (b *zkBackend) process(name string) process {

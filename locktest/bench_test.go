@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/locklab/locklab/algorithms/pglock"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/redis/go-redis/v9"
 )
@@ -44,7 +45,7 @@ func benchBubble(b *testing.B, sc *scenarios.Scenario, f builder, opt Options) {
 	cpu0, msgs := cpuTime(), 0
 	inBubble(b, func(t *testing.T) {
 		for i := 0; i < b.N; i++ {
-			res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{
+			res, err := runner.Run(sc, sc.Seed, runner.Options{
 				Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
 				Bubble:  true,
 				NoTrace: true,

@@ -8,7 +8,9 @@ import (
 	"testing/synctest"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 )
@@ -80,7 +82,7 @@ func runClass(t *testing.T, f builder, opt Options, base *scenarios.Scenario, cl
 				t.Skipf("locktest: %s is not split across workers", class)
 			}
 			exOpt.Shard, exOpt.Shards, exOpt.NoShrink = shard, shards, true
-			ex, err := scenarios.Explore(exOpt)
+			ex, err := explore.Explore(exOpt)
 			if err == nil {
 				err = writeShard(ex)
 			}
@@ -103,12 +105,12 @@ func (c *classRun) factory() algorithms.Factory {
 }
 
 // run runs one scenario of the class in the bubble.
-func (c *classRun) run(sc *scenarios.Scenario, keep bool) (*scenarios.Result, error) {
-	return scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: c.factory(), Bubble: true, KeepTrace: keep, Prepare: c.prepare})
+func (c *classRun) run(sc *scenarios.Scenario, keep bool) (*runner.Result, error) {
+	return runner.Run(sc, sc.Seed, runner.Options{Factory: c.factory(), Bubble: true, KeepTrace: keep, Prepare: c.prepare})
 }
 
-func (c *classRun) exploreOptions() scenarios.ExploreOptions {
-	return scenarios.ExploreOptions{
+func (c *classRun) exploreOptions() explore.Options {
+	return explore.Options{
 		Algorithm:     algorithms.Custom,
 		Factory:       c.factory(),
 		Base:          c.base,
@@ -157,7 +159,7 @@ func (c *classRun) replaySaved(saved []string) bool {
 		if err != nil {
 			t.Fatalf("locktest: %s: %s: %v", c.at(), file, err)
 		}
-		if scenarios.HuntedProperty(res.Report.Verdict, c.opt.Hunt.properties(c.class)) != "" {
+		if explore.HuntedProperty(res.Report.Verdict, c.opt.Hunt.properties(c.class)) != "" {
 			prop := violated(res.Report.Verdict)
 			judge(t, c.class, c.expect, c.opt.caller, c.base, finding{prop: prop, sc: sc, res: res, file: file,
 				what: fmt.Sprintf("the saved counterexample %s, replayed instead of exploring seed %d (%d of %d saved for this class; delete it, or pass -locktest.seed, to explore)", file, c.opt.Seed, i+1, len(saved))})
@@ -175,10 +177,10 @@ func (c *classRun) replaySaved(saved []string) bool {
 
 // explore runs the class's exploration and judges what it found; a
 // counterexample is saved beside the class's earlier ones.
-func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool, wRuns, wFirst int) {
+func (c *classRun) explore(exOpt explore.Options, drawn, parallel bool, wRuns, wFirst int) {
 	t, opt := c.t, c.opt
 	var (
-		ex  *scenarios.ExploreResult
+		ex  *explore.Result
 		err error
 	)
 	switch {
@@ -193,7 +195,7 @@ func (c *classRun) explore(exOpt scenarios.ExploreOptions, drawn, parallel bool,
 	case parallel:
 		ex, err = shrinkRun(exOpt, wRuns, wFirst)
 	default:
-		ex, err = scenarios.Explore(exOpt)
+		ex, err = explore.Explore(exOpt)
 	}
 	if err != nil {
 		t.Fatalf("locktest: %s: %v", c.at(), err)
@@ -260,7 +262,7 @@ func (c *classRun) replay(file string) {
 // refuseHiddenBreaks fails a class whose hunt found nothing while runs it
 // passed over broke what the class is expected to keep: hunting chooses
 // what to look for, and must not make a broken lock read as safe.
-func (c *classRun) refuseHiddenBreaks(ex *scenarios.ExploreResult) {
+func (c *classRun) refuseHiddenBreaks(ex *explore.Result) {
 	if ex.Unhunted == 0 || c.expect&Any != 0 || c.expect != Safe && c.expect&AtMost == 0 {
 		return // nothing passed over, or the expectation asserts a violation anyway
 	}

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -85,15 +87,15 @@ func stallRun(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenar
 	return sc
 }
 
-// exploreDrawn is scenarios.Explore for a class the fault generator does
+// exploreDrawn is explore.Explore for a class the fault generator does
 // not draw (failover, stall): runs one by one, the first violation shrunk.
-func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario, f builder, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*scenarios.ExploreResult, error) {
-	defer scenarios.BeginSweep()()
-	runOpt := scenarios.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
-	out := &scenarios.ExploreResult{}
+func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, i int) *scenarios.Scenario, f builder, opt Options, base *scenarios.Scenario, prepare func(uint64)) (*explore.Result, error) {
+	defer runner.BeginSweep()()
+	runOpt := runner.Options{Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing), Bubble: true, NoTrace: true, Prepare: prepare}
+	out := &explore.Result{}
 	for i := 1; i <= opt.Runs; i++ {
 		sc := draw(base, opt, opt.Seed, i)
-		res, err := scenarios.Run(sc, sc.Seed, runOpt)
+		res, err := runner.Run(sc, sc.Seed, runOpt)
 		out.Runs++
 		if err != nil {
 			return nil, fmt.Errorf("run %d: %w", i, err)
@@ -109,8 +111,8 @@ func exploreDrawn(draw func(base *scenarios.Scenario, opt Options, seed uint64, 
 		case prop&Resource != 0:
 			name = "resource"
 		}
-		fd := scenarios.Finding{Run: i, Property: name, Scenario: sc, Result: res}
-		fd.Minimal, fd.MinimalResult, fd.ShrinkRuns = scenarios.Shrink(sc, name, scenarios.ShrinkOptions{
+		fd := explore.Finding{Run: i, Property: name, Scenario: sc, Result: res}
+		fd.Minimal, fd.MinimalResult, fd.ShrinkRuns = explore.Shrink(sc, name, explore.ShrinkOptions{
 			Factory: runOpt.Factory, MaxRuns: opt.ShrinkRuns, Bubble: true, Prepare: prepare,
 		})
 		out.Findings = append(out.Findings, fd)

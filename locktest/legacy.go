@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/matrix"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -60,7 +63,7 @@ func (o *CheckOptions) defaults() error {
 // base is the setup runs start from: Nodes Redis nodes, the TTL, the matrix
 // workload.
 func (o *CheckOptions) base() (*scenarios.Scenario, error) {
-	sc, err := scenarios.MatrixScenario(algorithms.Custom)
+	sc, err := matrix.Base(algorithms.Custom)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +79,7 @@ func (o *CheckOptions) base() (*scenarios.Scenario, error) {
 // Explore runs the exploration and returns what it found, without failing
 // anything: for reports, and for tests that document which faults break a
 // lock.
-func Explore(f Factory, opt CheckOptions) (*scenarios.ExploreResult, error) {
+func Explore(f Factory, opt CheckOptions) (*explore.Result, error) {
 	if err := opt.defaults(); err != nil {
 		return nil, err
 	}
@@ -84,7 +87,7 @@ func Explore(f Factory, opt CheckOptions) (*scenarios.ExploreResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.Explore(scenarios.ExploreOptions{
+	return explore.Explore(explore.Options{
 		Algorithm: algorithms.Custom,
 		Factory:   f.algorithm(opt.TTL, false, false),
 		Base:      base,
@@ -119,7 +122,7 @@ func Check(t testing.TB, f Factory, opt CheckOptions) {
 // Describe renders a finding as a failure message: the violated property,
 // the minimal schedule, the witness and how to replay it. It saves the
 // counterexample in a file named after the test.
-func Describe(res *scenarios.ExploreResult, name string) string {
+func Describe(res *explore.Result, name string) string {
 	f := res.Findings[0]
 	min, mres := f.Minimal, f.MinimalResult
 	if min == nil {
@@ -151,7 +154,7 @@ func Describe(res *scenarios.ExploreResult, name string) string {
 
 // Replay runs a saved counterexample against the lock and fails t unless
 // it reproduces the violation the file records.
-func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *scenarios.Result {
+func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *runner.Result {
 	t.Helper()
 	if err := opt.defaults(); err != nil {
 		t.Fatalf("locktest: %v", err)
@@ -161,7 +164,7 @@ func Replay(t testing.TB, f Factory, opt CheckOptions, file string) *scenarios.R
 		t.Fatalf("locktest: %v", err)
 	}
 	logWarnings(t, sc)
-	res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: f.algorithm(opt.TTL, false, false)})
+	res, err := runner.Run(sc, sc.Seed, runner.Options{Factory: f.algorithm(opt.TTL, false, false)})
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}

@@ -174,7 +174,7 @@ type Expect map[Class]Outcome
 // Hunt maps a fault class to the properties its exploration looks for.
 type Hunt map[Class]Outcome
 
-// properties names the outcome's properties as scenarios.Explore does
+// properties names the outcome's properties as explore.Explore does
 // (nil: all of them).
 func (h Hunt) properties(c Class) []string {
 	o, ok := h[c]
@@ -282,7 +282,7 @@ type Options struct {
 	ZooKeeper ZooKeeper
 	// Workers, above 1, splits each class's exploration across that many
 	// worker processes (flag -locktest.workers): copies of the test
-	// binary, each running one shard of the runs (scenarios.ExploreOptions
+	// binary, each running one shard of the runs (explore.Options
 	// Shard). A library's goroutines draw from process-wide random sources
 	// (redsync's retry delays from math/rand), so its runs cannot share a
 	// process; processes can. The lowest violating run is the one one

@@ -3,7 +3,7 @@ package locktest
 import (
 	"errors"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // WriteReport, when set, writes the HTML report of a counterexample's run
@@ -20,12 +20,12 @@ import (
 //
 // A test binary may set it to a writer of its own instead (in an init
 // function or TestMain, before Run).
-var WriteReport func(path string, res *scenarios.Result, replay string) error
+var WriteReport func(path string, res *runner.Result, replay string) error
 
 // errNoReportWriter is what -locktest.report says when nothing renders.
 var errNoReportWriter = errors.New("-locktest.report: no report writer in this test binary; add  import _ \"github.com/locklab/locklab/locktest/htmlreport\"  to one of its test files (or set locktest.WriteReport)")
 
-func writeReport(path string, res *scenarios.Result, replay string) error {
+func writeReport(path string, res *runner.Result, replay string) error {
 	if WriteReport == nil {
 		return errNoReportWriter
 	}

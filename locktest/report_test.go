@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/reports"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // The package's own tests cannot import locktest/htmlreport (it imports
 // this package), so they set the writer as it does.
 func init() {
-	WriteReport = func(path string, res *scenarios.Result, replay string) error {
+	WriteReport = func(path string, res *runner.Result, replay string) error {
 		return reports.WriteRunFile(path, res, nil, replay)
 	}
 }
@@ -38,7 +38,7 @@ func TestReportWithoutWriterSaysWhatToImport(t *testing.T) {
 	saved := WriteReport
 	WriteReport = nil
 	t.Cleanup(func() { WriteReport = saved })
-	err := writeReport(filepath.Join(t.TempDir(), "out.html"), &scenarios.Result{}, "go test")
+	err := writeReport(filepath.Join(t.TempDir(), "out.html"), &runner.Result{}, "go test")
 	if err == nil || !strings.Contains(err.Error(), `import _ "github.com/locklab/locklab/locktest/htmlreport"`) {
 		t.Fatalf("writeReport without a writer: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 )
@@ -130,7 +131,7 @@ func (f Factory) algorithm(ttl time.Duration, renews, fencing bool) algorithms.F
 
 // base is the setup every run of Run starts from.
 func (o *Options) base() (*scenarios.Scenario, error) {
-	sc, err := scenarios.MatrixScenario(algorithms.Custom)
+	sc, err := matrix.Base(algorithms.Custom)
 	if err != nil {
 		return nil, err
 	}

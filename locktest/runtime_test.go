@@ -16,6 +16,7 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/redis/go-redis/v9"
 )
@@ -56,11 +57,11 @@ func redlockScenario(t testing.TB) *scenarios.Scenario {
 }
 
 // runOnce runs sc in a new bubble, as Run does, and returns its result.
-func runOnce(t *testing.T, f Factory, opt Options, sc *scenarios.Scenario) *scenarios.Result {
-	var res *scenarios.Result
+func runOnce(t *testing.T, f Factory, opt Options, sc *scenarios.Scenario) *runner.Result {
+	var res *runner.Result
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		res, err = scenarios.Run(sc, sc.Seed, scenarios.Options{
+		res, err = runner.Run(sc, sc.Seed, runner.Options{
 			Factory: f.algorithm(opt.TTL, opt.Renews, opt.Fencing),
 			Bubble:  true,
 			Prepare: func(seed uint64) { seedProcessRandom(t, seed) },
@@ -90,7 +91,7 @@ func TestBubbleDeterministicRedlock(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var digests []string
-	var first *scenarios.Result
+	var first *runner.Result
 	for i := 0; i < runs; i++ {
 		runtime.GOMAXPROCS([]int{1, 4, 1, 2}[i%4])
 		res := runOnce(t, redlock, opt, sc)

@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -22,7 +23,7 @@ import (
 type finding struct {
 	prop Outcome // Safe when nothing broke
 	sc   *scenarios.Scenario
-	res  *scenarios.Result
+	res  *runner.Result
 	file string
 	what string
 	runs int
@@ -142,7 +143,7 @@ func describe(t *testing.T, class Class, f finding) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func writeWitness(b *strings.Builder, res *scenarios.Result) {
+func writeWitness(b *strings.Builder, res *runner.Result) {
 	w := res.Report.Witness
 	if w.MutualExclusion != nil {
 		fmt.Fprintf(b, "  witness: %s\n", w.MutualExclusion)
@@ -163,7 +164,7 @@ const maxCalls = 6
 // Unlock. Each distinct (client, call, error) shows once, with how often
 // and when first, and the fault last applied before it: the error of
 // pg_advisory_unlock showed only in the trace before (issue 31, item 5).
-func writeCalls(b *strings.Builder, res *scenarios.Result) {
+func writeCalls(b *strings.Builder, res *runner.Result) {
 	type call struct{ client, name, err string }
 	type seen struct {
 		first time.Duration
@@ -223,7 +224,7 @@ func faultBefore(applied []faults.Applied, at time.Duration) string {
 // test's expectation, not against the expect block the shrinker wrote
 // into the counterexample (which the run always matches), and with the
 // key the user's lock used, so the report's key lane finds it.
-func reportResult(res *scenarios.Result, expect Outcome) *scenarios.Result {
+func reportResult(res *runner.Result, expect Outcome) *runner.Result {
 	r := *res
 	sc := res.Scenario.Clone()
 	sc.Expect = scenarios.Expect{}

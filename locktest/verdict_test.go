@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 	"github.com/redis/go-redis/v9"
@@ -85,7 +86,7 @@ func TestHeadingNamesThePrimitive(t *testing.T) {
 // The counterexample names the user's calls that returned an error, the
 // error and the fault before it.
 func TestCallsNameTheUsersErrors(t *testing.T) {
-	res := &scenarios.Result{
+	res := &runner.Result{
 		Events: []event.Event{
 			{At: time.Second, Kind: event.AcquireFailed, Client: "c2", Reason: "lock not acquired: lock busy"},
 			{At: 2 * time.Second, Kind: event.AcquireFailed, Client: "c2", Reason: "lock not acquired: lock busy"},
@@ -146,7 +147,7 @@ func strictRelease(clients []*redis.Client) Lock {
 // user's key.
 func TestReportResult(t *testing.T) {
 	sc := &scenarios.Scenario{ID: "x", Key: "lock", Expect: scenarios.Expect{MutualExclusion: checker.Violated}}
-	res := &scenarios.Result{Scenario: sc, Report: &checker.Report{Verdict: checker.Verdict{MutualExclusion: checker.Violated, Resource: checker.OK, Liveness: checker.OK}},
+	res := &runner.Result{Scenario: sc, Report: &checker.Report{Verdict: checker.Verdict{MutualExclusion: checker.Violated, Resource: checker.OK, Liveness: checker.OK}},
 		Events: []event.Event{{Kind: event.CommandSent, Args: []string{"SET", "orders", "tok", "NX", "PX", "2000"}}}}
 	if !res.Matches() {
 		t.Fatal("the shrinker's expect block matches its own run")

@@ -13,7 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/explore"
+	"github.com/locklab/locklab/runner"
 )
 
 // Exploration in worker processes (Options.Workers). The parent test
@@ -22,7 +23,7 @@ import (
 // class's exploration restricted to runs I, I+N, I+2N … without shrinking,
 // writes how many runs it did and its lowest violating run to the file
 // -locktest.shardout names, and passes. The parent takes the lowest run
-// over all shards, rebuilds it (scenarios.ExploreRun) and shrinks it in its
+// over all shards, rebuilds it (explore.Draw) and shrinks it in its
 // own bubble, exactly as a single process shrinks its first violating run.
 
 var (
@@ -65,7 +66,7 @@ func shardFlag() (shard, shards int, ok bool, err error) {
 }
 
 // writeShard is a worker's report of its exploration.
-func writeShard(ex *scenarios.ExploreResult) error {
+func writeShard(ex *explore.Result) error {
 	out := shardOutcome{Runs: ex.Runs}
 	if len(ex.Findings) > 0 {
 		out.First = ex.Findings[0].Run
@@ -133,25 +134,25 @@ func exploreInWorkers(t *testing.T, n int) (runs, first int, err error) {
 
 // shrinkRun rebuilds run i of the exploration and shrinks it, as Explore
 // does with its first violating run: the result is the single process's.
-func shrinkRun(opt scenarios.ExploreOptions, runs, i int) (*scenarios.ExploreResult, error) {
-	ex := &scenarios.ExploreResult{Runs: runs}
+func shrinkRun(opt explore.Options, runs, i int) (*explore.Result, error) {
+	ex := &explore.Result{Runs: runs}
 	if i == 0 {
 		return ex, nil
 	}
-	sc, err := scenarios.ExploreRun(opt, i)
+	sc, err := explore.Draw(opt, i)
 	if err != nil {
 		return nil, err
 	}
-	res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{Factory: opt.Factory, NoTrace: true, Bubble: true, Prepare: opt.Prepare})
+	res, err := runner.Run(sc, sc.Seed, runner.Options{Factory: opt.Factory, NoTrace: true, Bubble: true, Prepare: opt.Prepare})
 	if err != nil {
 		return nil, fmt.Errorf("run %d: %w", i, err)
 	}
-	prop := scenarios.HuntedProperty(res.Report.Verdict, opt.Hunt)
+	prop := explore.HuntedProperty(res.Report.Verdict, opt.Hunt)
 	if prop == "" {
 		return nil, fmt.Errorf("run %d violated a property in its worker process and none here: the run does not replay", i)
 	}
-	f := scenarios.Finding{Run: i, Property: prop, Scenario: sc, Result: res}
-	f.Minimal, f.MinimalResult, f.ShrinkRuns = scenarios.Shrink(sc, prop, scenarios.ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: true, Prepare: opt.Prepare})
-	ex.Findings = []scenarios.Finding{f}
+	f := explore.Finding{Run: i, Property: prop, Scenario: sc, Result: res}
+	f.Minimal, f.MinimalResult, f.ShrinkRuns = explore.Shrink(sc, prop, explore.ShrinkOptions{Factory: opt.Factory, MaxRuns: opt.MaxShrinkRuns, Bubble: true, Prepare: opt.Prepare})
+	ex.Findings = []explore.Finding{f}
 	return ex, nil
 }

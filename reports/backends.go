@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -202,7 +202,7 @@ func sortedKeysOf[V any](m map[string]V) []string {
 }
 
 // unheld is how much of [from, to] no client's hold covers.
-func unheld(res *scenarios.Result, from, to time.Duration) time.Duration {
+func unheld(res *runner.Result, from, to time.Duration) time.Duration {
 	var ivs []checker.Interval
 	for _, iv := range res.History.Intervals {
 		if iv.End > from && iv.Start < to {

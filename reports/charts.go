@@ -12,7 +12,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // Interactive charts are built with go-echarts, but only its option objects
@@ -36,7 +36,7 @@ func sec(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }
 var gap = opts.LineData{Value: "-"}
 
 // buildCharts returns the interactive companions of the SVG timeline.
-func buildCharts(res *scenarios.Result, prefix string) []chartView {
+func buildCharts(res *runner.Result, prefix string) []chartView {
 	var out []chartView
 	out = append(out, holdingChart(res, prefix))
 	if c, ok := sharedChart(res, prefix); ok {
@@ -56,7 +56,7 @@ func buildCharts(res *scenarios.Result, prefix string) []chartView {
 // holdingChart is a Gantt chart: one category row per client, a thick line
 // per believed holding interval, thin grey lines while waiting, faults and
 // the overlap as marked areas. Zoomable.
-func holdingChart(res *scenarios.Result, prefix string) chartView {
+func holdingChart(res *runner.Result, prefix string) chartView {
 	clients := res.Scenario.ClientNames()
 	// Many clients share one series ("holding"), so the legend stays a
 	// handful of entries; a few clients get one entry each.
@@ -148,7 +148,7 @@ func holdingChart(res *scenarios.Result, prefix string) chartView {
 }
 
 // clockChart shows every host's clock offset from true time.
-func clockChart(res *scenarios.Result, prefix string) chartView {
+func clockChart(res *runner.Result, prefix string) chartView {
 	line := charts.NewLine()
 	line.SetGlobalOptions(
 		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: "100%"}),
@@ -182,7 +182,7 @@ func clockChart(res *scenarios.Result, prefix string) chartView {
 
 // stockChart shows the protected resource's value after each accepted
 // write; the lost update stands out as a step that does not go down.
-func stockChart(res *scenarios.Result, prefix string) chartView {
+func stockChart(res *runner.Result, prefix string) chartView {
 	h := res.History
 	line := charts.NewLine()
 	line.SetGlobalOptions(
@@ -223,14 +223,14 @@ func stockChart(res *scenarios.Result, prefix string) chartView {
 // timeAxis is the true-time axis every chart of a run shares: pinned to
 // the whole run (not to the last data point), its name under the axis
 // where it cannot be clipped.
-func timeAxis(res *scenarios.Result) opts.XAxis {
+func timeAxis(res *runner.Result) opts.XAxis {
 	return opts.XAxis{Type: "value", Name: "true time (s)", NameLocation: "middle", NameGap: 28, Min: 0, Max: sec(res.End)}
 }
 
 // faultAreas are the marked areas of a run's charts: every fault window to
 // its full extent (a partition that never heals to the end of the run),
 // the overlap and the unavailable stretch of the witness.
-func faultAreas(res *scenarios.Result) []any {
+func faultAreas(res *runner.Result) []any {
 	var areas []any
 	for _, a := range res.Applied {
 		sp := readFaultSpan(res.Events, a, res.End)
@@ -254,7 +254,7 @@ func faultAreas(res *scenarios.Result) []any {
 // latencyChart plots how long each acquisition took (from wanting the lock
 // to holding it, or giving up) against when it finished, with the fault
 // windows shaded — the Jepsen-style view of what faults cost.
-func latencyChart(res *scenarios.Result, prefix string) chartView {
+func latencyChart(res *runner.Result, prefix string) chartView {
 	sc := charts.NewScatter()
 	sc.SetGlobalOptions(
 		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: "100%"}),
@@ -299,7 +299,7 @@ func latencyChart(res *scenarios.Result, prefix string) chartView {
 // throughputChart plots acquisitions per second and, under them, how much
 // of each second the lock was unavailable: nobody held it while some
 // client wanted it.
-func throughputChart(res *scenarios.Result, prefix string) chartView {
+func throughputChart(res *runner.Result, prefix string) chartView {
 	end := max(res.End, time.Second)
 	bin := niceBin(end)
 	n := int((end + bin - 1) / bin)
@@ -366,7 +366,7 @@ type stretch struct{ from, to time.Duration }
 
 // unavailableStretches are the stretches of true time during which some
 // client wanted the lock and nobody believed it held it.
-func unavailableStretches(res *scenarios.Result) []stretch {
+func unavailableStretches(res *runner.Result) []stretch {
 	type edge struct {
 		at    time.Duration
 		want  int

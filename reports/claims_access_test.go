@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -24,7 +25,7 @@ type storeAccess struct {
 // storeAccesses re-derives every access from the events alone, by event
 // position. A fencing store compares a token against the highest it has
 // accepted (reads included); a store that does not fence compares nothing.
-func storeAccesses(res *scenarios.Result) map[int]storeAccess {
+func storeAccesses(res *runner.Result) map[int]storeAccess {
 	fenced := res.Scenario.Resource.TokenCheck != "" && res.Scenario.Resource.TokenCheck != "none"
 	held := map[string]int64{}
 	var highest int64
@@ -66,7 +67,7 @@ func (a storeAccess) fenceClaim() string {
 // accessClaims checks every access marker's claim (data-label) and every
 // access label's words (the value read, "rejects", the fence comparison)
 // against the events they name, and that every access in the log is drawn.
-func accessClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func accessClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	want := storeAccesses(res)

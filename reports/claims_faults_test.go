@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -34,7 +34,7 @@ var (
 // "wakes", "crash", "down", "restarts"); then that every pause, resume,
 // hang, continuation and crash of a drawn client, and every partition, is
 // named by some element. It returns the elements checked.
-func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func faultClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	named := map[int]bool{}
 	n := 0
@@ -88,7 +88,7 @@ func faultClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 // its target's own start at FROM and what ended it at UNTIL; with no end
 // named, nothing ended it before UNTIL and UNTIL is the run's end (or the
 // fault's own window, for a drop rule, which no event closes).
-func faultBandClaim(res *scenarios.Result, words []string, evs string, named map[int]bool) error {
+func faultBandClaim(res *runner.Result, words []string, evs string, named map[int]bool) error {
 	ids, err := parseIDs(evs)
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func faultBandClaim(res *scenarios.Result, words []string, evs string, named map
 // AT" (T's host.resumed), "crash T AT" (T's host.crashed), "down T FROM
 // UNTIL" (T's crash at FROM, its restart at UNTIL or the run's end, none
 // between), "restarts T AT" (T's restart).
-func faultRowClaim(res *scenarios.Result, words []string, evs string, named map[int]bool) error {
+func faultRowClaim(res *runner.Result, words []string, evs string, named map[int]bool) error {
 	ids, err := parseIDs(evs)
 	if err != nil {
 		return err
@@ -223,7 +223,7 @@ func faultRowClaim(res *scenarios.Result, words []string, evs string, named map[
 // And the ensemble's expiry of a session, "expiry C AT", is a
 // zk.session.expired at AT of a session created for C; every expiry of a
 // session of a client with a drawn session lane is drawn.
-func livenessClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func livenessClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	n := 0
 	expired := map[int]bool{}
@@ -267,7 +267,7 @@ func livenessClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 	return n, errs
 }
 
-func unavailableClaim(res *scenarios.Result, words []string, kv map[string]string, evs string) []string {
+func unavailableClaim(res *runner.Result, words []string, kv map[string]string, evs string) []string {
 	var ids []int
 	if evs != "" {
 		var err error
@@ -315,7 +315,7 @@ func unavailableClaim(res *scenarios.Result, words []string, kv map[string]strin
 // and all of them.
 func TestHerdCountsAreEvents(t *testing.T) {
 	var runs []herdRun
-	results := map[string]*scenarios.Result{}
+	results := map[string]*runner.Result{}
 	for _, r := range catalogueMechanisms(t) {
 		if r.id != "zk-herd-effect" && r.id != "zk-queue-no-herd" {
 			continue
@@ -367,7 +367,7 @@ func TestHerdCountsAreEvents(t *testing.T) {
 // faultLaneWords: a fault's lane says the extent its label claims — "(at
 // FROM)" for an instant, "(FROM → UNTIL)", or "(FROM → end of run…)" when
 // it lasts to the run's end.
-func faultLaneWords(res *scenarios.Result, words []string, text string) error {
+func faultLaneWords(res *runner.Result, words []string, text string) error {
 	from, until := words[2], words[3]
 	u, _ := time.ParseDuration(until)
 	switch {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -30,7 +30,7 @@ type permitEval struct {
 	ok       bool
 }
 
-func readPermitEval(res *scenarios.Result, e event.Event) (permitEval, bool) {
+func readPermitEval(res *runner.Result, e event.Event) (permitEval, bool) {
 	if e.Kind != event.CommandExecuted || len(e.Args) < 6 || !strings.EqualFold(e.Args[0], "eval") || e.Args[3] != res.Scenario.Key {
 		return permitEval{}, false
 	}
@@ -65,7 +65,7 @@ func readPermitEval(res *scenarios.Result, e event.Event) (permitEval, bool) {
 // with the release of ID answered 1 ("released"), a reclaiming script of
 // the client named whose now is at or past the lease end ("removed by
 // C's reclaim", "…its own holder's reclaim"), or the run's end.
-func scriptPermitClaim(res *scenarios.Result, label string) []string {
+func scriptPermitClaim(res *runner.Result, label string) []string {
 	words, kv := labelFields(label)
 	node, id := words[1], words[2]
 	from, _ := strconv.ParseInt(kv["from"], 10, 64)
@@ -118,7 +118,7 @@ func scriptPermitClaim(res *scenarios.Result, label string) []string {
 
 // scriptPermitsDrawn: every acquire answered 1 and every blind refresh of
 // the semaphore is in a drawn entry (named in its data-events).
-func scriptPermitsDrawn(res *scenarios.Result, named map[int]bool) []string {
+func scriptPermitsDrawn(res *runner.Result, named map[int]bool) []string {
 	var errs []string
 	for i, e := range res.Events {
 		if p, ok := readPermitEval(res, e); ok && (p.script == "acquire" && p.ok || p.script == "blind") && !named[i] {
@@ -129,7 +129,7 @@ func scriptPermitsDrawn(res *scenarios.Result, named map[int]bool) []string {
 }
 
 // namesScript: one of the events ids is a semaphore script's execution.
-func namesScript(res *scenarios.Result, ids []int) bool {
+func namesScript(res *runner.Result, ids []int) bool {
 	return slices.ContainsFunc(ids, func(id int) bool { _, ok := readPermitEval(res, res.Events[id]); return ok })
 }
 
@@ -166,7 +166,7 @@ func TestPermitExpirableSemaphoreLane(t *testing.T) {
 // client a backend served at t: the client of its last assignment at or
 // before t, unless released or closed since (a release at the instant of
 // an assignment came before it: one instant's events are in text order).
-func pooledClientAt(res *scenarios.Result, backend string, t time.Duration) string {
+func pooledClientAt(res *runner.Result, backend string, t time.Duration) string {
 	who := ""
 	var at time.Duration
 	assignedAt := false // an assignment at instant at
@@ -196,7 +196,7 @@ func pooledClientAt(res *scenarios.Result, backend string, t time.Duration) stri
 // pooler's assignment of BACKEND to CONN at from and ends with its
 // release or close of it at to (or the run's end); no other assignment
 // of BACKEND comes between. It returns the assignments it names.
-func poolMapClaim(res *scenarios.Result, label, evs string) ([]int, []string) {
+func poolMapClaim(res *runner.Result, label, evs string) ([]int, []string) {
 	words, kv := labelFields(label)
 	backend, conn := words[1], words[2]
 	from, _ := strconv.ParseInt(kv["from"], 10, 64)

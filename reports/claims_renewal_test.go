@@ -5,14 +5,14 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/event"
 )
 
 // renewal is the node's execution of a compare-and-pexpire of the lock key
 // sent by a client (not a replicated effect), with the node's answer.
-func renewal(res *scenarios.Result, e event.Event) (granted, ok bool) {
+func renewal(res *runner.Result, e event.Event) (granted, ok bool) {
 	if e.Kind != event.CommandExecuted || len(e.Args) < 4 || !strings.EqualFold(e.Args[0], "eval") ||
 		sim.ScriptName(e.Args[1]) != "<compare-and-pexpire>" || e.Args[3] != res.Scenario.Key {
 		return false, false
@@ -27,7 +27,7 @@ func renewal(res *scenarios.Result, e event.Event) (granted, ok bool) {
 // node's granted renewals by the key's owner, as many as it counts. Every
 // hold.renewal.failed is drawn, when any renewal mark is. It returns the
 // elements checked.
-func renewalClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func renewalClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	n := 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -126,7 +127,7 @@ func parseIDs(s string) ([]int, error) {
 	return out, nil
 }
 
-func claimMismatches(res *scenarios.Result, tl *timeline) []string {
+func claimMismatches(res *runner.Result, tl *timeline) []string {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	drawnSets := map[int]int{} // a client's SET of the lock (event id) → elements naming it
@@ -280,7 +281,7 @@ func claimLockNodes(sc *scenarios.Scenario) map[string]bool {
 }
 
 // attemptClaim re-derives a drawn group of Redlock attempts.
-func attemptClaim(res *scenarios.Result, label string, ids []int) []string {
+func attemptClaim(res *runner.Result, label string, ids []int) []string {
 	var errs []string
 	errf := func(format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
@@ -332,7 +333,7 @@ func attemptClaim(res *scenarios.Result, label string, ids []int) []string {
 // its next attempt decided at its last answer), the +OK replies that
 // reached it, and the outcome: held, or why not (validity: a quorum said
 // yes; timeout: an asked node's answer never came; quorum otherwise).
-func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]bool) (from, to time.Duration, yes int, outcome string) {
+func rederiveAttempt(res *runner.Result, client, tok string, lock map[string]bool) (from, to time.Duration, yes int, outcome string) {
 	key := res.Scenario.Key
 	asked := map[string]bool{}
 	granted := map[string]bool{}
@@ -423,7 +424,7 @@ func rederiveAttempt(res *scenarios.Result, client, tok string, lock map[string]
 // promoted says when (its last change of role); one that dials database
 // servers for the clients is a pool (a pooler when the clients dial it);
 // no other host is called either.
-func subtitleClaim(res *scenarios.Result, s shape) []string {
+func subtitleClaim(res *runner.Result, s shape) []string {
 	f := strings.SplitN(s.Label, " ", 3)
 	host, sub := f[1], f[2]
 	last := ""
@@ -463,7 +464,7 @@ func subtitleClaim(res *scenarios.Result, s shape) []string {
 // lockDataClaim: a node lane that reads "no lock key" ran no command on
 // the lock's structures beyond its plain key, and one that names them
 // names exactly those its node touched.
-func lockDataClaim(res *scenarios.Result, label string) []string {
+func lockDataClaim(res *runner.Result, label string) []string {
 	f := strings.Fields(label)
 	node, key := f[1], res.Scenario.Key
 	var touched []string
@@ -503,7 +504,7 @@ func lockDataClaim(res *scenarios.Result, label string) []string {
 // LOST one where the ensemble expired a session of that client; and the
 // other way round, at the instant the ensemble expires a client's latest
 // session, the client is not drawn CONNECTED.
-func sessionClaims(res *scenarios.Result, labels []string) []string {
+func sessionClaims(res *runner.Result, labels []string) []string {
 	var errs []string
 	type span struct {
 		state string
@@ -575,7 +576,7 @@ func sessionClaims(res *scenarios.Result, labels []string) []string {
 // between its ends, ends as its end says (the release that balances the
 // grants, the transaction's end, the session's end, or never), and says
 // for how long no client held the lock. It returns the grants counted.
-func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
+func backendHoldClaim(res *runner.Result, label string, errs *[]string) int {
 	errf := func(format string, args ...any) {
 		*errs = append(*errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
 	}
@@ -678,7 +679,7 @@ func backendHoldClaim(res *scenarios.Result, label string, errs *[]string) int {
 // client's EXEC, which is when the entry is drawn from); its end is the
 // owner's ZREM of it, or another client's ZREMRANGEBYSCORE whose upper
 // bound reaches the entry's score, taking effect then; or the run's end.
-func permitClaim(res *scenarios.Result, label string) []string {
+func permitClaim(res *runner.Result, label string) []string {
 	words, kv := labelFields(label)
 	node, tok, key := words[1], words[2], res.Scenario.Key
 	from, _ := strconv.ParseInt(kv["from"], 10, 64)
@@ -742,7 +743,7 @@ func permitClaim(res *scenarios.Result, label string) []string {
 // changed its data) and the replica's applying of it from that master, at
 // the times the arrow joins — so the lag is measured, and an effect whose
 // master had written before it is never drawn without one.
-func replClaim(res *scenarios.Result, s shape) []string {
+func replClaim(res *runner.Result, s shape) []string {
 	var errs []string
 	errf := func(format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("%q: ", s.Label)+fmt.Sprintf(format, args...))
@@ -794,7 +795,7 @@ func replClaim(res *scenarios.Result, s shape) []string {
 // the read or write script (the mode drawn) for the token and answered 1
 // at its start; it ends where the node ran the release script for the
 // token as often as it granted it, or where the hash expired on the node.
-func rwClaim(res *scenarios.Result, label string) []string {
+func rwClaim(res *runner.Result, label string) []string {
 	words, kv := labelFields(label)
 	node, tok, mode, key := words[1], words[2], words[3], res.Scenario.Key
 	from, _ := strconv.ParseInt(kv["from"], 10, 64)

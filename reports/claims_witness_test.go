@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -18,7 +18,7 @@ import (
 // that, for a token violation, carries the token the write is judged
 // against (higher for a stale token, the same for a duplicate one). Every
 // mark of one violation names the same events. It returns the marks checked.
-func witnessClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func witnessClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	acc := storeAccesses(res)
@@ -64,7 +64,7 @@ func witnessClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 }
 
 // overlapClaim checks "overlap c1 c2 FROM TO" against hold.began events.
-func overlapClaim(res *scenarios.Result, label string, ids []int) []string {
+func overlapClaim(res *runner.Result, label string, ids []int) []string {
 	f := strings.Fields(label)
 	clients, from := f[1:len(f)-2], f[len(f)-2]
 	var actors []string

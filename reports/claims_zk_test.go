@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -18,7 +18,7 @@ import (
 // the owner's hold.began on the node then; a notification the WATCH frame
 // its client received then. Every WATCH frame a client received is drawn,
 // when any is. It returns the elements checked.
-func zkClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func zkClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	n := 0
@@ -68,7 +68,7 @@ func zkClaims(res *scenarios.Result, tl *timeline) (int, []string) {
 }
 
 // znodeClaim checks "znode SEQ OWNER FROM END…" against its events.
-func znodeClaim(res *scenarios.Result, words []string, ids []int) []string {
+func znodeClaim(res *runner.Result, words []string, ids []int) []string {
 	label := strings.Join(words, " ")
 	c := res.Events[ids[0]]
 	createReply := (c.Op == "CREATE" || c.Op == "CREATE2") && c.Reply == "ok" && c.Ephemeral && c.Dir == "reply"
@@ -102,7 +102,7 @@ func znodeClaim(res *scenarios.Result, words []string, ids []int) []string {
 // serving one that stopped or restarted, a crashed one that crashed; the
 // role begins at that event. Every election and crash is drawn, when any
 // role is. It returns the roles checked.
-func roleClaims(res *scenarios.Result, tl *timeline) (int, []string) {
+func roleClaims(res *runner.Result, tl *timeline) (int, []string) {
 	var errs []string
 	named := map[int]bool{}
 	for _, s := range allShapes(tl) {

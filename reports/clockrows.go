@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim"
 )
 
@@ -14,7 +14,7 @@ import (
 // host's clock description (offset, drift, steps).
 
 // clock draws a host's clock offset from true time as a line in its row.
-func (b *tlBuilder) clock(h scenarios.Host, r row) {
+func (b *tlBuilder) clock(h runner.Host, r row) {
 	t := b.t
 	pts := clockOffsets(h, b.res.End)
 	lo, hi := time.Duration(0), time.Duration(0)
@@ -77,11 +77,11 @@ type offsetPoint struct {
 	at, off time.Duration
 }
 
-func trivialClock(h scenarios.Host) bool { return h.Offset == 0 && h.PPM == 0 && len(h.Clock) == 0 }
+func trivialClock(h runner.Host) bool { return h.Offset == 0 && h.PPM == 0 && len(h.Clock) == 0 }
 
 // clockOffsets turns a host's clock description into its offset from true
 // time at every change (twice: before and after a jump) and at end.
-func clockOffsets(h scenarios.Host, end time.Duration) []offsetPoint {
+func clockOffsets(h runner.Host, end time.Duration) []offsetPoint {
 	ch := append([]sim.ClockChange(nil), h.Clock...)
 	sort.SliceStable(ch, func(i, j int) bool { return ch[i].At < ch[j].At })
 	off, ppm, at := h.Offset, h.PPM, time.Duration(0)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -32,8 +33,8 @@ func WriteCourse(dir string, all []*scenarios.Scenario, opt CourseOptions) (stri
 	}
 	run := opt.Run
 	if run == nil {
-		run = func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error) {
-			return scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+		run = func(sc *scenarios.Scenario) (*runner.Result, []runner.Comparison, error) {
+			return runner.RunCompared(sc, sc.Seed, runner.Options{KeepTrace: true})
 		}
 	}
 	syl := opt.Syllabus
@@ -125,7 +126,7 @@ func writeCourseAssets(dir string) (echartsAsset, error) {
 
 // runLesson runs the lesson's scenarios, the failure first, and stops at
 // the first that cannot run.
-func runLesson(run func(*scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error), l Lesson) ([]RunInput, error) {
+func runLesson(run func(*scenarios.Scenario) (*runner.Result, []runner.Comparison, error), l Lesson) ([]RunInput, error) {
 	var inputs []RunInput
 	for _, sc := range l.Scenarios() {
 		res, cmp, err := run(sc)

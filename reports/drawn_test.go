@@ -2,11 +2,13 @@ package reports
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/checker"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
@@ -16,7 +18,7 @@ import (
 // drawnRun is one catalogue scenario's run with its derived mechanism.
 type drawnRun struct {
 	id  string
-	res *scenarios.Result
+	res *runner.Result
 	m   *mechanism
 }
 
@@ -27,7 +29,7 @@ type drawnRun struct {
 var catalogueRuns struct {
 	sync.Mutex
 	ids  []string
-	runs []*scenarios.Result
+	runs []*runner.Result
 }
 
 func catalogueMechanisms(t *testing.T) []drawnRun {
@@ -40,7 +42,7 @@ func catalogueMechanisms(t *testing.T) []drawnRun {
 		// Every scenario of the catalogue, the 101-client herds included:
 		// above 12 clients the timeline keeps its mechanism (compact).
 		for _, s := range all {
-			res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+			res, err := runner.Run(s, s.Seed, runner.Options{KeepTrace: true})
 			if err != nil {
 				t.Fatalf("%s: %v", s.ID, err)
 			}
@@ -81,7 +83,7 @@ func TestDrawnElementsAreEvents(t *testing.T) {
 }
 
 // drawnMismatches checks m against res's events.
-func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
+func drawnMismatches(res *runner.Result, m *mechanism) []string {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	has := func(match func(e *event.Event) bool) bool {
@@ -258,7 +260,7 @@ func drawnMismatches(res *scenarios.Result, m *mechanism) []string {
 // with that server's own event. And the other way: every ephemeral node
 // a client was told it made, every notification it received and every
 // expiry of a client's session is drawn.
-func zkDrawnMismatches(res *scenarios.Result, m *mechanism) []string {
+func zkDrawnMismatches(res *runner.Result, m *mechanism) []string {
 	var errs []string
 	errf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	received := func(e *event.Event) bool { return e.Kind == event.FrameReceived && e.Actor == e.Client }
@@ -423,7 +425,7 @@ func TestDrawnCheckCatchesTheWrongNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	res, err := runner.Run(s, s.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +464,7 @@ func TestDrawnCheckCatchesTheWrongNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	res, err = runner.Run(s, s.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +536,7 @@ func TestFencedRedlockCountsOnlyRedlockNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	res, err := runner.Run(s, s.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,14 +564,14 @@ func TestFencedRedlockCountsOnlyRedlockNodes(t *testing.T) {
 
 // runPage runs a catalogue scenario with its events kept and returns the
 // result, its mechanism and its report page.
-func runPage(t *testing.T, id string) (*scenarios.Result, *mechanism, string) {
+func runPage(t *testing.T, id string) (*runner.Result, *mechanism, string) {
 	t.Helper()
 	bubblehost.Bind(t)
 	s, err := scenarios.Get(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := scenarios.Run(s, s.Seed, scenarios.Options{KeepTrace: true})
+	res, err := runner.Run(s, s.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		t.Fatal(err)
 	}

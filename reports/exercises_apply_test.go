@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 )
@@ -139,7 +140,7 @@ func TestEditAnswersRunAsThePageSays(t *testing.T) {
 					t.Fatalf("the answer does not apply: %v\nchanges: %q", err, e.Changes)
 				}
 				start := time.Now()
-				res, err := scenarios.Run(sc, sc.Seed, scenarios.Options{NoTrace: true})
+				res, err := runner.Run(sc, sc.Seed, runner.Options{NoTrace: true})
 				if err != nil {
 					t.Fatal(err)
 				}

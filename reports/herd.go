@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // The herd chart shows the watch notifications each waiter received, one
@@ -27,7 +27,7 @@ type herdRun struct {
 // algorithm run beside it.
 func herdRuns(in RunInput) []herdRun {
 	var out []herdRun
-	add := func(res *scenarios.Result) {
+	add := func(res *runner.Result) {
 		m := deriveMechanism(res)
 		if m == nil || len(m.Notifies) == 0 {
 			return

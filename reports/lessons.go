@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -190,9 +191,9 @@ type CourseOptions struct {
 	// Progress, if set, is called after each lesson (err is the reason the
 	// lesson could not be written, or nil).
 	Progress func(done, total int, l Lesson, file string, err error)
-	// Run runs a scenario; nil means scenarios.RunCompared with the
+	// Run runs a scenario; nil means runner.RunCompared with the
 	// scenario's own seed and the trace kept.
-	Run func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error)
+	Run func(sc *scenarios.Scenario) (*runner.Result, []runner.Comparison, error)
 	// Syllabus is the teaching material; nil means DefaultSyllabus.
 	Syllabus *Syllabus
 }

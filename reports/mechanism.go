@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // The mechanism of a run is the per-server state that explains its verdict:
@@ -151,8 +151,8 @@ type znodeSpan struct {
 // key did not hold the renewer's lock value.
 type refusal struct {
 	Node, Client, LockValue string
-	At                  time.Duration
-	Event               int // the node's command.executed (index in res.Events)
+	At                      time.Duration
+	Event                   int // the node's command.executed (index in res.Events)
 }
 
 // renewFail is a background renewal of a client's lease that failed (a
@@ -237,7 +237,7 @@ type nodeClock struct {
 	pts []offsetPoint
 }
 
-func newNodeClock(h scenarios.Host, end time.Duration) nodeClock {
+func newNodeClock(h runner.Host, end time.Duration) nodeClock {
 	return nodeClock{pts: clockOffsets(h, end)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/bubblehost"
@@ -226,7 +227,7 @@ func TestHerdNotificationsPerWaiter(t *testing.T) {
 }
 
 func TestNodeClockInverse(t *testing.T) {
-	h := scenarios.Host{Name: "C", Offset: time.Second, Clock: []sim.ClockChange{{At: 2 * time.Second, Jump: 5 * time.Second}}}
+	h := runner.Host{Name: "C", Offset: time.Second, Clock: []sim.ClockChange{{At: 2 * time.Second, Jump: 5 * time.Second}}}
 	c := newNodeClock(h, 20*time.Second)
 	if got := c.local(time.Second); got != 2*time.Second {
 		t.Errorf("local(1s) = %s, want 2s", got)

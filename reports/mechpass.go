@@ -4,13 +4,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
 // deriveMechanism reads res's events. It returns nil when the run kept
 // none.
-func deriveMechanism(res *scenarios.Result) *mechanism {
+func deriveMechanism(res *runner.Result) *mechanism {
 	if res == nil || len(res.Events) == 0 {
 		return nil
 	}
@@ -26,7 +26,7 @@ func deriveMechanism(res *scenarios.Result) *mechanism {
 // permits, reader-writer holds, votes, the replication stream, the
 // ZooKeeper ensemble).
 type mechPass struct {
-	res              *scenarios.Result
+	res              *runner.Result
 	m                *mechanism
 	ensemble         bool
 	isNode, isClient map[string]bool
@@ -38,7 +38,7 @@ type mechPass struct {
 	ens              *ensembleState
 }
 
-func newMechPass(res *scenarios.Result) *mechPass {
+func newMechPass(res *runner.Result) *mechPass {
 	sc := res.Scenario
 	m := &mechanism{Keys: map[string][]keySpan{}}
 	m.Redlock = strings.HasPrefix(sc.Algorithm, "redlock")

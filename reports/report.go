@@ -25,7 +25,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 //go:embed assets/templates.html assets/report.css assets/report.js assets/errors.js
@@ -109,19 +109,19 @@ func writeSharedAssets(dir string) error {
 // RunInput is one run to render: its result, the comparisons run beside it
 // and the command that replays it.
 type RunInput struct {
-	Result   *scenarios.Result
-	Compared []scenarios.Comparison
+	Result   *runner.Result
+	Compared []runner.Comparison
 	Replay   string
 }
 
 // WriteRunFile writes the HTML report of one run (and its comparisons) to
 // path. replay is the command that reproduces the run.
-func WriteRunFile(path string, res *scenarios.Result, cmp []scenarios.Comparison, replay string) error {
+func WriteRunFile(path string, res *runner.Result, cmp []runner.Comparison, replay string) error {
 	return writeFile(path, func(w io.Writer) error { return WriteRun(w, res, cmp, replay) })
 }
 
 // WriteRun writes the HTML report of one run to w.
-func WriteRun(w io.Writer, res *scenarios.Result, cmp []scenarios.Comparison, replay string) error {
+func WriteRun(w io.Writer, res *runner.Result, cmp []runner.Comparison, replay string) error {
 	if res == nil || res.Scenario == nil || res.Report == nil {
 		return fmt.Errorf("report: no run to render")
 	}

@@ -2,32 +2,34 @@ package reports
 
 import (
 	"bytes"
-	"github.com/locklab/locklab/sim/bubblehost"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/runner"
+	"github.com/locklab/locklab/sim/bubblehost"
+
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
 )
 
 // runScenario runs a catalogue scenario with its own seed, keeping the trace.
-func runScenario(t *testing.T, id string) (*scenarios.Result, []scenarios.Comparison) {
+func runScenario(t *testing.T, id string) (*runner.Result, []runner.Comparison) {
 	t.Helper()
 	sc, err := scenarios.Get(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, cmp, err := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+	res, cmp, err := runner.RunCompared(sc, sc.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res, cmp
 }
 
-func render(t *testing.T, res *scenarios.Result, cmp []scenarios.Comparison) string {
+func render(t *testing.T, res *runner.Result, cmp []runner.Comparison) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteRun(&buf, res, cmp, "locklab run "+res.Scenario.ID+" --seed 1"); err != nil {
@@ -183,7 +185,7 @@ func TestUntrustedStringsAreEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, cmp, err := scenarios.RunCompared(sc, 1, scenarios.Options{KeepTrace: true})
+	res, cmp, err := runner.RunCompared(sc, 1, runner.Options{KeepTrace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +379,7 @@ func TestReportSaysTheRunWasCutShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, cmp, err := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true, MaxWork: 100})
+	res, cmp, err := runner.RunCompared(sc, sc.Seed, runner.Options{KeepTrace: true, MaxWork: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +392,7 @@ func TestReportSaysTheRunWasCutShort(t *testing.T) {
 			t.Errorf("the report lacks %q", want)
 		}
 	}
-	full, _, _ := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+	full, _, _ := runner.RunCompared(sc, sc.Seed, runner.Options{KeepTrace: true})
 	if strings.Contains(render(t, full, nil), "run cut short") {
 		t.Error("a run that reached its duration says it was cut short")
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // A semaphore may have up to Permits holders at once, a reader-writer lock
@@ -87,7 +87,7 @@ func holdSteps(ivs []checker.Interval) []holdStep {
 
 // sharedChart is the "how many hold" chart of a semaphore or a
 // reader-writer lock; ok is false for a mutex.
-func sharedChart(res *scenarios.Result, prefix string) (chartView, bool) {
+func sharedChart(res *runner.Result, prefix string) (chartView, bool) {
 	permits := res.Scenario.Clients.Permits
 	rw := slices.ContainsFunc(res.History.Intervals, func(iv checker.Interval) bool { return iv.Mode == checker.ModeRead })
 	if permits <= 1 && !rw {

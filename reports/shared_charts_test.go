@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 // chartJSON is chart id's option in the rendered page.
@@ -79,7 +79,7 @@ func TestReadWriteReportSeparatesReadersAndWriters(t *testing.T) {
 	}
 }
 
-func mustMutex(t *testing.T) *scenarios.Result {
+func mustMutex(t *testing.T) *runner.Result {
 	res, _ := runScenario(t, "del-wrong-client")
 	return res
 }

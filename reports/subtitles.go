@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -20,7 +20,7 @@ import (
 
 // hostSubtitle is h's row subtitle (short enough for the name column), its
 // tooltip (the whole history) and the ids of the events it rests on.
-func hostSubtitle(h scenarios.Host, events []event.Event) (sub, title string, ids []int) {
+func hostSubtitle(h runner.Host, events []event.Event) (sub, title string, ids []int) {
 	var dialed []string
 	dialedBy := false
 	var changes []string

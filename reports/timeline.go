@@ -8,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -78,7 +79,7 @@ const (
 func clientColor(i int) string { return palette[i%len(palette)] }
 
 type tlBuilder struct {
-	res      *scenarios.Result
+	res      *runner.Result
 	t        *timeline
 	from, to time.Duration
 	dense    bool
@@ -108,13 +109,13 @@ type rowSpec struct {
 type row struct{ y, h float64 }
 
 // buildTimeline draws res over true time [from, to].
-func buildTimeline(res *scenarios.Result, prefix string, from, to time.Duration, zoomed bool) *timeline {
+func buildTimeline(res *runner.Result, prefix string, from, to time.Duration, zoomed bool) *timeline {
 	return buildTimelineMech(res, deriveMechanism(res), prefix, from, to, zoomed)
 }
 
 // buildTimelineMech is buildTimeline with the mechanism already derived
 // (nil draws no mechanism lanes).
-func buildTimelineMech(res *scenarios.Result, mech *mechanism, prefix string, from, to time.Duration, zoomed bool) *timeline {
+func buildTimelineMech(res *runner.Result, mech *mechanism, prefix string, from, to time.Duration, zoomed bool) *timeline {
 	if to <= from {
 		to = from + time.Second
 	}
@@ -240,7 +241,7 @@ func (b *tlBuilder) rowSpecs(clients []string) []rowSpec {
 		specs = append(specs, rowSpec{name: c, sub: "client", kind: "client", h: rowH})
 	}
 	specs = append(specs, b.mechRows(clients)...)
-	clientHosts := map[string]scenarios.Host{}
+	clientHosts := map[string]runner.Host{}
 	for _, h := range res.Hosts {
 		switch {
 		case h.Role == "client":

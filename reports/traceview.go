@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim/event"
 )
 
@@ -30,7 +30,7 @@ var lockEvent = map[event.Kind]bool{
 	event.KeyExpired: true, event.SessionExpired: true,
 }
 
-func traceRows(res *scenarios.Result) ([]traceRow, int, []string) {
+func traceRows(res *runner.Result) ([]traceRow, int, []string) {
 	entries := res.Events
 	type window struct{ from, to time.Duration }
 	var hot []window

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/checker"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -107,7 +108,7 @@ type compareRow struct {
 	Metrics   []metricRow
 }
 
-func newRunView(res *scenarios.Result, cmp []scenarios.Comparison, replay, prefix string, withCharts bool) *runView {
+func newRunView(res *runner.Result, cmp []runner.Comparison, replay, prefix string, withCharts bool) *runView {
 	sc := res.Scenario
 	info, _ := algorithms.Lookup(sc.Algorithm)
 	var stopped string
@@ -179,7 +180,7 @@ func nameList(names []string) string {
 }
 
 // hostSummary lists the run's servers by role: "redis nodes A, B, C".
-func hostSummary(res *scenarios.Result) string {
+func hostSummary(res *runner.Result) string {
 	var roles []string
 	byRole := map[string][]string{}
 	for _, h := range res.Hosts {
@@ -240,7 +241,7 @@ func reasonPhrase(r string) string {
 	return "until " + r
 }
 
-func witnessViews(res *scenarios.Result) []witnessView {
+func witnessViews(res *runner.Result) []witnessView {
 	w := res.Report.Witness
 	var out []witnessView
 	if o := w.MutualExclusion; o != nil {
@@ -271,7 +272,7 @@ func witnessViews(res *scenarios.Result) []witnessView {
 // small enough against the whole run to deserve a close-up: the overlap and
 // the lost update together if they are close, else the overlap alone, else
 // the lost update alone. (An unavailable stretch is long by nature.)
-func zoomWindow(res *scenarios.Result) (from, to time.Duration, ok bool) {
+func zoomWindow(res *runner.Result) (from, to time.Duration, ok bool) {
 	if res.End <= 0 {
 		return 0, 0, false
 	}
@@ -303,7 +304,7 @@ func zoomWindow(res *scenarios.Result) (from, to time.Duration, ok bool) {
 	return 0, 0, false
 }
 
-func runMetrics(res *scenarios.Result) []metricRow {
+func runMetrics(res *runner.Result) []metricRow {
 	m := res.Report.Metrics
 	out := []metricRow{
 		{"acquisitions", fmt.Sprint(m.Acquisitions)},
@@ -321,7 +322,7 @@ func runMetrics(res *scenarios.Result) []metricRow {
 	return out
 }
 
-func compareMetrics(r *scenarios.Result, backend []scenarios.Metric) []metricRow {
+func compareMetrics(r *runner.Result, backend []runner.Metric) []metricRow {
 	var out []metricRow
 	if r != nil {
 		m := r.Report.Metrics

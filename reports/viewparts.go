@@ -5,6 +5,7 @@ import (
 	"html/template"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/runner"
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/scenarios"
@@ -16,7 +17,7 @@ import (
 
 // verdictRows are the verdict table: each property's verdict against the
 // scenario's expectation.
-func verdictRows(res *scenarios.Result) []verdictRow {
+func verdictRows(res *runner.Result) []verdictRow {
 	var rows []verdictRow
 	verd, exp := res.Report.Verdict, res.Scenario.Expect
 	for _, r := range []struct {
@@ -38,7 +39,7 @@ func verdictRows(res *scenarios.Result) []verdictRow {
 
 // faultRows are the fault table: each applied fault and its extent, read
 // from its events (faultspan.go).
-func faultRows(res *scenarios.Result) []faultRow {
+func faultRows(res *runner.Result) []faultRow {
 	var rows []faultRow
 	for _, a := range res.Applied {
 		row := faultRow{At: checker.Sec(a.At), Text: a.Text, Note: a.Fault.Note}
@@ -68,7 +69,7 @@ func setupYAML(sc *scenarios.Scenario) string {
 
 // compareRows are the comparison table: the run, then each algorithm run
 // beside it (none without comparisons).
-func compareRows(res *scenarios.Result, cmp []scenarios.Comparison, summary string) []compareRow {
+func compareRows(res *runner.Result, cmp []runner.Comparison, summary string) []compareRow {
 	var rows []compareRow
 	if len(cmp) > 0 {
 		rows = append(rows, compareRow{Algorithm: res.Scenario.Algorithm, Summary: summary, Main: true, Verdict: res.Report.Verdict, Metrics: compareMetrics(res, res.Metrics)})
@@ -82,7 +83,7 @@ func compareRows(res *scenarios.Result, cmp []scenarios.Comparison, summary stri
 }
 
 // setViz renders porcupine's view of the history into v.
-func (v *runView) setViz(res *scenarios.Result) {
+func (v *runView) setViz(res *runner.Result) {
 	var viz bytes.Buffer
 	if err := res.Report.Visualize(&viz); err != nil {
 		v.VizErr = err.Error()

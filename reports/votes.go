@@ -37,7 +37,7 @@ const (
 
 // lockNodes are the scenario's Redlock nodes: the independent masters, not
 // replicas nor a fencing token store (the same rule as scenarios' reach,
-// scenarios/excuses.go). The quorum counts these, asked or not.
+// runner/excuses.go). The quorum counts these, asked or not.
 func lockNodes(sc *scenarios.Scenario, isNode map[string]bool) []string {
 	var out []string
 	for _, n := range sc.Nodes {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
 )
@@ -73,7 +74,7 @@ func (s *ensembleState) setRole(m *mechanism, server, st string, at time.Duratio
 
 // finish closes the open connection states and server roles at the end of
 // the run, in client and host order.
-func (s *ensembleState) finish(m *mechanism, clients []string, hosts []scenarios.Host, end time.Duration) {
+func (s *ensembleState) finish(m *mechanism, clients []string, hosts []runner.Host, end time.Duration) {
 	for _, c := range clients {
 		if cur := s.state[c]; cur != nil {
 			cur.To = end
@@ -90,9 +91,9 @@ func (s *ensembleState) finish(m *mechanism, clients []string, hosts []scenarios
 
 // isEnsembleServer is a server of a backend that elects a leader among
 // its servers (the simulated ZooKeeper ensemble): a backend's host has the
-// backend's name as its role (scenarios.Run), and its descriptor says
+// backend's name as its role (runner.Run), and its descriptor says
 // whether the election events draw roles (scenarios.BackendInfo.ServerRoles).
-func isEnsembleServer(h scenarios.Host) bool {
+func isEnsembleServer(h runner.Host) bool {
 	b, ok := scenarios.LookupBackend(h.Role)
 	return ok && b.ServerRoles
 }
@@ -108,7 +109,7 @@ func isEnsembleServer(h scenarios.Host) bool {
 // reached its client (held by a cut, dropped, lost) still made a node:
 // it is drawn as untold, and a hold begun on it in another session (the
 // GUID lookup of CURATOR-604) marks it adopted.
-func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool, hosts []scenarios.Host) bool {
+func deriveEnsemble(m *mechanism, s *ensembleState, e *event.Event, client bool, hosts []runner.Host) bool {
 	switch e.Kind {
 	case event.FrameHeld, event.MessageDropped, event.MessageLost:
 		return s.untoldCreate(m, e)
@@ -193,7 +194,7 @@ func (s *ensembleState) adopt(m *mechanism, e *event.Event) {
 // leader, a follower that serves, a server that stops serving for want
 // of a quorum, a crash, a restart (not serving until it joins a
 // leader).
-func (s *ensembleState) serverRole(m *mechanism, e *event.Event, hosts []scenarios.Host) {
+func (s *ensembleState) serverRole(m *mechanism, e *event.Event, hosts []runner.Host) {
 	switch e.Kind {
 	case event.LeaderAtStart:
 		for _, h := range hosts {

@@ -5,38 +5,17 @@ import (
 	"sort"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/sim"
 )
 
-// Backend builds non-Redis infrastructure (a ZooKeeper ensemble) inside a
-// world and connects clients to it.
-type Backend interface {
-	// Connect returns the client-side handle placed in algorithms.Conns.Backend.
-	Connect(host *sim.Host) any
-	// Hosts lists the backend's own hosts (for faults and reports).
-	Hosts() []*sim.Host
-	// Metrics reports backend figures after the run.
-	Metrics() []Metric
-}
-
-// ServerBackend is a Backend whose servers a node-crash fault may name
-// (a ZooKeeper ensemble's zk1…zkN).
-type ServerBackend interface {
-	Backend
-	Servers() map[string]faults.Server
-}
-
-// BackendFactory builds a backend for a scenario.
-type BackendFactory func(w *sim.World, sc *Scenario) (Backend, error)
-
-// BackendInfo is everything the runner, the file check, the matrix and
-// the command line know of one backend, declared once in the backend's own
+// BackendInfo is what the file check, the help text, reports and the
+// command line know of one backend, declared once in the backend's own
 // file (redis.go, ensemble.go, postgres.go, …) by RegisterBackend, as
-// algorithms.Register declares an algorithm. Code outside that file asks
-// the descriptor (backendOf) and never compares the backend's name: a new
-// backend is its package, its descriptor and its algorithms
-// (docs/architecture.md, "Add a backend").
+// algorithms.Register declares an algorithm. How to build it in a world,
+// and its matrix setup, are its runtime half, declared in the same way in
+// package runner (runner.BackendInfo, runner/redis.go, runner/ensemble.go,
+// …). Code outside those files asks the descriptors (backendOf) and never
+// compares the backend's name: a new backend is its package, its two
+// descriptors and its algorithms (docs/architecture.md, "Add a backend").
 type BackendInfo struct {
 	// Name is the algorithms' Info.Backend.
 	Name string
@@ -44,14 +23,12 @@ type BackendInfo struct {
 	// the runner builds them, MinNodes counts their lock nodes, and a
 	// client's lease deadline is read on its own clock. Only Redis.
 	RedisNodes bool
-	// Hosts lists the host names Build will create for a scenario, so
-	// fault schedules can name them before the run (nil: none).
+	// Hosts lists the host names the runtime half's Build will create
+	// for a scenario, so fault schedules can name them before the run
+	// (nil: none).
 	Hosts func(sc *Scenario) []string
-	// Build builds the backend inside a world (nil for Redis, whose nodes
-	// the runner builds from the file).
-	Build BackendFactory
-	// Crashable: Build's result is a ServerBackend, and its hosts are
-	// valid node-crash targets (faults.Names.Servers).
+	// Crashable: Build's result is a runner.ServerBackend, and its hosts
+	// are valid node-crash targets (faults.Names.Servers).
 	Crashable bool
 	// Standbys lists the servers a failover may promote (nil: none).
 	Standbys func(sc *Scenario) []string
@@ -64,29 +41,13 @@ type BackendInfo struct {
 	// param passed its own check (a server named in one must exist by
 	// another).
 	Check func(s *Scenario, bad func(field, format string, args ...any))
-	// Metrics names the figures its Backend.Metrics reports (at_most
-	// bounds one of them).
+	// Metrics names the figures its runner.Backend's Metrics reports
+	// (at_most bounds one of them).
 	Metrics []string
-	// Matrix gives the matrix's base scenario for an algorithm on this
-	// backend: its number of Redis nodes and its params (nil: one unused
-	// Redis node, no params).
-	Matrix func(info algorithms.Info) (nodes int, params map[string]string)
-	// MatrixFencing turns a matrix base scenario into its "+fencing" row
-	// (nil: the backend has no fenced rows).
-	MatrixFencing func(sc *Scenario)
-	// MatrixBubbleRows: its algorithms that run in the bubble are matrix
-	// rows all the same (their runs are short).
-	MatrixBubbleRows bool
 	// ServerRoles: its servers elect a leader, and a report draws each
 	// one's role (leader, follower, not serving) from the election events
 	// (reports/zkmechanism.go).
 	ServerRoles bool
-	// ClockIgnored says why a clock jump and a drift of one of its servers
-	// change nothing (nil: they may); the run warns with it.
-	ClockIgnored func(server string) (jump, drift string)
-	// OwnWait: its algorithms wait for a held lock their own way and never
-	// read the file's wait policy, so the matrix leaves it at the default.
-	OwnWait bool
 }
 
 var backendInfos = map[string]BackendInfo{}

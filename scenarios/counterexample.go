@@ -53,10 +53,11 @@ func (s *Scenario) digest() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// Seal marks s as the counterexample that res (a traced run of s with
-// s.Seed) produced, violating property.
-func (s *Scenario) Seal(res *Result, property string) error {
-	if res == nil || res.TraceSHA256 == "" {
+// Seal marks s as the counterexample that a traced run of s with s.Seed
+// produced, violating property; traceSHA256 is that run's trace digest
+// (runner.Result.TraceSHA256, "" for a run that was not traced).
+func (s *Scenario) Seal(traceSHA256, property string) error {
+	if traceSHA256 == "" {
 		return fmt.Errorf("counterexample: the run was not traced, so there is no digest to seal")
 	}
 	s.Counterexample = nil
@@ -64,7 +65,7 @@ func (s *Scenario) Seal(res *Result, property string) error {
 	if err != nil {
 		return err
 	}
-	s.Counterexample = &Provenance{Format: CounterexampleFormat, Seed: s.Seed, Expect: s.Expect, Property: property, TraceSHA256: res.TraceSHA256, ScenarioSHA256: d}
+	s.Counterexample = &Provenance{Format: CounterexampleFormat, Seed: s.Seed, Expect: s.Expect, Property: property, TraceSHA256: traceSHA256, ScenarioSHA256: d}
 	return nil
 }
 
@@ -118,22 +119,50 @@ func (s *Scenario) CheckFile() error {
 
 // CheckReplay compares a run of a counterexample with the block: a run
 // with the file's seed must give the recorded trace digest.
-func (s *Scenario) CheckReplay(res *Result) error {
+func (s *Scenario) CheckReplay(seed uint64, report *checker.Report, traceSHA256 string) error {
 	p := s.Counterexample
-	if p == nil || res.Seed != p.Seed {
+	if p == nil || seed != p.Seed {
 		return nil
 	}
-	if res.Report != nil && !violates(res.Report.Verdict, p.Property) {
+	if report != nil && !Violates(report.Verdict, p.Property) {
 		return s.fieldErr("counterexample.property", "the replay does not violate %s, which the file says it reproduces", Printable(p.Property, 40))
 	}
-	if res.TraceSHA256 != p.TraceSHA256 {
-		return s.fieldErr("counterexample.trace_sha256", "the replay's trace digest is %s, the file says %s: this run is not the one the file recorded", res.TraceSHA256, p.TraceSHA256)
+	if traceSHA256 != p.TraceSHA256 {
+		return s.fieldErr("counterexample.trace_sha256", "the replay's trace digest is %s, the file says %s: this run is not the one the file recorded", traceSHA256, p.TraceSHA256)
 	}
 	return nil
 }
 
+// ViolatedProperty is the first violated property in the order mutual
+// exclusion, resource, liveness, or "".
+func ViolatedProperty(v checker.Verdict) string {
+	switch {
+	case v.MutualExclusion == checker.Violated:
+		return "mutual_exclusion"
+	case v.Resource == checker.Violated:
+		return "resource"
+	case v.Liveness == checker.Violated:
+		return "liveness"
+	}
+	return ""
+}
+
+// Violates reports whether v violates prop ("mutual_exclusion",
+// "resource" or "liveness").
+func Violates(v checker.Verdict, prop string) bool {
+	switch prop {
+	case "mutual_exclusion":
+		return v.MutualExclusion == checker.Violated
+	case "resource":
+		return v.Resource == checker.Violated
+	case "liveness":
+		return v.Liveness == checker.Violated
+	}
+	return false
+}
+
 // counterexampleProperties are the properties a counterexample can
-// reproduce, in violatedProperty's order.
+// reproduce, in ViolatedProperty's order.
 var counterexampleProperties = []string{"mutual_exclusion", "resource", "liveness"}
 
 // expectedOf is e's expectation for prop ("" for an unknown prop or none).

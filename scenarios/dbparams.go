@@ -9,7 +9,6 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/sim/dbnet"
 )
 
 // The params the database backends (Postgres, MySQL) share: the servers'
@@ -47,17 +46,8 @@ func keepaliveParams() []algorithms.Param {
 	}
 }
 
-// keepaliveOf is the servers' keepalive a scenario asks for.
-func keepaliveOf(sc *Scenario) dbnet.Keepalive {
-	return dbnet.Keepalive{
-		Idle:     paramDuration(sc, "keepalive_idle", dbnet.LinuxKeepalive.Idle),
-		Interval: paramDuration(sc, "keepalive_interval", dbnet.LinuxKeepalive.Interval),
-		Count:    paramInt(sc, "keepalive_count", dbnet.LinuxKeepalive.Count),
-	}
-}
-
-// clientList is a param naming clients, comma-separated.
-func clientList(sc *Scenario, key string) []string {
+// ClientList is a param naming clients, comma-separated.
+func ClientList(sc *Scenario, key string) []string {
 	var out []string
 	for _, c := range strings.Split(sc.Params[key], ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -71,7 +61,7 @@ func clientList(sc *Scenario, key string) []string {
 // the scenario's clients, with a did-you-mean.
 func checkClientList(s *Scenario, key string, bad func(field, format string, args ...any)) {
 	names := s.ClientNames()
-	for _, c := range clientList(s, key) {
+	for _, c := range ClientList(s, key) {
 		if !slices.Contains(names, c) {
 			msg := fmt.Sprintf("unknown client %q; expected one of %s", c, strings.Join(names, ", "))
 			if m := DidYouMean(c, names); m != "" {
@@ -80,21 +70,4 @@ func checkClientList(s *Scenario, key string, bad func(field, format string, arg
 			bad("params."+key, "%s", msg)
 		}
 	}
-}
-
-// paramDuration reads a duration param (validated before the run).
-func paramDuration(sc *Scenario, key string, def time.Duration) time.Duration {
-	if v, ok := sc.Params[key]; ok {
-		if d, err := faults.ParseDuration(v); err == nil && d > 0 {
-			return d.D()
-		}
-	}
-	return def
-}
-
-func paramInt(sc *Scenario, key string, def int) int {
-	if n, err := strconv.Atoi(sc.Params[key]); err == nil && n > 0 {
-		return n
-	}
-	return def
 }

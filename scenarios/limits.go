@@ -7,9 +7,6 @@ import (
 	"os"
 	"syscall"
 	"time"
-
-	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/sim"
 )
 
 // Limits bound what a scenario file may ask for, so that any accepted input
@@ -56,8 +53,8 @@ var DefaultLimits = Limits{
 	Work: 1_000_000,
 }
 
-// workLimit is the work budget of a run of s.
-func (s *Scenario) workLimit() int {
+// WorkLimit is the work budget of a run of s.
+func (s *Scenario) WorkLimit() int {
 	if s.limits != nil && s.limits.Work > 0 {
 		return s.limits.Work
 	}
@@ -108,53 +105,4 @@ func readLimited(path string, limit int64) ([]byte, error) {
 		return nil, &FieldError{File: path, Msg: fmt.Sprintf("expected a scenario file of at most %d bytes (the limit; raise it with --max-file-size), found more", limit)}
 	}
 	return data, nil
-}
-
-// CutShort is the end reason of a hold, and the outcome of a want, still
-// open when a limit cut the run short.
-const CutShort = "run cut short"
-
-// Stop says that a limit ended a run before its duration (Result.Stopped).
-//
-// What the verdict of such a run means: the history ends at the cut, and
-// the checker judges it as if the scenario's duration ended there. A
-// mutual-exclusion or resource violation it reports happened (before the
-// cut); "ok" says only that none happened before the cut. Liveness is
-// judged up to the cut: a lock unavailable at the cut counts only the
-// stretch before it, so a starvation that had not yet lasted the bound is
-// not reported, and one that had is.
-type Stop struct {
-	// Limit is "work" (the work budget, --max-work) or "same-instant"
-	// (too many events at one instant of true time: time stopped).
-	Limit string `json:"limit"`
-	// At is the true time of the cut, where the history ends.
-	At time.Duration `json:"at_ns"`
-	// Work is the kernel's work when the limit tripped; Budget the
-	// limit's value.
-	Work   int64 `json:"work"`
-	Budget int64 `json:"budget"`
-	// Hint says how to get further.
-	Hint string `json:"hint"`
-}
-
-// Text is one sentence for the text summary.
-func (s *Stop) Text() string {
-	if s.Limit == sim.LimitSameInstant {
-		return fmt.Sprintf("the run was cut short at %s: time stopped there (more than %d events at one instant); %s", checker.Sec(s.At), s.Budget, s.Hint)
-	}
-	return fmt.Sprintf("the run was cut short at %s: it used its work budget of %d kernel steps (events scheduled, messages lost, bytes carried); %s", checker.Sec(s.At), s.Budget, s.Hint)
-}
-
-func stopOf(c *sim.Cut) *Stop {
-	if c == nil {
-		return nil
-	}
-	s := &Stop{Limit: c.Limit, At: c.At, Work: c.Work, Budget: c.Budget}
-	switch c.Limit {
-	case sim.LimitSameInstant:
-		s.Hint = "a client retries with no delay over a network with no latency; give the network a latency or the wait a delay"
-	default:
-		s.Hint = fmt.Sprintf("raise it with --max-work (now %d), or shorten the duration; the verdict covers the history up to the cut", c.Budget)
-	}
-	return s
 }

@@ -5,31 +5,17 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/checker"
-	"github.com/locklab/locklab/faults"
 )
 
-// This file is what package live (real servers, real time) reads of a
-// scenario beyond its exported fields, so that a live run builds its locks
-// and judges its history exactly as a simulated run of the same file does.
+// This file is what package live (real servers, real time) and the
+// runner read of a scenario beyond its exported fields, so that a live run
+// builds its locks and draws its workload exactly as a simulated run of
+// the same file does (it judges its history with runner.CheckerOptions).
 
 // LockParams are the parameters client's lock is built with: the
 // scenario's, with the client's hold mode and permits where declared.
 func (s *Scenario) LockParams(client string) algorithms.Params {
 	return s.clientParams(s.params(), client)
-}
-
-// CheckerOptions are the checker's options for a run of the scenario of
-// Redis nodes that ended at end after the faults in applied: the same
-// bound, hold limit, permits and excused fault windows a simulated run
-// uses (excuses.go).
-func (s *Scenario) CheckerOptions(applied []faults.Applied, end time.Duration) checker.Options {
-	return checker.Options{
-		Permits:       s.Clients.Permits,
-		LivenessBound: s.LivenessBound.D(),
-		MaxHold:       s.MaxHold.D(),
-		Excused:       excusedWindows(applied, nil, end, reachOf(s, nil)),
-	}
 }
 
 // ClientPlan is what one client of the scenario does: when it starts, how
@@ -63,3 +49,11 @@ func (s *Scenario) Plan(client string) ClientPlan {
 
 // Draw draws a duration from r with rng, as a simulated run draws it.
 func Draw(rng *rand.Rand, r Range) time.Duration { return draw(rng, r) }
+
+// draw draws a duration from r with rng: uniform over [Min, Max].
+func draw(rng *rand.Rand, r Range) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	return r.Min + time.Duration(rng.Int64N(int64(r.Max-r.Min)+1))
+}

@@ -9,9 +9,9 @@ import "fmt"
 // failure could never be found. The modes are kept as a cycle: drawn
 // client i takes the mode of the base's client i, wrapping around.
 
-// modeCycle is sc's per-client modes in client order, or nil when no
+// ModeCycle is sc's per-client modes in client order, or nil when no
 // client overrides the scenario-wide mode.
-func modeCycle(sc *Scenario) []string {
+func ModeCycle(sc *Scenario) []string {
 	var cycle []string
 	per := false
 	for _, c := range sc.ClientNames() {
@@ -26,8 +26,8 @@ func modeCycle(sc *Scenario) []string {
 	return cycle
 }
 
-// withModeCycle gives sc's clients the modes of cycle in turn.
-func withModeCycle(sc *Scenario, cycle []string) {
+// WithModeCycle gives sc's clients the modes of cycle in turn.
+func WithModeCycle(sc *Scenario, cycle []string) {
 	if len(cycle) == 0 {
 		return
 	}
@@ -43,10 +43,10 @@ func withModeCycle(sc *Scenario, cycle []string) {
 	}
 }
 
-// modesWithout is modeCycle of sc once client n is removed and the
-// clients after it renumbered, as withoutClient does.
-func modesWithout(sc *Scenario, n int) []string {
-	cycle := modeCycle(sc)
+// ModesWithout is ModeCycle of sc once client n is removed and the
+// clients after it renumbered, as explore's shrinking does.
+func ModesWithout(sc *Scenario, n int) []string {
+	cycle := ModeCycle(sc)
 	if cycle == nil || n < 1 || n > len(cycle) {
 		return cycle
 	}

@@ -111,7 +111,7 @@ func ParseWith(file string, data []byte, lim Limits) (*Scenario, error) {
 		}
 		return nil, yamlError(file, err)
 	}
-	s.applyDefaults()
+	s.ApplyDefaults()
 	if err := s.Validate(); err != nil || len(shapeErrs) > 0 {
 		return nil, bothPasses(shapeErrs, err)
 	}

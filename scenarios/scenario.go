@@ -33,6 +33,10 @@ type Range struct {
 	set bool
 }
 
+// ExplicitRange is the range min..max as if written down in a file: an
+// explicit 0s (every client at once) is kept, not replaced by the default.
+func ExplicitRange(min, max time.Duration) Range { return Range{Min: min, Max: max, set: true} }
+
 // IsZero makes YAML's omitempty keep an explicit "0s".
 func (r Range) IsZero() bool { return r.isDefault() }
 
@@ -385,8 +389,8 @@ func (s *Scenario) Names() faults.Names {
 	return faults.Names{Clients: s.ClientNames(), Nodes: s.NodeNames(), Replicas: replicas, Others: others, Servers: servers, Standbys: standbys, NothingToPromote: nothingToPromote(s.Algorithm)}
 }
 
-// applyDefaults fills in what a file may leave out.
-func (s *Scenario) applyDefaults() {
+// ApplyDefaults fills in what a file may leave out.
+func (s *Scenario) ApplyDefaults() {
 	if s.Key == "" {
 		s.Key = "lock"
 	}
@@ -528,11 +532,11 @@ var primitiveNoun = map[string]string{
 	algorithms.ParamMode:    "reader-writer lock",
 }
 
-// asCompared is sc with alg in place of its algorithm, judged as what alg
+// AsCompared is sc with alg in place of its algorithm, judged as what alg
 // is: the semaphore and reader-writer settings alg does not read are
 // dropped, so a mutex compared inside a semaphore scenario is judged as a
 // mutex (issue 31).
-func (s *Scenario) asCompared(alg string) *Scenario {
+func (s *Scenario) AsCompared(alg string) *Scenario {
 	other := s.Clone()
 	other.Algorithm = alg
 	other.Compare = nil

@@ -78,7 +78,7 @@ step "mutation gate" go test -race -count=1 -timeout 30m -run '^TestMutantsAreKi
 # there), so without this step CI never checked the table users read.
 step "library table" go test -count=1 -timeout 30m -run '^TestLibraryTable$' ./locktest
 # A short fuzzing pass over the scenario parser and runner (issue 15); the
-# corpus in scenarios/testdata/fuzz also runs in the normal suite above. It
+# corpus in runner/testdata/fuzz also runs in the normal suite above. It
 # is bounded by a count of inputs, not by time: with -fuzztime 20s an input
 # still running at the deadline failed the pass ("context deadline
 # exceeded") on a busy machine, a result that depended on machine speed.
@@ -87,6 +87,6 @@ step "library table" go test -count=1 -timeout 30m -run '^TestLibraryTable$' ./l
 # minimizing instead of executing (issue 25). FuzzCounterexample (the
 # counterexample format) and FuzzFlags (command lines) join it; a deep run
 # feeds each ten times as many inputs.
-step "fuzz FuzzScenario" go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime "${fuzzinputs}x" -fuzzminimizetime 10x ./scenarios
-step "fuzz FuzzCounterexample" go test -run '^$' -fuzz '^FuzzCounterexample$' -fuzztime "$((fuzzinputs / 5))x" -fuzzminimizetime 10x ./scenarios
+step "fuzz FuzzScenario" go test -run '^$' -fuzz '^FuzzScenario$' -fuzztime "${fuzzinputs}x" -fuzzminimizetime 10x ./runner
+step "fuzz FuzzCounterexample" go test -run '^$' -fuzz '^FuzzCounterexample$' -fuzztime "$((fuzzinputs / 5))x" -fuzzminimizetime 10x ./runner
 step "fuzz FuzzFlags" go test -run '^$' -fuzz '^FuzzFlags$' -fuzztime "$((fuzzinputs / 10))x" -fuzzminimizetime 10x ./cmd/locklab

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/sim"
 	"github.com/locklab/locklab/sim/internal/realredis"
 	"github.com/redis/go-redis/v9"
@@ -62,7 +62,7 @@ func benchSimCycles(b *testing.B, own, direct bool) {
 			b.Fatal(err)
 		}
 		h.Spawn(h.Name, 0, func(p *sim.Process) {
-			env := scenarios.Env(p)
+			env := runner.Env(p)
 			for remaining > 0 {
 				l, err := lock.Acquire(env)
 				if err != nil {

@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
-// A backend is one descriptor (issue 33): what the runner, the file check,
-// the matrix, reports and live mode know of a backend is declared in the
-// backend's own file (scenarios.RegisterBackend, live's registerLive) and
+// A backend is one descriptor per room (issue 33): what the file check,
+// reports, the runner, the matrix and live mode know of a backend is
+// declared in the backend's own files (scenarios.RegisterBackend in
+// scenarios/, runner.RegisterBackend in runner/, live's registerLive) and
 // read from there, never decided by comparing the backend's name. This
 // scans every non-test Go file outside the backends' own packages (sim/…,
 // algorithms/…) and own files (those that register a backend) for a
@@ -54,7 +56,7 @@ func TestNoBackendNameComparisons(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(found) > 0 {
-		t.Errorf("backend-name comparisons outside the backends' own files (ask the descriptor, scenarios.BackendInfo, instead; docs/architecture.md, \"Add a backend\"):\n  %s", strings.Join(found, "\n  "))
+		t.Errorf("backend-name comparisons outside the backends' own files (ask the descriptors, scenarios.BackendInfo and runner.BackendInfo, instead; docs/architecture.md, \"Add a backend\"):\n  %s", strings.Join(found, "\n  "))
 	}
 }
 
@@ -65,6 +67,12 @@ func backendNames(t *testing.T) []string {
 	for _, a := range algorithms.Names() {
 		if info, _ := algorithms.Lookup(a); !slices.Contains(names, info.Backend) {
 			t.Errorf("algorithm %s runs on backend %q, which registers no descriptor (scenarios.RegisterBackend)", a, info.Backend)
+		}
+	}
+	// Each backend has its runtime half too, or no algorithm on it runs.
+	for _, n := range names {
+		if _, ok := runner.LookupBackend(n); !ok {
+			t.Errorf("backend %q registers no runtime descriptor (runner.RegisterBackend in runner/)", n)
 		}
 	}
 	if len(names) < 7 {

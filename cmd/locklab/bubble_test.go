@@ -62,7 +62,7 @@ func TestBinaryIsTheCommandInProcess(t *testing.T) {
 // The catalogue's scenarios on the real go-zookeeper client run in the
 // built binary, inside the bubble it hosts: the verdict and exit status
 // are the scenario's, the same seed gives the same bytes, and every trace
-// digest is the one the test suite pins (scenarios/testdata/golden-traces.txt,
+// digest is the one the test suite pins (runner/testdata/golden-traces.txt,
 // computed in `go test` with a bound *testing.T), so the command and the
 // tests run the very same simulation — go-zookeeper's random node names
 // included.
@@ -88,7 +88,7 @@ func TestBinaryRunsRealClientScenarios(t *testing.T) {
 	}
 
 	golden := map[string]string{}
-	data, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "testdata", "golden-traces.txt"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "runner", "testdata", "golden-traces.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

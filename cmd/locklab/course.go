@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/reports"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -75,11 +76,11 @@ func runCourse(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintf(stderr, "course: [%d/%d] %s → %s (%s)\n", done, total, strings.Join(l.IDs(), " + "), file, status)
 		},
-		Run: func(sc *scenarios.Scenario) (*scenarios.Result, []scenarios.Comparison, error) {
+		Run: func(sc *scenarios.Scenario) (*runner.Result, []runner.Comparison, error) {
 			if in.ctx.Err() != nil {
 				return nil, nil, errors.New("not run: interrupted")
 			}
-			res, cmp, err := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+			res, cmp, err := runner.RunCompared(sc, sc.Seed, runner.Options{KeepTrace: true})
 			if err == nil && !res.Matches() {
 				mismatches++
 				fmt.Fprintf(stderr, "course: %s does not match its expectation (replay: locklab run %s --seed %d)\n", sc.ID, sc.ID, res.Seed)

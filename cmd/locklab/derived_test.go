@@ -114,7 +114,7 @@ func TestDerivedFiles(t *testing.T) {
 	for _, s := range stale {
 		t.Error(s)
 	}
-	checkGoldenCoverage(t, filepath.Join(root, "scenarios", "testdata", "golden-traces.txt"))
+	checkGoldenCoverage(t, filepath.Join(root, "runner", "testdata", "golden-traces.txt"))
 }
 
 // checkDerived compares each block under root with what the code renders
@@ -222,13 +222,13 @@ func checkGoldenCoverage(t *testing.T, path string) {
 			key := s.ID + " " + seed
 			pinned[key] = true
 			if !have[key] {
-				t.Errorf("scenarios/testdata/golden-traces.txt is stale: no digest for %s seed %s; run `%s`", s.ID, seed, regenerate)
+				t.Errorf("runner/testdata/golden-traces.txt is stale: no digest for %s seed %s; run `%s`", s.ID, seed, regenerate)
 			}
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(have)) {
 		if !pinned[key] {
-			t.Errorf("scenarios/testdata/golden-traces.txt is stale: %q is no catalogue scenario and seed it pins; run `%s`", key, regenerate)
+			t.Errorf("runner/testdata/golden-traces.txt is stale: %q is no catalogue scenario and seed it pins; run `%s`", key, regenerate)
 		}
 	}
 }

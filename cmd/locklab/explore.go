@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/reports"
 	"github.com/locklab/locklab/scenarios"
@@ -178,7 +179,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--faults: %v", err)
 	}
-	opt := scenarios.ExploreOptions{Algorithm: alg, Classes: classes, All: *all}
+	opt := explore.Options{Algorithm: alg, Classes: classes, All: *all}
 	if err := parseExploreRuns(&opt, *seedText, *maxRunsText, *runsText, *timeText, *workersText, *shardText); err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func runExplore(args []string, stdout, stderr io.Writer) error {
 // exploreShowingProgress runs the exploration, stopped by an interrupt,
 // with a progress line on a terminal's stderr; signalled is the signal
 // that stopped it (0: none).
-func exploreShowingProgress(stderr io.Writer, alg string, opt *scenarios.ExploreOptions, progress bool) (res *scenarios.ExploreResult, signalled int, err error) {
+func exploreShowingProgress(stderr io.Writer, alg string, opt *explore.Options, progress bool) (res *explore.Result, signalled int, err error) {
 	var mu sync.Mutex
 	if progress {
 		start := time.Now()
@@ -254,7 +255,7 @@ func exploreShowingProgress(stderr io.Writer, alg string, opt *scenarios.Explore
 	}
 	in := onInterrupt(stderr, "explore")
 	opt.Context = in.ctx
-	res, err = scenarios.Explore(*opt)
+	res, err = explore.Explore(*opt)
 	signalled = in.stop()
 	if progress {
 		mu.Lock()
@@ -282,7 +283,7 @@ func checkExploreAlgorithm(alg string) error {
 
 // parseExploreRuns reads --seed, --runs (bounded by --max-runs), --time,
 // --workers and --shard into opt.
-func parseExploreRuns(opt *scenarios.ExploreOptions, seedText, maxRunsText, runsText, timeText, workersText, shardText string) error {
+func parseExploreRuns(opt *explore.Options, seedText, maxRunsText, runsText, timeText, workersText, shardText string) error {
 	var err error
 	if opt.Seed, err = strconv.ParseUint(seedText, 10, 64); err != nil {
 		return usagef("--seed: expected a non-negative integer, got %q", seedText)
@@ -328,7 +329,7 @@ func parseExploreRuns(opt *scenarios.ExploreOptions, seedText, maxRunsText, runs
 
 // exploreSummary is the --json summary of an exploration, before its
 // counterexample is saved.
-func exploreSummary(alg string, opt scenarios.ExploreOptions, classes []faults.Class, res *scenarios.ExploreResult) exploreOutput {
+func exploreSummary(alg string, opt explore.Options, classes []faults.Class, res *explore.Result) exploreOutput {
 	summary := exploreOutput{Algorithm: alg, Seed: opt.Seed, Runs: res.Runs, Found: len(res.Findings) > 0, Violations: []exploreViolation{}, Interrupted: res.Interrupted, MoreViolations: res.MoreFindings, Hunt: opt.Hunt}
 	if opt.Shards > 0 {
 		bound := opt.Runs
@@ -350,10 +351,10 @@ func exploreSummary(alg string, opt scenarios.ExploreOptions, classes []faults.C
 // and writes it to out (and its report to report): a write that fails is
 // writeErr, and the summary then gives the command that finds it again;
 // err is a failure to seal or marshal.
-func saveCounterexample(stdout, stderr io.Writer, alg string, opt scenarios.ExploreOptions, faultsText string, first *scenarios.Finding, out, report string, summary *exploreOutput) (writeErr, err error) {
+func saveCounterexample(stdout, stderr io.Writer, alg string, opt explore.Options, faultsText string, first *explore.Finding, out, report string, summary *exploreOutput) (writeErr, err error) {
 	min := first.Minimal
 	min.ID = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
-	if err := min.Seal(first.MinimalResult, first.Property); err != nil {
+	if err := min.Seal(first.MinimalResult.TraceSHA256, first.Property); err != nil {
 		return nil, err
 	}
 	data, err := min.Marshal()
@@ -449,7 +450,7 @@ func explorePaths(out, report, alg string, seed uint64, force bool) (string, str
 // printFinding is the finding in a few lines, on stderr, before the files
 // are written: the property, the seed, the witness, and the command that
 // finds it again (the explore run is a function of its flags).
-func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding, min *scenarios.Scenario) {
+func printFinding(w io.Writer, alg string, opt explore.Options, faultsText string, f *explore.Finding, min *scenarios.Scenario) {
 	again := findAgain(alg, opt, faultsText, f)
 	fmt.Fprintf(w, "locklab: found %s violated in run %d (counterexample seed %d); find it again with: %s\n", strings.ReplaceAll(f.Property, "_", " "), f.Run, min.Seed, term(again, false))
 	for _, line := range witnessText(f.MinimalResult.Report) {
@@ -459,7 +460,7 @@ func printFinding(w io.Writer, alg string, opt scenarios.ExploreOptions, faultsT
 
 // findAgain is the explore command that finds f again (the explore run
 // is a function of its flags).
-func findAgain(alg string, opt scenarios.ExploreOptions, faultsText string, f *scenarios.Finding) string {
+func findAgain(alg string, opt explore.Options, faultsText string, f *explore.Finding) string {
 	again := fmt.Sprintf("locklab explore %s --seed %d --runs %d", alg, opt.Seed, f.Run+1)
 	if faultsText != "all" {
 		again += " --faults " + shellWord(faultsText)
@@ -470,7 +471,7 @@ func findAgain(alg string, opt scenarios.ExploreOptions, faultsText string, f *s
 	return again + huntFlag(opt)
 }
 
-func printExplore(w io.Writer, alg string, opt scenarios.ExploreOptions, res *scenarios.ExploreResult, out exploreOutput, reportPath string) {
+func printExplore(w io.Writer, alg string, opt explore.Options, res *explore.Result, out exploreOutput, reportPath string) {
 	fmt.Fprintf(w, "explore %s — faults %s, seed %d", alg, strings.Join(out.Faults, ","), opt.Seed)
 	if opt.Shards > 0 {
 		fmt.Fprintf(w, ", shard %d/%d", opt.Shard, opt.Shards)

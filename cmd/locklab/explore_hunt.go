@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locklab/locklab/explore"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -46,7 +47,7 @@ func parseHunt(text string) ([]string, error) {
 }
 
 // huntFlag is the --hunt part of a command that explores the same runs.
-func huntFlag(opt scenarios.ExploreOptions) string {
+func huntFlag(opt explore.Options) string {
 	if len(opt.Hunt) == 0 {
 		return ""
 	}
@@ -55,7 +56,7 @@ func huntFlag(opt scenarios.ExploreOptions) string {
 
 // unhuntedSummary names the runs --hunt passed over, with the command that
 // finds the first of them (the same sweep without --hunt, up to that run).
-func unhuntedSummary(alg string, opt scenarios.ExploreOptions, faultsText string, res *scenarios.ExploreResult) *unhuntedOutput {
+func unhuntedSummary(alg string, opt explore.Options, faultsText string, res *explore.Result) *unhuntedOutput {
 	if res.Unhunted == 0 {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/faults"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/matrix"
 )
 
 // inDir runs the test in a fresh temporary working directory.
@@ -534,8 +534,8 @@ func TestRunHeaderStripsControlCharacters(t *testing.T) {
 // Issue 25: an interrupted matrix shows the cells it never reached as
 // "not run", not "err" (which means runs that failed).
 func TestMatrixShowsNeverRunCellsAsNotRun(t *testing.T) {
-	res := &scenarios.MatrixResult{Seeds: 10, Classes: []faults.Class{"pause", "crash"}, Algorithms: []string{"set-nx-px-lua"}, Interrupted: true,
-		Cells: []scenarios.Cell{
+	res := &matrix.Result{Seeds: 10, Classes: []faults.Class{"pause", "crash"}, Algorithms: []string{"set-nx-px-lua"}, Interrupted: true,
+		Cells: []matrix.Cell{
 			{Algorithm: "set-nx-px-lua", Class: "pause", Applicable: true, Runs: 3},
 			{Algorithm: "set-nx-px-lua", Class: "crash", Applicable: true, Runs: 0},
 		}}

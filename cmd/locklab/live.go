@@ -8,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/live"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -120,7 +121,7 @@ func runLive(args []string, stdout, stderr io.Writer) error {
 			return usagef("--seed: expected a non-negative integer, got %q", *seedText)
 		}
 	}
-	sim, err := scenarios.Run(sc, seed, scenarios.Options{NoTrace: true})
+	sim, err := runner.Run(sc, seed, runner.Options{NoTrace: true})
 	if err != nil {
 		return err
 	}

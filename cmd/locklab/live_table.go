@@ -8,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/live"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -67,7 +68,7 @@ func liveTable(in *interrupt, runs, parallel int, opt live.Options, stdout, stde
 // liveScenario runs one scenario's simulated and live runs.
 func liveScenario(in *interrupt, sc *scenarios.Scenario, runs int, opt live.Options) liveRow {
 	row := liveRow{ID: sc.ID, Expected: expectedMap(sc), Runs: runs, Violated: map[string]int{}}
-	sim, err := scenarios.Run(sc, sc.Seed, scenarios.Options{NoTrace: true})
+	sim, err := runner.Run(sc, sc.Seed, runner.Options{NoTrace: true})
 	if err != nil {
 		row.Refused = "simulation: " + err.Error()
 		return row

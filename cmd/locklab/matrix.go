@@ -11,7 +11,9 @@ import (
 
 	"github.com/locklab/locklab/algorithms"
 	"github.com/locklab/locklab/faults"
+	"github.com/locklab/locklab/matrix"
 	"github.com/locklab/locklab/reports"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -65,7 +67,7 @@ func matrixHelp() string {
 	for _, c := range faults.Classes() {
 		fmt.Fprintf(&cls, "  %-10s %s\n", c, faults.ClassSummary(c))
 	}
-	return fmt.Sprintf(matrixUsage, wrapList(scenarios.MatrixRows(), 21, 78), cls.String())
+	return fmt.Sprintf(matrixUsage, wrapList(matrix.Rows(), 21, 78), cls.String())
 }
 
 // wrapList joins names with ", ", breaking lines at width and indenting
@@ -97,9 +99,9 @@ func wrapList(names []string, indent, width int) string {
 // count is left out on purpose: it never changes the result, and leaving it
 // out keeps the output byte-identical across machines.
 type matrixOutput struct {
-	Options matrixOptionsOutput     `json:"options"`
-	Setups  []scenarios.MatrixSetup `json:"setups"`
-	Cells   []matrixCellOutput      `json:"cells"`
+	Options matrixOptionsOutput `json:"options"`
+	Setups  []matrix.Setup      `json:"setups"`
+	Cells   []matrixCellOutput  `json:"cells"`
 	// Interrupted is set when SIGINT/SIGTERM stopped the matrix; each
 	// cell's runs then count the runs done.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -112,14 +114,14 @@ type matrixOptionsOutput struct {
 }
 
 type matrixCellOutput struct {
-	scenarios.Cell
-	Shares      scenarios.Shares `json:"shares"`
-	ExampleFile string           `json:"example_file,omitempty"`
+	matrix.Cell
+	Shares      matrix.Shares `json:"shares"`
+	ExampleFile string        `json:"example_file,omitempty"`
 }
 
 func runMatrix(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("matrix", matrixHelp(), stdout)
-	seedsText := fs.String("seeds", strconv.Itoa(scenarios.DefaultMatrixSeeds), "")
+	seedsText := fs.String("seeds", strconv.Itoa(matrix.DefaultSeeds), "")
 	classesText := fs.String("classes", "all", "")
 	algsText := fs.String("algorithms", "", "")
 	workersText := fs.String("workers", "", "")
@@ -169,7 +171,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opt := scenarios.MatrixOptions{Seeds: seeds, Classes: classes, Algorithms: algs, Workers: workers}
+	opt := matrix.Options{Seeds: seeds, Classes: classes, Algorithms: algs, Workers: workers}
 	res, signalled, err := matrixShowingProgress(stderr, opt)
 	if err != nil {
 		return err
@@ -231,7 +233,7 @@ func parseMatrixSeeds(seedsText, maxSeedsText string) (int, error) {
 // matrixShowingProgress runs the matrix, stopped by an interrupt, with a
 // progress line on a terminal's stderr; signalled is the signal that
 // stopped it (0: none).
-func matrixShowingProgress(stderr io.Writer, opt scenarios.MatrixOptions) (res *scenarios.MatrixResult, signalled int, err error) {
+func matrixShowingProgress(stderr io.Writer, opt matrix.Options) (res *matrix.Result, signalled int, err error) {
 	progress := isTerminal(stderr)
 	if progress {
 		start := time.Now()
@@ -241,7 +243,7 @@ func matrixShowingProgress(stderr io.Writer, opt scenarios.MatrixOptions) (res *
 	}
 	in := onInterrupt(stderr, "matrix")
 	opt.Context = in.ctx
-	res, err = scenarios.Matrix(opt)
+	res, err = matrix.Run(opt)
 	signalled = in.stop()
 	if progress {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -253,8 +255,8 @@ func matrixShowingProgress(stderr io.Writer, opt scenarios.MatrixOptions) (res *
 // as a scenario file (none without dir) and returns their paths. A write
 // that fails is writeErr: the table is still printed, then the exit is 3
 // (issue 32); err is a scenario that does not marshal.
-func writeMatrixExamples(res *scenarios.MatrixResult, dir string) (files map[*scenarios.Cell]string, writeErr, err error) {
-	files = map[*scenarios.Cell]string{}
+func writeMatrixExamples(res *matrix.Result, dir string) (files map[*matrix.Cell]string, writeErr, err error) {
+	files = map[*matrix.Cell]string{}
 	if dir == "" {
 		return files, nil, nil
 	}
@@ -279,7 +281,7 @@ func writeMatrixExamples(res *scenarios.MatrixResult, dir string) (files map[*sc
 
 // matrixJSON is the --json form of a matrix, naming each cell's example
 // file.
-func matrixJSON(res *scenarios.MatrixResult, files map[*scenarios.Cell]string) matrixOutput {
+func matrixJSON(res *matrix.Result, files map[*matrix.Cell]string) matrixOutput {
 	out := matrixOutput{
 		Options:     matrixOptionsOutput{Seeds: res.Seeds, Classes: res.Classes, Algorithms: res.Algorithms},
 		Setups:      res.Setups,
@@ -301,7 +303,7 @@ const matrixMaxSeeds = 1_000_000
 // writeMatrixReport writes the heatmap to path and, beside it in
 // PATH-examples/, the report of each cell's first violating run, which the
 // heatmap's cells link to.
-func writeMatrixReport(path string, res *scenarios.MatrixResult) error {
+func writeMatrixReport(path string, res *matrix.Result) error {
 	dir := strings.TrimSuffix(path, filepath.Ext(path)) + "-examples"
 	data := matrixData(res)
 	data.Cells = nil
@@ -341,7 +343,7 @@ func checkMatrixReport(path string, asJSON, force bool) error {
 }
 
 // matrixCell is a cell's shares for the heatmap, without its example.
-func matrixCell(c *scenarios.Cell) reports.MatrixCell {
+func matrixCell(c *matrix.Cell) reports.MatrixCell {
 	sh := c.Shares()
 	return reports.MatrixCell{Algorithm: c.Algorithm, FaultClass: string(c.Class), Runs: c.Checked(),
 		MutualExclusion: sh.MutualExclusion, Resource: sh.Resource, Liveness: sh.Liveness}
@@ -349,11 +351,11 @@ func matrixCell(c *scenarios.Cell) reports.MatrixCell {
 
 // writeCellExample writes the report (and scenario) of a cell's first
 // violating run into dir and returns the heatmap's link to it.
-func writeCellExample(dir string, c *scenarios.Cell, sc *scenarios.Scenario) (string, error) {
+func writeCellExample(dir string, c *matrix.Cell, sc *scenarios.Scenario) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("--report: cannot create %s: %w", dir, err)
 	}
-	run, err := scenarios.Run(sc, sc.Seed, scenarios.Options{KeepTrace: true})
+	run, err := runner.Run(sc, sc.Seed, runner.Options{KeepTrace: true})
 	if err != nil {
 		return "", err
 	}
@@ -373,7 +375,7 @@ func writeCellExample(dir string, c *scenarios.Cell, sc *scenarios.Scenario) (st
 
 // matrixData is the heatmap of res without example links (the cells a
 // --report - on stdout shows; writeMatrixReport adds the links).
-func matrixData(res *scenarios.MatrixResult) reports.MatrixData {
+func matrixData(res *matrix.Result) reports.MatrixData {
 	data := reports.MatrixData{
 		Note: fmt.Sprintf("%d random runs per cell; click a cell for its first violating run.", res.Seeds),
 	}
@@ -406,7 +408,7 @@ func parseAlgorithms(list string) ([]string, error) {
 			return nil, usagef("--algorithms: %s was the retired single-server ZooKeeper model; its replacement %s runs the real go-zookeeper client, which the matrix does not table (its faults are tabled by the go-zookeeper × fault test; run a scenario or locklab explore %s)", name, r, r)
 		}
 		if _, err := algorithms.Lookup(strings.TrimSuffix(name, "+fencing")); err != nil {
-			return nil, usagef("--algorithms: unknown algorithm %q; expected a comma-separated list of %s", name, strings.Join(scenarios.MatrixRows(), ", "))
+			return nil, usagef("--algorithms: unknown algorithm %q; expected a comma-separated list of %s", name, strings.Join(matrix.Rows(), ", "))
 		}
 		if !contains(out, name) {
 			out = append(out, name)
@@ -448,7 +450,7 @@ func percent(n, of int) string {
 	return strconv.Itoa(p) + "%"
 }
 
-func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.Cell]string) {
+func printMatrix(w io.Writer, res *matrix.Result, files map[*matrix.Cell]string) {
 	total := 0
 	for _, c := range res.Cells {
 		total += c.Runs
@@ -465,11 +467,11 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 	}
 	props := []struct {
 		title string
-		count func(c *scenarios.Cell) int
+		count func(c *matrix.Cell) int
 	}{
-		{"Mutual exclusion violated (two clients held the lock at once)", func(c *scenarios.Cell) int { return c.Violated.MutualExclusion }},
-		{"Resource violated (a lost update or a stale fencing token accepted)", func(c *scenarios.Cell) int { return c.Violated.Resource }},
-		{"Liveness violated (the lock stayed unavailable too long while nobody held it)", func(c *scenarios.Cell) int { return c.Violated.Liveness }},
+		{"Mutual exclusion violated (two clients held the lock at once)", func(c *matrix.Cell) int { return c.Violated.MutualExclusion }},
+		{"Resource violated (a lost update or a stale fencing token accepted)", func(c *matrix.Cell) int { return c.Violated.Resource }},
+		{"Liveness violated (the lock stayed unavailable too long while nobody held it)", func(c *matrix.Cell) int { return c.Violated.Liveness }},
 	}
 	for _, p := range props {
 		fmt.Fprintf(w, "\n%s\n", p.title)
@@ -507,7 +509,7 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 	if res.Interrupted {
 		fmt.Fprintln(w, "not run: the matrix was interrupted before the cell's first run;")
 	}
-	fmt.Fprintf(w, "err every run failed to run (see Notes). Classes (lengths are multiples of the TTL, %v):\n", scenarios.MatrixTTL)
+	fmt.Fprintf(w, "err every run failed to run (see Notes). Classes (lengths are multiples of the TTL, %v):\n", matrix.TTL)
 	for _, cl := range res.Classes {
 		fmt.Fprintf(w, "  %-10s %s\n", cl, faults.ClassSummary(cl))
 	}
@@ -544,7 +546,7 @@ func printMatrix(w io.Writer, res *scenarios.MatrixResult, files map[*scenarios.
 
 // printMatrixNotes names the cells with runs that failed to run or that
 // the checker could not decide.
-func printMatrixNotes(w io.Writer, res *scenarios.MatrixResult) {
+func printMatrixNotes(w io.Writer, res *matrix.Result) {
 	var notes []string
 	for i := range res.Cells {
 		c := &res.Cells[i]

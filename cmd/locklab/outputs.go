@@ -158,7 +158,7 @@ func (a *atomicFile) commit() error {
 	return nil
 }
 
-// recordStream takes a run's events as they happen (scenarios.Options.Sink)
+// recordStream takes a run's events as they happen (runner.Options.Sink)
 // and writes them out at once, so --events and --trace cost disk, not
 // memory, however long the run: the events as JSON Lines to their file
 // (or stdout), the text trace to an unnamed spool file that is printed
@@ -228,7 +228,7 @@ func (s *recordStream) add(e *event.Event, text []byte) {
 	}
 }
 
-// sink is add as a scenarios.Options.Sink (nil for a nil stream).
+// sink is add as a runner.Options.Sink (nil for a nil stream).
 func (s *recordStream) sink() func(*event.Event, []byte) {
 	if s == nil {
 		return nil

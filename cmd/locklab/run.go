@@ -14,6 +14,7 @@ import (
 	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/faults"
 	"github.com/locklab/locklab/reports"
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 )
 
@@ -138,11 +139,11 @@ type runOutput struct {
 	Metrics            map[string]interface{} `json:"metrics"`
 	SimulatedSeconds   float64                `json:"simulated_seconds"`
 	// Stopped is set when a limit cut the run short: the verdict covers
-	// the history up to stopped.at_ns (see scenarios.Stop).
-	Stopped  *scenarios.Stop        `json:"stopped,omitempty"`
-	Work     int64                  `json:"work"`
-	Compared []scenarios.Comparison `json:"compared,omitempty"`
-	Replay   string                 `json:"replay"`
+	// the history up to stopped.at_ns (see runner.Stop).
+	Stopped  *runner.Stop        `json:"stopped,omitempty"`
+	Work     int64               `json:"work"`
+	Compared []runner.Comparison `json:"compared,omitempty"`
+	Replay   string              `json:"replay"`
 	// Warnings name faults that can never fire or changed nothing.
 	Warnings []string `json:"warnings"`
 	// Mismatch says how a counterexample's replay differs from its file.
@@ -276,8 +277,8 @@ func runAndPrint(sc *scenarios.Scenario, seed uint64, arg string, f runFlags, st
 	if err != nil {
 		return err
 	}
-	opt := scenarios.Options{KeepTrace: f.reportPath != "", KeepBudget: f.reportBudget, Sink: stream.sink()}
-	res, cmp, err := scenarios.RunCompared(sc, seed, opt)
+	opt := runner.Options{KeepTrace: f.reportPath != "", KeepBudget: f.reportBudget, Sink: stream.sink()}
+	res, cmp, err := runner.RunCompared(sc, seed, opt)
 	if err != nil {
 		stream.abort()
 		return err
@@ -298,7 +299,7 @@ func runAndPrint(sc *scenarios.Scenario, seed uint64, arg string, f runFlags, st
 		out.Warnings = append(out.Warnings, w)
 		fmt.Fprintf(stderr, "locklab: warning: %s\n", term(w, false))
 	}
-	replayErr := sc.CheckReplay(res)
+	replayErr := sc.CheckReplay(res.Seed, res.Report, res.TraceSHA256)
 	if replayErr != nil {
 		out.MatchesExpectation = false
 		out.Mismatch = replayErr.Error()
@@ -337,7 +338,7 @@ func runAndPrint(sc *scenarios.Scenario, seed uint64, arg string, f runFlags, st
 // writeRunReport writes the HTML report of res to path ("-": stdout; "":
 // not asked for). A run whose kept trace passed --max-report-bytes has no
 // report: a report of a prefix would show a different run.
-func writeRunReport(path string, stdout io.Writer, res *scenarios.Result, cmp []scenarios.Comparison, replay string) error {
+func writeRunReport(path string, stdout io.Writer, res *runner.Result, cmp []runner.Comparison, replay string) error {
 	if path == "" {
 		return nil
 	}
@@ -384,7 +385,7 @@ func expectedMap(sc *scenarios.Scenario) map[string]string {
 	return m
 }
 
-func buildRunOutput(res *scenarios.Result, arg string) runOutput {
+func buildRunOutput(res *runner.Result, arg string) runOutput {
 	sc := res.Scenario
 	w := res.Report.Witness
 	out := runOutput{
@@ -448,7 +449,7 @@ func witnessText(r *checker.Report) []string {
 	return out
 }
 
-func printRun(w io.Writer, res *scenarios.Result, out runOutput, stream *recordStream) {
+func printRun(w io.Writer, res *runner.Result, out runOutput, stream *recordStream) {
 	sc := res.Scenario
 	fmt.Fprintf(w, "%s — %s\n", term(sc.ID, false), term(sc.Title, false))
 	info, _ := algorithms.Lookup(sc.Algorithm)
@@ -526,7 +527,7 @@ func printRun(w io.Writer, res *scenarios.Result, out runOutput, stream *recordS
 
 // printVerdictTable prints each property's verdict beside the scenario's
 // expectation, and each at_most bound beside the run's metric.
-func printVerdictTable(w io.Writer, res *scenarios.Result) {
+func printVerdictTable(w io.Writer, res *runner.Result) {
 	sc := res.Scenario
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Verdict:\tgot\texpected\t")

@@ -12,12 +12,12 @@ package htmlreport
 import (
 	"github.com/locklab/locklab/locktest"
 	"github.com/locklab/locklab/reports"
-	"github.com/locklab/locklab/scenarios"
+	"github.com/locklab/locklab/runner"
 )
 
 func init() { locktest.WriteReport = Write }
 
 // Write writes the HTML report of one counterexample's run to path.
-func Write(path string, res *scenarios.Result, replay string) error {
+func Write(path string, res *runner.Result, replay string) error {
 	return reports.WriteRunFile(path, res, nil, replay)
 }

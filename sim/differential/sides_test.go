@@ -19,7 +19,7 @@ import (
 type simConfig struct {
 	replica bool // node B replicates node A
 	// plainLua sends every script to miniredis's Lua instead of the native
-	// fast path the scenarios use (scenarios.Options.PlainLua).
+	// fast path the scenarios use (runner.Options.PlainLua).
 	plainLua bool
 }
 

@@ -27,6 +27,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/bubblehost"
 )
@@ -86,11 +87,11 @@ func judge(id string) (o outcome) {
 	if err := sc.CheckFile(); err != nil {
 		return kill("error: " + err.Error())
 	}
-	res, _, err := scenarios.RunCompared(sc, sc.Seed, scenarios.Options{})
+	res, _, err := runner.RunCompared(sc, sc.Seed, runner.Options{})
 	if err != nil {
 		return kill("error: " + err.Error())
 	}
-	if err := sc.CheckReplay(res); err != nil {
+	if err := sc.CheckReplay(res.Seed, res.Report, res.TraceSHA256); err != nil {
 		return kill("replay: " + err.Error())
 	}
 	if !res.Matches() {
@@ -101,7 +102,7 @@ func judge(id string) (o outcome) {
 
 // mismatch names the verdicts and bounded metrics that differ from the
 // expectation, in the words of the gate's table.
-func mismatch(res *scenarios.Result) string {
+func mismatch(res *runner.Result) string {
 	e, v := res.Scenario.Expect, res.Report.Verdict
 	var diffs []string
 	for _, p := range []struct{ name, want, got string }{
