@@ -239,24 +239,30 @@ func (b *bubble) holdWake(p *Process, id uint64) {
 // the order freeze.go gives.
 func (b *bubble) thaw(h *Host) { h.thaw() }
 
-func (b *bubble) inside(p *Process, fn func()) {
+// insideBegin takes the kernel back for a process inside the lock's code
+// (Process.Inside); elsewhere the process holds it already.
+func (b *bubble) insideBegin(p *Process) bool {
 	if !p.outside {
-		fn()
-		return
+		return false
 	}
 	b.enterProc(p)
 	p.outside = false
-	fn()
+	return true
+}
+
+func (b *bubble) insideEnd(p *Process) {
 	p.outside = true
 	b.leaveProc(p)
 }
 
-// outside gives the kernel up while fn runs, so the goroutines fn starts
-// can enter it.
-func (b *bubble) outside(p *Process, fn func()) {
+// outsideBegin gives the kernel up while the lock's code runs, so the
+// goroutines it starts can enter it.
+func (b *bubble) outsideBegin(p *Process) {
 	p.outside = true
 	b.leaveProc(p)
-	fn()
+}
+
+func (b *bubble) outsideEnd(p *Process) {
 	b.enterProc(p)
 	// A paused host's thread comes back from the lock's code when the
 	// host resumes (freeze.go).
@@ -268,19 +274,19 @@ func (b *bubble) outside(p *Process, fn func()) {
 	}
 }
 
-// notify enters the kernel as "notify who", waits at h's gate while h is
-// paused (freeze.go), and runs fn unless the run has ended.
-func (b *bubble) notify(h *Host, name, who string, act bool, fn func()) {
+// notifyBegin enters the kernel as "notify who" and waits at h's gate
+// while h is paused (freeze.go); the function runs unless the run has
+// ended. notifyEnd gives the kernel back.
+func (b *bubble) notifyBegin(h *Host, name, who string, act bool) bool {
 	b.enter("notify " + who)
-	defer b.leave()
 	if h == nil && name != "" {
 		h = b.w.hosts[name]
 	}
 	b.gateFor(h, act)
-	if !b.ended {
-		fn()
-	}
+	return !b.ended
 }
+
+func (b *bubble) notifyEnd() { b.leave() }
 
 func (b *bubble) awaitThaw(h *Host, name, who string) {
 	b.enter("thaw " + who)

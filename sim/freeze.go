@@ -167,7 +167,11 @@ func (w *World) ActFromNamed(host, who string, fn func()) {
 }
 
 func (w *World) notifyFrom(h *Host, name, who string, act bool, fn func()) {
-	w.rt.notify(h, name, who, act, fn)
+	run := w.rt.notifyBegin(h, name, who, act)
+	defer w.rt.notifyEnd()
+	if run {
+		fn()
+	}
 }
 
 // AwaitThaw returns at once unless h is paused; then it waits until h

@@ -235,11 +235,14 @@ func (k *kernel) crashed(*Host) {}
 func (k *kernel) context(*Host) context.Context { return context.Background() }
 
 // Lock code runs under the baton, inside the simulation: the doors are
-// plain calls.
-func (k *kernel) inside(p *Process, fn func())                          { fn() }
-func (k *kernel) outside(p *Process, fn func())                         { fn() }
-func (k *kernel) notify(h *Host, name, who string, act bool, fn func()) { fn() }
-func (k *kernel) awaitThaw(h *Host, name, who string)                   {}
+// open, and their functions are plain calls.
+func (k *kernel) outsideBegin(*Process)                                {}
+func (k *kernel) outsideEnd(*Process)                                  {}
+func (k *kernel) insideBegin(*Process) bool                            { return false }
+func (k *kernel) insideEnd(*Process)                                   {}
+func (k *kernel) notifyBegin(h *Host, name, who string, act bool) bool { return true }
+func (k *kernel) notifyEnd()                                           {}
+func (k *kernel) awaitThaw(h *Host, name, who string)                  {}
 
 // message draws from the world's source, in sending order, and keys
 // nothing: sending order is the run's order.

@@ -357,16 +357,26 @@ func (w *World) Current() *Process { return w.current }
 // Inside runs fn back inside the kernel from the code Outside runs (a
 // user's lock calling a simulated service whose calls park the process,
 // as sim/fsnode's file API does). Called anywhere else it just calls fn.
-func (p *Process) Inside(fn func()) { p.w.rt.inside(p, fn) }
+func (p *Process) Inside(fn func()) {
+	entered := p.w.rt.insideBegin(p)
+	fn()
+	if entered {
+		p.w.rt.insideEnd(p)
+	}
+}
 
 // Outside runs fn — the lock's own code — outside the kernel: in a bubble
 // the process gives the kernel up while fn runs, so the goroutines fn starts
 // can enter it. If the host crashed or the run ended meanwhile, the process
 // ends when fn returns. Outside a bubble it just calls fn.
-func (p *Process) Outside(fn func()) { p.w.rt.outside(p, fn) }
+func (p *Process) Outside(fn func()) {
+	p.w.rt.outsideBegin(p)
+	fn()
+	p.w.rt.outsideEnd(p)
+}
 
 // Notify runs fn inside the kernel on behalf of a goroutine of the lock's
 // code (who names it in event keys), for a harness goroutine that reports
 // what the lock told it — for example that it lost its lease. Outside a
 // bubble it just calls fn.
-func (w *World) Notify(who string, fn func()) { w.rt.notify(nil, "", who, false, fn) }
+func (w *World) Notify(who string, fn func()) { w.notifyFrom(nil, "", who, false, fn) }

@@ -62,13 +62,22 @@ type Runtime interface {
 	// context is the context handed to h's lock code.
 	context(h *Host) context.Context
 
-	// inside, outside, notify and awaitThaw are Process.Inside,
-	// Process.Outside, World.Notify and World.NotifyFrom (and their
-	// kin), and World.AwaitThaw: doors between lock code and the
-	// simulation (freeze.go). h may be nil, then name looks it up.
-	inside(p *Process, fn func())
-	outside(p *Process, fn func())
-	notify(h *Host, name, who string, act bool, fn func())
+	// The doors between lock code and the simulation (freeze.go), each
+	// a begin and an end around the caller's own call of its function,
+	// so that the function never passes through the interface (it would
+	// escape to the heap at every door, under the kernel too).
+	// outsideBegin and outsideEnd bracket Process.Outside's lock code;
+	// insideBegin, when it reports true, and insideEnd bracket
+	// Process.Inside's function; notifyBegin, which reports whether the
+	// function is to run, and notifyEnd bracket World.Notify,
+	// World.NotifyFrom and their kin (h may be nil, then name looks it
+	// up); awaitThaw is World.AwaitThaw.
+	outsideBegin(p *Process)
+	outsideEnd(p *Process)
+	insideBegin(p *Process) bool
+	insideEnd(p *Process)
+	notifyBegin(h *Host, name, who string, act bool) bool
+	notifyEnd()
 	awaitThaw(h *Host, name, who string)
 
 	// message starts the draws about one message and returns its event
