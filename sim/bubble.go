@@ -396,7 +396,10 @@ func (b *bubble) shutdown() {}
 // here the caller is a goroutine of the lock's code. The library's retry
 // backoff stays: in a bubble it sleeps on virtual time, as a real
 // client's sleeps on real time.
-func (b *bubble) redisClient(o *ClientOptions, opt *redis.Options) { o.Direct = false }
+func (b *bubble) redisClient(o ClientOptions, opt *redis.Options) ClientOptions {
+	o.Direct = false
+	return o
+}
 
 // redisDialer enters the kernel to dial, after the host's gate.
 func (b *bubble) redisDialer(host *Host, dial func() *redisConn) func(context.Context, string, string) (net.Conn, error) {

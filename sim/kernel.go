@@ -268,10 +268,11 @@ func (k *kernel) arrival(m *Message, at time.Duration) time.Duration {
 // whose every request is lost spent hours of it on an hour of simulated
 // time (issue 25). The retries go out back to back in simulated time
 // either way.
-func (k *kernel) redisClient(o *ClientOptions, opt *redis.Options) {
+func (k *kernel) redisClient(o ClientOptions, opt *redis.Options) ClientOptions {
 	if o.LibraryRetries {
 		opt.MinRetryBackoff, opt.MaxRetryBackoff = -1, -1
 	}
+	return o
 }
 
 // redisDialer dials under the baton, in the calling process.

@@ -78,11 +78,11 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 	}
 	// The runtime has its say: the direct path and the retries' backoff
 	// (kernel.go, bubble.go).
-	n.w.rt.redisClient(&o, opt)
+	allowed := n.w.rt.redisClient(o, opt)
 	var direct *directPath
 	// The dialer never fails: a failed dial makes go-redis retry on real
 	// timers. Refusal is modelled by the conn itself.
-	if o.Direct && !o.LibraryRetries {
+	if allowed.Direct && !allowed.LibraryRetries {
 		direct = &directPath{w: n.w, dial: dial}
 		// Commands the direct path leaves to go-redis travel on the
 		// same connection as the others (redis_direct.go).

@@ -89,9 +89,10 @@ type Runtime interface {
 	arrival(m *Message, at time.Duration) time.Duration
 
 	// redisClient adjusts a simulated go-redis client's options for the
-	// runtime, before NewClient builds it; redisDialer is the client's
-	// dialer, and dialed hears of every connection it makes.
-	redisClient(o *ClientOptions, opt *redis.Options)
+	// runtime, before NewClient builds it, and returns o as the runtime
+	// allows it; redisDialer is the client's dialer, and dialed hears of
+	// every connection it makes.
+	redisClient(o ClientOptions, opt *redis.Options) ClientOptions
 	redisDialer(host *Host, dial func() *redisConn) func(ctx context.Context, network, addr string) (net.Conn, error)
 	dialed(c *redisConn)
 	// miniredisPool is where idle miniredis instances wait for the next
