@@ -190,11 +190,14 @@ func (b *bubble) eventKey() string {
 	return fmt.Sprintf("%s #%08d", b.who, n)
 }
 
-// scheduled wakes the sleeping kernel when an event lands before the
-// instant it sleeps until (a library timer fired and its goroutine sent a
-// message).
-func (b *bubble) scheduled(t time.Duration) {
-	if b.waitingFor >= 0 && t < b.waitingFor {
+// queued keys an event At scheduled (eventKey), and wakes the sleeping
+// kernel when an event lands before the instant it sleeps until (a
+// library timer fired and its goroutine sent a message).
+func (b *bubble) queued(e *Event, auto bool) {
+	if auto {
+		e.key = b.eventKey()
+	}
+	if b.waitingFor >= 0 && e.At < b.waitingFor {
 		select {
 		case b.kick <- struct{}{}:
 		default:

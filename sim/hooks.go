@@ -139,7 +139,9 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 		m.order = m.Stream
 	}
 	_, saved := w.rt.message(m)
-	defer w.rt.endMessage(saved)
+	if saved != nil {
+		defer w.rt.endMessage(saved)
+	}
 	for _, f := range n.filters {
 		d, extra, why := f(m)
 		if d {

@@ -83,11 +83,10 @@ func (k *kernel) shutdown() {
 	w.zombies = nil
 }
 
-// eventKey is "": one instant's events run in the order they were
-// scheduled, which the baton makes deterministic.
-func (k *kernel) eventKey() string { return "" }
-
-func (k *kernel) scheduled(time.Duration) {}
+// queued leaves every key as it is ("" for At's): one instant's events
+// run in the order they were scheduled, which the baton makes
+// deterministic.
+func (k *kernel) queued(*Event, bool) {}
 
 // start makes p a coroutine: resume switches from the scheduler straight
 // to the process's goroutine and yield straight back, one runtime

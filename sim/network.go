@@ -229,7 +229,9 @@ func (n *Network) Send(m *Message, deliver func()) {
 	// come from its content, not from the order racing goroutines sent
 	// in, and its key orders it among the events of its instant.
 	key, saved := w.rt.message(m)
-	defer w.rt.endMessage(saved)
+	if saved != nil {
+		defer w.rt.endMessage(saved)
+	}
 	if !n.talked[[2]string{m.From, m.To}] {
 		n.talked[[2]string{m.From, m.To}] = true
 	}

@@ -35,11 +35,10 @@ type Runtime interface {
 	// shutdown ends, once the loop is over, what it left alive (World
 	// runs the closers after it).
 	shutdown()
-	// eventKey is the key of an event scheduled now by At (the bubble
-	// orders one instant's events by who scheduled them).
-	eventKey() string
-	// scheduled hears that an event was queued for true time t.
-	scheduled(t time.Duration)
+	// queued hears of every event as it is queued, before it enters the
+	// queue; with auto it gives the event scheduled by At its key (the
+	// bubble orders one instant's events by who scheduled them).
+	queued(e *Event, auto bool)
 
 	// start makes p's goroutine run fn at its first wake-up.
 	start(p *Process, fn func(p *Process))
@@ -81,7 +80,8 @@ type Runtime interface {
 	awaitThaw(h *Host, name, who string)
 
 	// message starts the draws about one message and returns its event
-	// key; endMessage, given what message returned, ends them.
+	// key; endMessage, given what message returned, ends them (a nil
+	// saved source has nothing to give back, and needs no call).
 	message(m *Message) (key string, saved *rand.Rand)
 	endMessage(saved *rand.Rand)
 	// arrival is when m, due at at, lands, keeping each connection's

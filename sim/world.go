@@ -195,11 +195,17 @@ func (w *World) Now() time.Duration { return w.now }
 func (w *World) Rand() *rand.Rand { return w.rng }
 
 // At schedules fn at true time t (or now, if t is in the past).
-func (w *World) At(t time.Duration, fn func()) *Event {
-	return w.atKey(t, w.rt.eventKey(), fn)
+func (w *World) At(t time.Duration, fn func()) *Event { return w.schedule(t, "", true, fn) }
+
+// atKey schedules fn at t under the given key.
+func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
+	return w.schedule(t, key, false, fn)
 }
 
-func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
+// schedule queues an event at t (or now). With auto the runtime gives it
+// its key (At and wakeAt); else key is its key. One call to the runtime
+// per event, which the kernel answers by doing nothing.
+func (w *World) schedule(t time.Duration, key string, auto bool, fn func()) *Event {
 	if t < w.now {
 		t = w.now
 	}
@@ -207,8 +213,8 @@ func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
 	w.events++
 	e := w.newEvent()
 	*e = Event{At: t, key: key, seq: w.seq, fn: fn}
+	w.rt.queued(e, auto)
 	w.queue.push(e)
-	w.rt.scheduled(t)
 	return e
 }
 
@@ -229,7 +235,7 @@ func (e *Event) fire(w *World) {
 // allocating a closure (issue 24: a closure per wakeup was a tenth of a
 // Redlock run's allocations).
 func (w *World) wakeAt(t time.Duration, p *Process, id uint64) *Event {
-	e := w.atKey(t, w.rt.eventKey(), nil)
+	e := w.schedule(t, "", true, nil)
 	e.wake, e.wakeID = p, id
 	return e
 }
