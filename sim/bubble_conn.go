@@ -12,18 +12,19 @@ import (
 
 var errHostDown = errors.New("simulated connection: client host crashed")
 
-func (c *redisConn) bubbleDial() {
-	w := c.node.w
+// dialed gives a new connection its identity in the bubble: the host, the
+// node and how many times the host dialed it.
+func (b *bubble) dialed(c *redisConn) {
 	pair := c.host.Name + ">" + c.node.Name
-	w.b.dials[pair]++
-	id := fmt.Sprintf("%s#%d", pair, w.b.dials[pair])
-	c.bb = &connBubble{id: id, who: "c " + id, ready: make(chan struct{}, 1)}
-	w.b.conns = append(w.b.conns, c)
+	b.dials[pair]++
+	id := fmt.Sprintf("%s#%d", pair, b.dials[pair])
+	c.bb = &connBubble{b: b, id: id, who: "c " + id, ready: make(chan struct{}, 1)}
+	b.conns = append(b.conns, c)
 }
 
 // dead reports whether the connection can no longer carry anything.
 func (c *redisConn) dead() bool {
-	return c.closed || c.host.crashed || c.node.w.b.ended
+	return c.closed || c.host.crashed || c.bb.b.ended
 }
 
 func (c *redisConn) signal() {
@@ -35,18 +36,18 @@ func (c *redisConn) signal() {
 	}
 }
 
-func (c *redisConn) bubbleWrite(b []byte) (int, error) {
-	w := c.node.w
-	w.enter(c.bb.who)
-	defer w.leave()
-	w.gateAct(c.host)
+func (c *redisConn) bubbleWrite(data []byte) (int, error) {
+	w, b := c.node.w, c.bb.b
+	b.enter(c.bb.who)
+	defer b.leave()
+	b.gateAct(c.host)
 	if c.dead() {
 		if c.host.crashed {
 			return 0, errHostDown
 		}
 		return 0, errConnClosed
 	}
-	c.wbuf = append(c.wbuf, b...)
+	c.wbuf = append(c.wbuf, data...)
 	for {
 		args, used, err := parseCommand(c.wbuf)
 		if err != nil {
@@ -59,7 +60,7 @@ func (c *redisConn) bubbleWrite(b []byte) (int, error) {
 		c.readTimeout = commandReadTimeout(args, c.timeout)
 		c.send(w, args)
 	}
-	return len(b), nil
+	return len(data), nil
 }
 
 // bubbleDeliver hands a reply to the connection (kernel context).
@@ -87,12 +88,12 @@ func (c *redisConn) bubbleTimeout(id uint64) {
 	}
 }
 
-func (c *redisConn) bubbleRead(b []byte) (int, error) {
-	w := c.node.w
+func (c *redisConn) bubbleRead(data []byte) (int, error) {
+	w, b := c.node.w, c.bb.b
 	who := c.bb.who
-	w.enter(who)
-	defer w.leave()
-	w.gate(c.host)
+	b.enter(who)
+	defer b.leave()
+	b.gate(c.host)
 	if len(c.rbuf) == 0 && !c.dead() {
 		c.bb.reads++
 		id := c.bb.reads
@@ -106,15 +107,15 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 			timer = w.At(w.Later(c.host.Clock.TrueDuration(w.now, c.readTimeout)), func() { c.bubbleTimeout(id) })
 		}
 		for len(c.rbuf) == 0 && !c.bb.timedOut && !c.dead() {
-			w.leave()
+			b.leave()
 			<-c.bb.ready
-			w.enter(who)
+			b.enter(who)
 		}
 		c.bb.waiting = false
 		timer.Cancel()
 	}
 	if len(c.rbuf) > 0 {
-		n := copy(b, c.rbuf)
+		n := copy(data, c.rbuf)
 		c.rbuf = c.rbuf[n:]
 		return n, nil
 	}
@@ -129,13 +130,13 @@ func (c *redisConn) bubbleRead(b []byte) (int, error) {
 }
 
 func (c *redisConn) bubbleClose() error {
-	w := c.node.w
-	w.enter(c.bb.who)
-	defer w.leave()
-	w.gateAct(c.host)
+	w, b := c.node.w, c.bb.b
+	b.enter(c.bb.who)
+	defer b.leave()
+	b.gateAct(c.host)
 	if !c.closed {
 		c.closed = true
-		if !w.b.ended {
+		if !b.ended {
 			w.Record(c.host.Name, event.Event{Kind: event.ConnectionClosed, Node: c.node.Name, Client: c.host.Name})
 		}
 		c.signal()

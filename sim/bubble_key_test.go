@@ -22,7 +22,9 @@ func TestFNV64aIsHashFNV(t *testing.T) {
 // A reused message source draws what a fresh contentRand draws, also
 // when one message's draws nest inside another's.
 func TestMessageRandDrawsAsContentRand(t *testing.T) {
-	w := &World{Seed: 7, b: &bubble{}}
+	w := &World{Seed: 7}
+	b := &bubble{w: w}
+	w.rt = b
 	w.rng = rand.New(rand.NewPCG(1, 2))
 	kernel := w.rng
 	draw := func(key string) [3]uint64 {
@@ -30,20 +32,20 @@ func TestMessageRandDrawsAsContentRand(t *testing.T) {
 		return [3]uint64{r.Uint64(), r.Uint64(), r.Uint64()}
 	}
 	for _, key := range []string{"a", "b", "a"} {
-		saved := w.messageRand(key)
+		saved := b.messageRand(key)
 		outer := w.rng.Uint64()
-		savedInner := w.messageRand(key + "/inner")
+		savedInner := b.messageRand(key + "/inner")
 		inner := [3]uint64{w.rng.Uint64(), w.rng.Uint64(), w.rng.Uint64()}
-		w.endMessageRand(savedInner)
+		b.endMessageRand(savedInner)
 		rest := [2]uint64{w.rng.Uint64(), w.rng.Uint64()}
-		w.endMessageRand(saved)
+		b.endMessageRand(saved)
 		if want := draw(key); [3]uint64{outer, rest[0], rest[1]} != want {
 			t.Errorf("%s: drew %v %v, want %v", key, outer, rest, want)
 		}
 		if want := draw(key + "/inner"); inner != want {
 			t.Errorf("%s/inner: drew %v, want %v", key, inner, want)
 		}
-		if w.rng != kernel || w.b.msgDepth != 0 {
+		if w.rng != kernel || b.msgDepth != 0 {
 			t.Fatalf("%s: the world's source was not given back", key)
 		}
 	}

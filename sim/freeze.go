@@ -70,28 +70,29 @@ func (h *Host) hold(fn func()) {
 	h.held = append(h.held, heldWork{at: h.w.now, seq: h.heldSeq, fn: fn})
 }
 
-// gate is the door check (kernel held, by the goroutine w.b.who): while h
+// gate is the door check (kernel held, by the goroutine b.who): while h
 // is paused, the goroutine gives the kernel up and waits until Resume lets
 // it go (or the host crashes, or the run ends). It returns with the kernel
 // held again, in the caller's name.
-func (w *World) gate(h *Host) { w.gateFor(h, false) }
+func (b *bubble) gate(h *Host) { b.gateFor(h, false) }
 
 // gateAct is gate for a goroutine at the door of an act: a write, a
 // close or a dial (see the package comment for why it goes first).
-func (w *World) gateAct(h *Host) { w.gateFor(h, true) }
+func (b *bubble) gateAct(h *Host) { b.gateFor(h, true) }
 
-func (w *World) gateFor(h *Host, act bool) {
+func (b *bubble) gateFor(h *Host, act bool) {
 	if h == nil {
 		return
 	}
-	for h.paused && !h.crashed && !w.b.ended {
-		who, cur, rng := w.b.who, w.current, w.rng
+	w := b.w
+	for h.paused && !h.crashed && !b.ended {
+		who, cur, rng := b.who, w.current, w.rng
 		ch := make(chan struct{})
 		h.heldSeq++
 		h.held = append(h.held, heldWork{at: w.now, who: who, act: act, seq: h.heldSeq, gate: ch})
-		w.leave()
+		b.leave()
 		<-ch
-		w.enter(who)
+		b.enter(who)
 		w.current, w.rng = cur, rng
 	}
 }
@@ -166,17 +167,9 @@ func (w *World) ActFromNamed(host, who string, fn func()) {
 }
 
 func (w *World) notifyFrom(h *Host, name, who string, act bool, fn func()) {
-	if w.b == nil {
-		fn()
-		return
-	}
-	w.enter("notify " + who)
-	defer w.leave()
-	if h == nil {
-		h = w.hosts[name]
-	}
-	w.gateFor(h, act)
-	if !w.b.ended {
+	run := w.rt.notifyBegin(h, name, who, act)
+	defer w.rt.notifyEnd()
+	if run {
 		fn()
 	}
 }
@@ -192,17 +185,7 @@ func (w *World) AwaitThaw(h *Host, who string) { w.awaitThaw(h, "", who) }
 // kernel, as NotifyFromNamed does).
 func (w *World) AwaitThawNamed(host, who string) { w.awaitThaw(nil, host, who) }
 
-func (w *World) awaitThaw(h *Host, name, who string) {
-	if w.b == nil {
-		return
-	}
-	w.enter("thaw " + who)
-	if h == nil {
-		h = w.hosts[name]
-	}
-	w.gate(h)
-	w.leave()
-}
+func (w *World) awaitThaw(h *Host, name, who string) { w.rt.awaitThaw(h, name, who) }
 
 // Notify runs fn in the kernel for a goroutine of the process's lock code
 // (a watchdog reporting a lost lease): as NotifyFrom on the process's host.

@@ -27,12 +27,7 @@ func (w *World) AtKey(t time.Duration, key string, fn func()) *Event {
 // BubbleTime is true time t on the bubble's clock (time.Now inside the
 // bubble reads BubbleTime(w.Now()) while the kernel runs). It panics
 // outside a bubble, where no library clock is virtual.
-func (w *World) BubbleTime(t time.Duration) time.Time {
-	if w.b == nil {
-		panic("sim: BubbleTime outside a bubble (call UseBubble first)")
-	}
-	return w.b.base.Add(t)
-}
+func (w *World) BubbleTime(t time.Duration) time.Time { return w.rt.virtualTime(t) }
 
 // OnRunEnd registers fn, run once when the run ends, kernel held, before
 // the bubble waits for the lock's goroutines to return: a service with
@@ -138,11 +133,14 @@ func (n *Network) Judge(m *Message) (drop bool, delay time.Duration, reason stri
 	n.Sent++
 	n.Bytes += int64(m.Size)
 	w := n.w
-	if w.b != nil {
-		if m.order == "" {
-			m.order = m.Stream
-		}
-		defer w.endMessageRand(w.messageRand(n.bubbleKey(m)))
+	// In a bubble the stream orders the message and seeds its draws;
+	// nothing reads order under the kernel.
+	if m.order == "" {
+		m.order = m.Stream
+	}
+	_, saved := w.rt.message(m)
+	if saved != nil {
+		defer w.rt.endMessage(saved)
 	}
 	for _, f := range n.filters {
 		d, extra, why := f(m)

@@ -44,7 +44,7 @@ type Message struct {
 	// the message carry them, so readers never take them back out of
 	// Summary, which is written for people. Nil for most messages.
 	Facts *MessageFacts
-	order string // in a bubble: the connection it travels on (bubble.go)
+	order string // in a bubble: the connection it travels on (bubble_message.go)
 }
 
 // MessageFacts are the typed contents of a message (Message.Facts), copied
@@ -225,12 +225,12 @@ func (n *Network) Send(m *Message, deliver func()) {
 	n.Sent++
 	n.Bytes += int64(m.Size)
 	w := n.w
-	var key string
-	if w.b != nil {
-		// Decisions about this message (jitter, random drops) come from
-		// its content, not from the order racing goroutines sent in.
-		key = n.bubbleKey(m)
-		defer w.endMessageRand(w.messageRand(key))
+	// In a bubble, decisions about this message (jitter, random drops)
+	// come from its content, not from the order racing goroutines sent
+	// in, and its key orders it among the events of its instant.
+	key, saved := w.rt.message(m)
+	if saved != nil {
+		defer w.rt.endMessage(saved)
 	}
 	if !n.talked[[2]string{m.From, m.To}] {
 		n.talked[[2]string{m.From, m.To}] = true
@@ -259,16 +259,7 @@ func (n *Network) Send(m *Message, deliver func()) {
 	if n.Jitter > 0 {
 		lat += time.Duration(w.rng.Int64N(int64(n.Jitter)))
 	}
-	at := w.now + lat
-	if w.b != nil {
-		at = n.bubbleArrival(m, at)
-	} else {
-		fk := fifoKey{m.Conn, m.From, m.To}
-		if prev := n.last[fk]; at < prev {
-			at = prev // TCP keeps order within a connection
-		}
-		n.last[fk] = at
-	}
+	at := w.rt.arrival(m, w.now+lat)
 	if extra > 0 {
 		n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client, Ends: [2]string{m.From, m.To},
 			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, why)})

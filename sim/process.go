@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/locklab/locklab/sim/event"
-	"iter"
 	"math/rand/v2"
-	"runtime"
-	"runtime/debug"
 	"time"
 )
 
@@ -69,11 +66,7 @@ func (h *Host) Resume() {
 	h.w.Record(h.Name, event.Event{Kind: event.HostResumed})
 	pending := h.pending
 	h.pending = nil
-	if h.w.b != nil {
-		// Stop-the-world: everything the host held runs now, in the
-		// order freeze.go gives.
-		h.thaw()
-	}
+	h.w.rt.thaw(h)
 	h.w.hostChanged(h, HostResumed)
 	for _, p := range pending {
 		id := p.parkID
@@ -94,9 +87,7 @@ func (h *Host) Crash() {
 			h.w.kill(p)
 		}
 	}
-	if h.w.b != nil {
-		h.w.bubbleCrash(h)
-	}
+	h.w.rt.crashed(h)
 	h.w.hostChanged(h, HostCrashed)
 }
 
@@ -108,11 +99,7 @@ type Process struct {
 	Host *Host
 
 	w *World
-	// Outside a bubble the process is a coroutine (iter.Pull): resume
-	// switches from the scheduler straight to the process's goroutine and
-	// yield straight back, one runtime coroswitch each way instead of two
-	// channel hand-offs, each of which parks one goroutine and readies the
-	// other through the scheduler (issue 24).
+	// Under the kernel the process is a coroutine (kernel.go).
 	resume  func() (struct{}, bool)
 	yield   func(struct{}) bool
 	started bool
@@ -147,17 +134,7 @@ func (h *Host) Spawn(name string, start time.Duration, fn func(p *Process)) *Pro
 	h.procs = append(h.procs, p)
 	w.procs = append(w.procs, p)
 	w.live++
-	if w.b != nil {
-		p.wake = make(chan struct{}, 1)
-		p.rng = w.contentRand("process " + name)
-		w.b.running++
-		go p.bubbleMain(fn)
-	} else {
-		p.resume, _ = iter.Pull(func(yield func(struct{}) bool) {
-			p.yield = yield
-			p.main(fn)
-		})
-	}
+	w.rt.start(p, fn)
 	id := p.parkID
 	w.wakeAt(start, p, id)
 	return p
@@ -171,53 +148,6 @@ func (p *Process) Background() *Process {
 	}
 	p.background = true
 	return p
-}
-
-// main is the body of the process's coroutine: the first resume starts it.
-// When it returns, the coroutine ends and resume returns to the scheduler.
-// A process unwinding with runtime.Goexit (a kill, or fn calling Goexit
-// itself) is different: iter.Pull re-raises the Goexit in whichever
-// goroutine called resume, so World.kill resumes a doomed process from a
-// goroutine of its own, and a Goexit that fn starts parks its coroutine for
-// good at the end of the unwinding (goexitFromFn), to be finished at
-// shutdown.
-func (p *Process) main(fn func(p *Process)) {
-	p.started = true
-	returned := false
-	defer func() {
-		r := recover()
-		if r != nil {
-			p.w.Fail(fmt.Errorf("process %s panicked: %v\n%s", p.Name, r, debug.Stack()))
-		}
-		p.done = true
-		p.parked = false
-		if !p.background {
-			p.w.live--
-		}
-		for _, f := range p.onExit {
-			f()
-		}
-		if r == nil && !returned && !p.killed {
-			p.goexitFromFn()
-		}
-	}()
-	if p.killed {
-		returned = true
-		return
-	}
-	fn(p)
-	returned = true
-}
-
-// goexitFromFn runs at the end of the unwinding of a process whose own code
-// called runtime.Goexit (a t.FailNow inside a process): outside the
-// coroutine kernel that ended the process's goroutine and the run went on,
-// and so it must here, where the Goexit would otherwise reach the
-// scheduler's goroutine. The coroutine hands the baton back with the Goexit
-// still pending and is finished by shutdown, from a goroutine of its own.
-func (p *Process) goexitFromFn() {
-	p.w.zombies = append(p.w.zombies, p)
-	p.yield(struct{}{})
 }
 
 // OnExit registers fn to run when the process ends, however it ends.
@@ -256,12 +186,7 @@ func (p *Process) Sleep(d time.Duration) {
 // inside a simulation is the kernel's, never the context package's.
 // In a bubble it is cancelled when the host crashes or the run ends, so that
 // a library's background goroutines can stop.
-func (p *Process) Context() context.Context {
-	if p.w.b != nil {
-		return p.w.hostState(p.Host).ctx
-	}
-	return context.Background()
-}
+func (p *Process) Context() context.Context { return p.w.rt.context(p.Host) }
 
 // Go starts fn as a child process on the same host, at the current instant.
 func (p *Process) Go(name string, fn func(c *Process)) *Process {
@@ -350,40 +275,13 @@ func (p *Process) prepark() uint64 {
 // park hands the baton back to the scheduler until a wake-up with the current
 // id. A killed process unwinds with runtime.Goexit; if code deferred during
 // that unwinding blocks again, it returns at once so the unwinding completes.
-func (p *Process) park() {
-	if p.w.b != nil {
-		p.bubblePark()
-		return
-	}
-	if p.exiting {
-		return
-	}
-	p.parked = true
-	p.yield(struct{}{})
-	if p.killed {
-		p.exiting = true
-		runtime.Goexit()
-	}
-}
+func (p *Process) park() { p.w.rt.park(p) }
 
 // parkIdle is park for the kernel's own waits, with nothing of the caller's
 // on the stack to unwind: it reports false when the process was killed, and
 // the caller returns, so the kill needs no Goexit (and no goroutine to
 // absorb it). In a bubble it is park.
-func (p *Process) parkIdle() bool {
-	if p.w.b != nil {
-		p.bubblePark()
-		return true
-	}
-	if p.exiting {
-		return false
-	}
-	p.parked = true
-	p.idle = true
-	p.yield(struct{}{})
-	p.idle = false
-	return !p.killed
-}
+func (p *Process) parkIdle() bool { return p.w.rt.parkIdle(p) }
 
 // Hang freezes this one process (a worker stuck in a deadlock or an endless
 // loop) while the other processes of its host — a lock's watchdog — go on.
@@ -428,34 +326,21 @@ func (p *Process) GoBackground(name string, fn func(c *Process)) *Process {
 func (p *Process) Killed() bool { return p.killed }
 
 // wakeup runs on the scheduler goroutine: it hands the baton to p and waits
-// until p parks or ends.
+// until p parks or ends. A wake-up for a paused host is held for Resume;
+// one for a hung process waits for Unhang.
 func (w *World) wakeup(p *Process, id uint64) {
 	if p.done || !p.parked || p.parkID != id {
 		return
 	}
 	if p.Host.paused {
-		if w.b != nil {
-			// Held with the rest of the host's work (freeze.go), in the
-			// order it would have happened.
-			p.Host.hold(func() { w.wakeup(p, id) })
-			return
-		}
-		p.Host.pending = append(p.Host.pending, p)
+		w.rt.holdWake(p, id)
 		return
 	}
 	if p.frozen {
 		p.frozenWake = true
 		return
 	}
-	if w.b != nil {
-		w.bubbleWake(p)
-		return
-	}
-	p.parked = false
-	prev := w.current
-	w.current = p
-	p.resume()
-	w.current = prev
+	w.rt.wake(p)
 }
 
 // kill ends a parked process: it wakes up inside park and exits.
@@ -463,37 +348,35 @@ func (w *World) kill(p *Process) {
 	if p.done {
 		return
 	}
-	if w.b != nil {
-		w.bubbleKill(p)
-		return
-	}
-	p.killed = true
-	prev := w.current
-	w.current = p
-	if !p.started || p.idle {
-		// Nothing to unwind: main returns at once, or the helper's loop
-		// returns from parkIdle.
-		p.resume()
-	} else {
-		resumeDoomed(p)
-	}
-	w.current = prev
-}
-
-// resumeDoomed resumes a process that will unwind with runtime.Goexit, on
-// a goroutine of its own that waits for nothing else: iter.Pull re-raises
-// the Goexit in the goroutine that resumed the coroutine, and it must end
-// that throwaway goroutine, not the scheduler. The channel makes the caller
-// wait until the unwinding (deferred code, onExit hooks) has finished, as
-// the baton requires.
-func resumeDoomed(p *Process) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.resume()
-	}()
-	<-done
+	w.rt.kill(p)
 }
 
 // Current is the process holding the baton, or nil inside a plain event.
 func (w *World) Current() *Process { return w.current }
+
+// Inside runs fn back inside the kernel from the code Outside runs (a
+// user's lock calling a simulated service whose calls park the process,
+// as sim/fsnode's file API does). Called anywhere else it just calls fn.
+func (p *Process) Inside(fn func()) {
+	entered := p.w.rt.insideBegin(p)
+	fn()
+	if entered {
+		p.w.rt.insideEnd(p)
+	}
+}
+
+// Outside runs fn — the lock's own code — outside the kernel: in a bubble
+// the process gives the kernel up while fn runs, so the goroutines fn starts
+// can enter it. If the host crashed or the run ended meanwhile, the process
+// ends when fn returns. Outside a bubble it just calls fn.
+func (p *Process) Outside(fn func()) {
+	p.w.rt.outsideBegin(p)
+	fn()
+	p.w.rt.outsideEnd(p)
+}
+
+// Notify runs fn inside the kernel on behalf of a goroutine of the lock's
+// code (who names it in event keys), for a harness goroutine that reports
+// what the lock told it — for example that it lost its lease. Outside a
+// bubble it just calls fn.
+func (w *World) Notify(who string, fn func()) { w.notifyFrom(nil, "", who, false, fn) }

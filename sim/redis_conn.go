@@ -69,44 +69,26 @@ func (n *RedisNode) NewClient(host *Host, o ClientOptions) *redis.Client {
 		target := n.masterFor(host.Name)
 		c := &redisConn{node: target, host: host, timeout: o.Timeout, readTimeout: o.Timeout, id: n.w.Net.NewConn()}
 		target.conns = append(target.conns, c)
-		if n.w.b != nil {
-			c.bubbleDial()
-		}
+		n.w.rt.dialed(c)
 		n.w.Record(host.Name, event.Event{Kind: event.ConnectionDialed, Node: target.Name, Client: host.Name})
 		return c
 	}
-	var direct *directPath
-	if o.Direct && !o.LibraryRetries && n.w.b == nil {
-		direct = &directPath{w: n.w, dial: dial}
-	}
-	// The dialer never fails: a failed dial makes go-redis retry on real
-	// timers. Refusal is modelled by the conn itself.
-	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if direct != nil {
-			// Commands the direct path leaves to go-redis travel on
-			// the same connection as the others (redis_direct.go).
-			return direct.dialFor(), nil
-		}
-		if n.w.b != nil {
-			n.w.enter("dial " + host.Name)
-			defer n.w.leave()
-			n.w.gateAct(host)
-		}
-		return dial(), nil
-	}
 	if o.LibraryRetries {
 		opt.MaxRetries = 0 // go-redis default: 3 retries
-		if n.w.b == nil {
-			// Under the baton, go-redis sleeps between retries on the
-			// real clock (8 ms to 512 ms) while holding the baton:
-			// simulated time does not move, so the sleep changes nothing
-			// in the run and only costs wall time — a client whose every
-			// request is lost spent hours of it on an hour of simulated
-			// time (issue 25). The retries go out back to back in
-			// simulated time either way. In a bubble the sleep is
-			// virtual time, as a real client's is real time, and stays.
-			opt.MinRetryBackoff, opt.MaxRetryBackoff = -1, -1
-		}
+	}
+	// The runtime has its say: the direct path and the retries' backoff
+	// (kernel.go, bubble.go).
+	allowed := n.w.rt.redisClient(o, opt)
+	var direct *directPath
+	// The dialer never fails: a failed dial makes go-redis retry on real
+	// timers. Refusal is modelled by the conn itself.
+	if allowed.Direct && !allowed.LibraryRetries {
+		direct = &directPath{w: n.w, dial: dial}
+		// Commands the direct path leaves to go-redis travel on the
+		// same connection as the others (redis_direct.go).
+		opt.Dialer = func(context.Context, string, string) (net.Conn, error) { return direct.dialFor(), nil }
+	} else {
+		opt.Dialer = n.w.rt.redisDialer(host, dial)
 	}
 	client := redis.NewClient(opt)
 	if direct != nil {

@@ -54,8 +54,9 @@ type miniredisTicket struct {
 func takeMiniredis(w *World, now time.Time) (*miniredis.Miniredis, *miniredisTicket) {
 	seed := int(w.rng.Int64N(1 << 31))
 	var mr *miniredis.Miniredis
-	if w.b == nil {
-		mr, _ = miniredisPool.Get().(*miniredis.Miniredis)
+	pool := w.rt.miniredisPool()
+	if pool != nil {
+		mr, _ = pool.Get().(*miniredis.Miniredis)
 	}
 	if mr == nil {
 		mr = miniredis.NewMiniRedis()
@@ -70,7 +71,7 @@ func takeMiniredis(w *World, now time.Time) (*miniredis.Miniredis, *miniredisTic
 	// TTLs follow the node's clock through FastForward, when a command
 	// could tell (redis_clock.go), not through ClockTTL's tick.
 	mr.SetTime(now)
-	t := &miniredisTicket{mr: mr, poolable: w.b == nil}
+	t := &miniredisTicket{mr: mr, poolable: pool != nil}
 	w.OnClose(func() {
 		if !t.poolable || t.handed.Load() {
 			mr.Close()

@@ -50,7 +50,7 @@ func (e *Event) Cancel() {
 // strict total order (seq is unique), so the events leave it in one order
 // whatever the heap's layout. The kernel pushes and pops through the typed
 // push and pop below; the heap.Interface methods remain for the bubble's
-// loop (bubble.go), and both keep the same invariant the same way.
+// loop (bubble_run.go), and both keep the same invariant the same way.
 type eventQueue []*Event
 
 func (q eventQueue) Len() int           { return len(q) }
@@ -157,8 +157,10 @@ type World struct {
 	runEnd    []func()
 	endWaits  []<-chan struct{}
 	hostHooks []func(h *Host, c HostChange)
-	b         *bubble // set when the world runs in a synctest bubble (bubble.go)
-	hosts     map[string]*Host
+	// rt is the runtime (runtime.go): the kernel from New, or the
+	// bubble from UseBubble, for the world's whole life.
+	rt    Runtime
+	hosts map[string]*Host
 	// events counts the events scheduled; workLimit bounds the run's
 	// work, and cut says which limit ended it early (budget.go).
 	events    int64
@@ -181,6 +183,7 @@ func New(seed uint64) *World {
 		instantLimit: maxEventsPerInstant,
 	}
 	w.Net = newNetwork(w)
+	w.rt = &kernel{w: w}
 	return w
 }
 
@@ -192,11 +195,17 @@ func (w *World) Now() time.Duration { return w.now }
 func (w *World) Rand() *rand.Rand { return w.rng }
 
 // At schedules fn at true time t (or now, if t is in the past).
-func (w *World) At(t time.Duration, fn func()) *Event {
-	return w.atKey(t, w.autoKey(), fn)
+func (w *World) At(t time.Duration, fn func()) *Event { return w.schedule(t, "", true, fn) }
+
+// atKey schedules fn at t under the given key.
+func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
+	return w.schedule(t, key, false, fn)
 }
 
-func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
+// schedule queues an event at t (or now). With auto the runtime gives it
+// its key (At and wakeAt); else key is its key. One call to the runtime
+// per event, which the kernel answers by doing nothing.
+func (w *World) schedule(t time.Duration, key string, auto bool, fn func()) *Event {
 	if t < w.now {
 		t = w.now
 	}
@@ -204,10 +213,8 @@ func (w *World) atKey(t time.Duration, key string, fn func()) *Event {
 	w.events++
 	e := w.newEvent()
 	*e = Event{At: t, key: key, seq: w.seq, fn: fn}
+	w.rt.queued(e, auto)
 	w.queue.push(e)
-	if w.b != nil {
-		w.noteScheduled(t)
-	}
 	return e
 }
 
@@ -228,7 +235,7 @@ func (e *Event) fire(w *World) {
 // allocating a closure (issue 24: a closure per wakeup was a tenth of a
 // Redlock run's allocations).
 func (w *World) wakeAt(t time.Duration, p *Process, id uint64) *Event {
-	e := w.atKey(t, w.autoKey(), nil)
+	e := w.schedule(t, "", true, nil)
 	e.wake, e.wakeID = p, id
 	return e
 }
@@ -311,47 +318,7 @@ func (w *World) OnClose(fn func()) { w.closers = append(w.closers, fn) }
 // returns nil and Cut says so (budget.go).
 func (w *World) Run(limit time.Duration) error {
 	defer w.shutdown()
-	if w.b != nil {
-		return w.runBubble(limit)
-	}
-	sameInstant := 0
-	for w.queue.Len() > 0 && w.failure == nil && !w.stopped {
-		if w.overBudget() {
-			w.cutShort(LimitWork, w.workLimit)
-			break
-		}
-		e := w.queue.pop()
-		if e.cancelled {
-			continue
-		}
-		if e.At > limit {
-			w.now = limit
-			break
-		}
-		// A process that retries with no delay over a network with no
-		// latency would spin forever at one instant: the run ends there.
-		if e.At == w.now {
-			if sameInstant++; sameInstant > w.instantLimit {
-				w.cutShort(LimitSameInstant, int64(w.instantLimit))
-				break
-			}
-		} else {
-			sameInstant = 0
-		}
-		w.now = e.At
-		e.fire(w)
-		if w.allProcessesDone() {
-			if !w.draining {
-				w.draining = true
-				w.Net.markQuiet()
-			}
-			if w.Net.settled() {
-				break
-			}
-		}
-	}
-	w.runEndHooks()
-	return w.failure
+	return w.rt.run(limit)
 }
 
 // Stop ends the run after the current event.
@@ -359,18 +326,11 @@ func (w *World) Stop() { w.stopped = true }
 
 func (w *World) allProcessesDone() bool { return len(w.procs) > 0 && w.live == 0 }
 
-// shutdown kills the processes still parked, one at a time, and waits for
-// each goroutine to unwind, then runs the registered closers.
+// shutdown has the runtime end what the run left alive (the kernel kills
+// the processes still parked and waits for each goroutine to unwind), then
+// runs the registered closers.
 func (w *World) shutdown() {
-	for _, p := range w.procs {
-		if !p.done && w.b == nil {
-			w.kill(p)
-		}
-	}
-	for _, p := range w.zombies {
-		resumeDoomed(p)
-	}
-	w.zombies = nil
+	w.rt.shutdown()
 	for i := len(w.closers) - 1; i >= 0; i-- {
 		w.closers[i]()
 	}
