@@ -28,10 +28,10 @@ import (
 // permitSpan is one entry of a node's permit set.
 type permitSpan struct {
 	Node, LockValue, Owner string
-	Score              float64 // its holder's clock, in ms since the Unix epoch
-	From, To           time.Duration
-	End                string // "released", "removed by c2's cleanup", "removed by c1", "end of run"
-	Events             []int
+	Score                  float64 // its holder's clock, in ms since the Unix epoch
+	From, To               time.Duration
+	End                    string // "released", "removed by c2's cleanup", "removed by c1", "end of run"
+	Events                 []int
 	// Lease: the score is the end of the permit's lease, not when it was
 	// taken (the permit-expiring semaphore, permitscripts.go); Relisted:
 	// a blind refresh listed it again after it was removed.

@@ -25,10 +25,10 @@ import (
 // rwSpan is one holder's stay in a node's reader-writer hash.
 type rwSpan struct {
 	Node, LockValue, Owner, Mode string
-	Count                    int
-	From, To                 time.Duration
-	End                      string // "released", "expired", "end of run"
-	Events                   []int
+	Count                        int
+	From, To                     time.Duration
+	End                          string // "released", "expired", "end of run"
+	Events                       []int
 }
 
 type rwTracker struct {
