@@ -66,7 +66,7 @@ type BackendInfo struct {
 
 var backendInfos = map[string]BackendInfo{}
 
-// RegisterBackend makes a backend's runtime half available to the
+// RegisterBackend makes a backend's run half available to the
 // algorithms whose Info.Backend is b.Name. Call it from an init function
 // of the backend's runtime file.
 func RegisterBackend(b BackendInfo) {
@@ -76,7 +76,7 @@ func RegisterBackend(b BackendInfo) {
 	backendInfos[b.Name] = b
 }
 
-// LookupBackend returns the runtime descriptor of the backend called
+// LookupBackend returns the run half of the descriptor of the backend called
 // name.
 func LookupBackend(name string) (BackendInfo, bool) {
 	b, ok := backendInfos[name]

@@ -19,7 +19,7 @@ import (
 	"github.com/locklab/locklab/sim/zk/ensemble"
 )
 
-// The ZooKeeper ensemble backend's runtime half: the ensemble built in the
+// The ZooKeeper ensemble backend's run half: the ensemble built in the
 // world, the clients' sessions, and its matrix setup; its params and
 // hosts are scenarios/ensemble.go's.
 func init() {

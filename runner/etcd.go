@@ -12,7 +12,7 @@ import (
 	"github.com/locklab/locklab/sim/etcdnode"
 )
 
-// The etcd backend's runtime half: the cluster built in the world; its
+// The etcd backend's run half: the cluster built in the world; its
 // params and hosts are scenarios/etcd.go's.
 func init() {
 	RegisterBackend(BackendInfo{Name: etcdlock.Backend, Build: newEtcdBackend})

@@ -13,7 +13,7 @@ import (
 	"github.com/locklab/locklab/sim/fsnode"
 )
 
-// The file-system backend's runtime half: the kernels and the NFS server
+// The file-system backend's run half: the kernels and the NFS server
 // built in the world; its params and hosts are scenarios/filesystem.go's.
 func init() {
 	RegisterBackend(BackendInfo{Name: fslock.Backend, Build: newFSBackend})

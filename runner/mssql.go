@@ -18,7 +18,7 @@ import (
 	"github.com/locklab/locklab/sim/mssqlnode"
 )
 
-// The SQL Server backend's runtime half: the servers and the drivers'
+// The SQL Server backend's run half: the servers and the drivers'
 // connections built in the world; its params and hosts are
 // scenarios/mssql.go's.
 func init() {

@@ -18,7 +18,7 @@ import (
 	"database/sql"
 )
 
-// The MySQL backend's runtime half: the servers and the drivers'
+// The MySQL backend's run half: the servers and the drivers'
 // connections built in the world; its params and hosts are
 // scenarios/mysql.go's.
 func init() {

@@ -22,7 +22,7 @@ import (
 	"github.com/locklab/locklab/sim/pgnode"
 )
 
-// The Postgres backend's runtime half: the servers, the pooler and the
+// The Postgres backend's run half: the servers, the pooler and the
 // pgx connections built in the world, and its matrix setup; its params
 // and hosts are scenarios/postgres.go's.
 func init() {

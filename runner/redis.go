@@ -8,7 +8,7 @@ import (
 	"github.com/locklab/locklab/scenarios"
 )
 
-// The Redis backend's runtime half: its nodes are the file's, which the
+// The Redis backend's run half: its nodes are the file's, which the
 // runner builds itself (run.go), so it has no Build; its matrix setup.
 func init() {
 	RegisterBackend(BackendInfo{

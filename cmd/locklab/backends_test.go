@@ -69,7 +69,7 @@ func backendNames(t *testing.T) []string {
 			t.Errorf("algorithm %s runs on backend %q, which registers no descriptor (scenarios.RegisterBackend)", a, info.Backend)
 		}
 	}
-	// Each backend has its runtime half too, or no algorithm on it runs.
+	// Each backend has its run half too, or no algorithm on it runs.
 	for _, n := range names {
 		if _, ok := runner.LookupBackend(n); !ok {
 			t.Errorf("backend %q registers no runtime descriptor (runner.RegisterBackend in runner/)", n)
