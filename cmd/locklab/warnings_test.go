@@ -137,11 +137,11 @@ duration: 5s
 }
 
 // locklab replay of a counterexample sealed before issue 33's renames
-// (scenarios/testdata/retired-spellings-counterexample.yaml, written by
+// (runner/testdata/retired-spellings-counterexample.yaml, written by
 // that locklab) agrees with itself, reproduces its violation (exit 0: the
 // expectation is the violation) and names the new spellings.
 func TestReplayOfACounterexampleInRetiredSpellings(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "testdata", "retired-spellings-counterexample.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "runner", "testdata", "retired-spellings-counterexample.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
