@@ -257,6 +257,7 @@ func livenessClaims(res *runner.Result, tl *timeline) (int, []string) {
 		case "unavailable":
 			n++
 			errs = append(errs, unavailableClaim(res, words, kv, s.Events)...)
+			errs = append(errs, waitingClaim(res, tl, words, kv, s.Clients)...)
 		}
 	}
 	for i, e := range res.Events {
@@ -390,4 +391,66 @@ func pausedWords(words []string, text string) error {
 		return fmt.Errorf("its text %q does not say the %v from %s to %s", text, u-f, words[2], words[3])
 	}
 	return nil
+}
+
+// waitingClaim: the clients an unavailable stretch [FROM, TO) names as
+// waiting (its data-clients, and one hatched "waiting" mark per client)
+// are the clients with an acquire attempt outstanding in it, re-derived
+// from the events and the scenario's plan: a client's attempt ends at its
+// hold.began, hold.gave_up or host.crashed (runner/workload.go) and a
+// hold.refused leaves it open; so a client waited if an attempt of it
+// ended, or was refused, inside (FROM, TO], or if it had begun (written
+// an event) before TO and at FROM had cycles left (hold.began and
+// hold.gave_up each use one up) and had not crashed; the stuck holder
+// does not wait.
+func waitingClaim(res *runner.Result, tl *timeline, words []string, kv map[string]string, drawn string) []string {
+	from, _ := time.ParseDuration(words[1])
+	to, _ := time.ParseDuration(words[2])
+	// The label's times are rounded to the ms: the events' own instants
+	// are compared at that grain.
+	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
+	stuck := strings.Split(kv["stuck"], ",")
+	var want []string
+	for _, c := range res.Scenario.ClientNames() {
+		if slices.Contains(stuck, c) {
+			continue
+		}
+		started, crashed, used, inside := false, false, 0, false
+		for _, e := range res.Events {
+			if e.Actor != c {
+				continue
+			}
+			at := ms(e.At)
+			started = started || at < to
+			isEnd := e.Kind == event.HoldBegan || e.Kind == event.AcquireGaveUp
+			switch {
+			case at > from && at <= to && (isEnd || e.Kind == event.AcquireFailed):
+				inside = true
+			case at <= from:
+				crashed = crashed || e.Kind == event.HostCrashed
+				if isEnd {
+					used++
+				}
+			}
+		}
+		open := started && !crashed && used < res.Scenario.Plan(c).Cycles
+		if inside || open {
+			want = append(want, c)
+		}
+	}
+	var errs []string
+	if got := strings.Fields(drawn); !slices.Equal(got, want) {
+		errs = append(errs, fmt.Sprintf("unavailable %s–%s: drawn waiting %v; the events say %v had an attempt outstanding", words[1], words[2], got, want))
+	}
+	var hatched []string
+	for _, s := range allShapes(tl) {
+		if w, _ := labelFields(s.Label); len(w) == 4 && w[0] == "waiting" && w[2] == words[1] && w[3] == words[2] {
+			hatched = append(hatched, w[1])
+		}
+	}
+	slices.Sort(hatched)
+	if !slices.Equal(hatched, want) {
+		errs = append(errs, fmt.Sprintf("unavailable %s–%s: rows hatched waiting %v; the events say %v", words[1], words[2], hatched, want))
+	}
+	return errs
 }
