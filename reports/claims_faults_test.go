@@ -50,9 +50,9 @@ func faultClaims(res *runner.Result, tl *timeline) (int, []string) {
 			if err == nil && words[0] == "faultlane" {
 				err = faultLaneWords(res, words, s.Text)
 			}
-		case "paused", "wakes", "crash", "down", "restarts":
+		case "paused", "wakes", "hung", "continues", "crash", "down", "restarts":
 			err = faultRowClaim(res, words, s.Events, named)
-			if err == nil && words[0] == "paused" {
+			if err == nil && (words[0] == "paused" || words[0] == "hung") {
 				err = pausedWords(words, s.Text)
 			}
 		default:
@@ -149,7 +149,9 @@ func faultBandClaim(res *runner.Result, words []string, evs string, named map[in
 
 // faultRowClaim: "paused T FROM UNTIL" (T's host.paused at FROM, its
 // host.resumed at UNTIL unless the run ends first, none between), "wakes T
-// AT" (T's host.resumed), "crash T AT" (T's host.crashed), "down T FROM
+// AT" (T's host.resumed), "hung T FROM UNTIL" and "continues T AT"
+// likewise with process.hung and process.continued, "crash T AT" (T's
+// host.crashed), "down T FROM
 // UNTIL" (T's crash at FROM, its restart at UNTIL or the run's end, none
 // between), "restarts T AT" (T's restart).
 func faultRowClaim(res *runner.Result, words []string, evs string, named map[int]bool) error {
@@ -165,6 +167,10 @@ func faultRowClaim(res *runner.Result, words []string, evs string, named map[int
 		starts, ends = claimFaultStarts["pause"], claimFaultEnds["pause"]
 	case "wakes":
 		ends = claimFaultEnds["pause"]
+	case "hung":
+		starts, ends = claimFaultStarts["hang"], claimFaultEnds["hang"]
+	case "continues":
+		ends = claimFaultEnds["hang"]
 	case "crash":
 		starts = claimFaultStarts["crash"]
 	case "down":
@@ -197,15 +203,15 @@ func faultRowClaim(res *runner.Result, words []string, evs string, named map[int
 	if !began {
 		return fmt.Errorf("names no start of it at %s", from)
 	}
-	if (words[0] == "wakes" || words[0] == "restarts") && !ended {
+	if (words[0] == "wakes" || words[0] == "continues" || words[0] == "restarts") && !ended {
 		return fmt.Errorf("names no end of it at %s", until)
 	}
-	if (words[0] == "paused" || words[0] == "down") && !ended {
+	if (words[0] == "paused" || words[0] == "hung" || words[0] == "down") && !ended {
 		if d, err := time.ParseDuration(until); err != nil || d < res.End.Truncate(time.Millisecond) {
 			return fmt.Errorf("no event ends it at %s, before the end of the run", until)
 		}
 	}
-	if words[0] == "paused" || words[0] == "down" {
+	if words[0] == "paused" || words[0] == "hung" || words[0] == "down" {
 		f, _ := time.ParseDuration(from)
 		u, _ := time.ParseDuration(until)
 		for _, e := range res.Events {

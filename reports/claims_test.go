@@ -76,7 +76,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "poolmap", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "crash", "down", "restarts", "expiry", "unavailable", "waiting"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "poolmap", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "hung", "crash", "down", "restarts", "expiry", "unavailable", "waiting"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
