@@ -30,7 +30,7 @@ import (
 type backendHold struct {
 	Conn, Key, Op string
 	From, To      time.Duration
-	End           string // "released", "commit", "rollback", "session ended: <reason>", "server crashed", "end of run"
+	End           string // "released", "freed by COMMIT", "freed by the pooler's reset (DISCARD ALL)", "session ended: <reason>", "server crashed", "end of run"
 	// Grants and Releases count the server's grants and releases while
 	// the backend held it: a session-level advisory lock stacks, so it is
 	// held until as many unlocks as grants (PostgreSQL's "Advisory
@@ -59,97 +59,163 @@ type backendLine struct {
 
 // deriveBackends reads the backends of a database run from its events.
 func deriveBackends(events []event.Event) []*backendLine {
-	dials := map[string]bool{} // hosts that open connections to servers
+	r := backendReader{events: events, byConn: map[string]*backendLine{}, open: map[string]*backendHold{}, dials: map[string]bool{}, lastPool: map[string]int{}}
 	for _, e := range events {
 		if e.Kind == event.DBConnOpened {
-			dials[e.Client] = true
+			r.dials[e.Client] = true // hosts that open connections to servers
 		}
 	}
 	// A pooler says which client each of its backends serves
 	// (db.pool.mapped); a client's own connection names no other client.
-	// conn → the client it served at an instant.
-	maps := poolMaps(events)
-	runsFor := mappedClients(maps)
-	var lines []*backendLine
-	byConn := map[string]*backendLine{}
-	open := map[string]*backendHold{} // conn+"|"+key → the hold open on it
-	end := func(conn string, at time.Duration, why string, i int, xactOnly bool) {
-		for _, k := range sortedKeysOf(open) {
-			h := open[k]
-			if h.Conn != conn || xactOnly && !strings.Contains(h.Op, "xact") {
-				continue
-			}
-			h.To, h.End = at, why
-			if i >= 0 {
-				h.Events = append(h.Events, i)
-			}
-			byConn[conn].Holds = append(byConn[conn].Holds, *h)
-			delete(open, k)
-		}
-	}
+	r.maps = poolMaps(events)
+	r.runsFor = mappedClients(r.maps)
 	for _, i := range grantsLast(events) {
-		e := events[i]
-		l := byConn[e.Conn]
-		switch e.Kind {
-		case event.DBConnOpened:
-			// A connection to a host that itself dials servers reaches a
-			// pooler, not a backend.
-			if !dials[e.Node] && l == nil {
-				l = &backendLine{Conn: e.Conn, Server: e.Node, Owner: e.Client, Maps: maps[e.Conn]}
-				byConn[e.Conn] = l
-				lines = append(lines, l)
-			}
-		case event.DBLockGranted:
-			if l == nil {
-				break
-			}
-			h := open[e.Conn+"|"+e.Key]
-			if h == nil {
-				h = &backendHold{Conn: e.Conn, Key: e.Key, Op: e.Op, From: e.At}
-				open[e.Conn+"|"+e.Key] = h
-			}
-			h.Grants++
-			h.For = append(h.For, runsFor.at(e.Conn, e.At))
-			h.Events = append(h.Events, i)
-		case event.DBLockReleased:
-			if h := open[e.Conn+"|"+e.Key]; h != nil {
-				h.Releases++
-				h.Events = append(h.Events, i)
-				if h.Releases >= h.Grants {
-					h.To, h.End = e.At, "released"
-					l.Holds = append(l.Holds, *h)
-					delete(open, e.Conn+"|"+e.Key)
-				}
-			}
-		case event.DBSegmentReceived:
-			// The server receives COMMIT or ROLLBACK: the transaction's
-			// locks (pg_advisory_xact_lock's) go with it.
-			if l != nil && e.Actor == l.Server && e.Dir == "request" && (e.Op == "COMMIT" || e.Op == "ROLLBACK") {
-				end(e.Conn, e.At, strings.ToLower(e.Op), i, true)
-			}
-		case event.DBSessionEnded:
-			if l != nil {
-				end(e.Conn, e.At, "session ended: "+e.Reason, i, false)
-				l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: "session ended: " + e.Reason, At: e.At, Event: i})
-			}
-		case event.DBConnReset:
-			if l != nil {
-				l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: "reset: " + e.Reason, At: e.At, Event: i})
-			}
-		case event.DBKeepaliveFailed:
-			if l != nil {
-				l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: fmt.Sprintf("keepalive %d/%d unanswered", e.Count, e.Total), At: e.At, Event: i})
-			}
-		case event.DBServerCrashed:
-			for _, bl := range lines {
-				if bl.Server == e.Node {
-					end(bl.Conn, e.At, "server crashed", i, false)
-					bl.Marks = append(bl.Marks, backendMark{Conn: bl.Conn, What: "server crashed", At: e.At, Event: i})
-				}
+		r.read(i)
+	}
+	return finishBackends(r.lines, r.open, r.byConn)
+}
+
+// backendReader is deriveBackends' state while it reads the events.
+type backendReader struct {
+	events   []event.Event
+	dials    map[string]bool
+	maps     map[string][]poolMap
+	runsFor  stmtClients
+	lines    []*backendLine
+	byConn   map[string]*backendLine
+	open     map[string]*backendHold // conn+"|"+key → the hold open on it
+	lastPool map[string]int          // backend → its pooler's last db.pool.mapped
+}
+
+// end closes the holds open on conn, but those keep spares, at the event
+// ids (its cause).
+func (r *backendReader) end(conn string, at time.Duration, why string, ids []int, keep func(*backendHold) bool) {
+	for _, k := range sortedKeysOf(r.open) {
+		h := r.open[k]
+		if h.Conn != conn || keep != nil && keep(h) {
+			continue
+		}
+		h.To, h.End = at, why
+		h.Events = append(h.Events, ids...)
+		r.byConn[conn].Holds = append(r.byConn[conn].Holds, *h)
+		delete(r.open, k)
+	}
+}
+
+// isXact: a transaction-level lock (pg_advisory_xact_lock), which its
+// transaction's end frees and nothing else.
+func isXact(h *backendHold) bool  { return strings.Contains(h.Op, "xact") }
+func notXact(h *backendHold) bool { return !isXact(h) }
+
+// read takes event i into the backends.
+func (r *backendReader) read(i int) {
+	e := r.events[i]
+	l := r.byConn[e.Conn]
+	switch e.Kind {
+	case event.DBConnOpened:
+		// A connection to a host that itself dials servers reaches a
+		// pooler, not a backend.
+		if !r.dials[e.Node] && l == nil {
+			l = &backendLine{Conn: e.Conn, Server: e.Node, Owner: e.Client, Maps: r.maps[e.Conn]}
+			r.byConn[e.Conn] = l
+			r.lines = append(r.lines, l)
+		}
+	case event.DBPoolMapped:
+		r.lastPool[e.Session] = i
+	case event.DBLockGranted:
+		if l == nil {
+			break
+		}
+		h := r.open[e.Conn+"|"+e.Key]
+		if h == nil {
+			h = &backendHold{Conn: e.Conn, Key: e.Key, Op: e.Op, From: e.At}
+			r.open[e.Conn+"|"+e.Key] = h
+		}
+		h.Grants++
+		h.For = append(h.For, r.runsFor.at(e.Conn, e.At))
+		h.Events = append(h.Events, i)
+	case event.DBLockReleased:
+		r.released(l, i)
+	case event.DBSegmentReceived:
+		// The server receives COMMIT or ROLLBACK: the transaction's
+		// locks (pg_advisory_xact_lock's) go with it.
+		if l != nil && e.Actor == l.Server && e.Dir == "request" && (e.Op == "COMMIT" || e.Op == "ROLLBACK") {
+			r.end(e.Conn, e.At, "freed by "+e.Op, []int{i}, notXact)
+		}
+	case event.DBSessionEnded:
+		if l != nil {
+			r.end(e.Conn, e.At, "session ended: "+e.Reason, []int{i}, nil)
+			l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: "session ended: " + e.Reason, At: e.At, Event: i})
+		}
+	case event.DBConnReset:
+		if l != nil {
+			l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: "reset: " + e.Reason, At: e.At, Event: i})
+		}
+	case event.DBKeepaliveFailed:
+		if l != nil {
+			l.Marks = append(l.Marks, backendMark{Conn: e.Conn, What: fmt.Sprintf("keepalive %d/%d unanswered", e.Count, e.Total), At: e.At, Event: i})
+		}
+	case event.DBServerCrashed:
+		for _, bl := range r.lines {
+			if bl.Server == e.Node {
+				r.end(bl.Conn, e.At, "server crashed", []int{i}, nil)
+				bl.Marks = append(bl.Marks, backendMark{Conn: bl.Conn, What: "server crashed", At: e.At, Event: i})
 			}
 		}
 	}
-	return finishBackends(lines, open, byConn)
+}
+
+// released reads a server's release (event i) on backend l. A release of
+// one key balances one grant; the key "all" is a statement that frees
+// every session-level lock of the backend at once — PostgreSQL's
+// DISCARD ALL and pg_advisory_unlock_all, MySQL's RELEASE_ALL_LOCKS and
+// COM_RESET_CONNECTION (sim/pgnode/codec.go, sim/mysqlnode/codec.go) —
+// however often each was granted; a transaction-level lock stays with its
+// transaction.
+func (r *backendReader) released(l *backendLine, i int) {
+	e := r.events[i]
+	if l == nil {
+		return
+	}
+	why, ids := r.releaseCause(i)
+	if e.Key == "all" {
+		r.end(e.Conn, e.At, why, ids, isXact)
+		return
+	}
+	h := r.open[e.Conn+"|"+e.Key]
+	if h == nil {
+		return
+	}
+	h.Releases++
+	h.Events = append(h.Events, i)
+	if h.Releases >= h.Grants {
+		h.To, h.End = e.At, why
+		l.Holds = append(l.Holds, *h)
+		delete(r.open, e.Conn+"|"+e.Key)
+	}
+}
+
+// releaseCause is what freed the lock at release i, with the events that
+// say so (the release last): an unlock the client sent is "released"; SQL
+// Server frees a transaction's application locks at its COMMIT or
+// ROLLBACK and a session's at the connection reset a pooled request
+// carries (sim/mssqlnode/facts.go); a pooler's reset query — PgBouncer's
+// server_reset_query, DISCARD ALL, run when the pooler said it resets
+// the backend (its db.pool.mapped "reset") — frees them all.
+func (r *backendReader) releaseCause(i int) (string, []int) {
+	e := r.events[i]
+	switch {
+	case e.Op == "COMMIT" || e.Op == "ROLLBACK":
+		return "freed by " + e.Op, []int{i}
+	case e.Op == "sp_reset_connection" || e.Op == "RESET":
+		return "freed by the connection reset", []int{i}
+	case e.Key != "all":
+		return "released", []int{i}
+	}
+	if p, ok := r.lastPool[e.Conn]; ok && r.events[p].Reason == "reset" {
+		return fmt.Sprintf("freed by the pooler's reset (%s)", e.Op), []int{p, i}
+	}
+	return "freed by " + e.Op, []int{i}
 }
 
 // grantsLast is the order deriveBackends reads the events in: the log's,
@@ -272,6 +338,9 @@ func (b *tlBuilder) drawBackends(r row) {
 				title += "; granted for " + strings.Join(h.For, ", ") + " (the clients whose statements it ran)"
 				pooled = " (granted for " + strings.Join(who, ", ") + ")"
 				text += pooled
+			}
+			if strings.HasPrefix(h.End, "freed by ") {
+				text += ", " + h.End // what ended it, when not the client's unlock
 			}
 			if idle {
 				title += fmt.Sprintf("; for %s of it no client holds the lock: the backend keeps it (idle in the pool)", dur(gap))

@@ -50,9 +50,9 @@ func faultClaims(res *runner.Result, tl *timeline) (int, []string) {
 			if err == nil && words[0] == "faultlane" {
 				err = faultLaneWords(res, words, s.Text)
 			}
-		case "paused", "wakes", "crash", "down", "restarts":
+		case "paused", "wakes", "hung", "continues", "crash", "down", "restarts":
 			err = faultRowClaim(res, words, s.Events, named)
-			if err == nil && words[0] == "paused" {
+			if err == nil && (words[0] == "paused" || words[0] == "hung") {
 				err = pausedWords(words, s.Text)
 			}
 		default:
@@ -149,7 +149,9 @@ func faultBandClaim(res *runner.Result, words []string, evs string, named map[in
 
 // faultRowClaim: "paused T FROM UNTIL" (T's host.paused at FROM, its
 // host.resumed at UNTIL unless the run ends first, none between), "wakes T
-// AT" (T's host.resumed), "crash T AT" (T's host.crashed), "down T FROM
+// AT" (T's host.resumed), "hung T FROM UNTIL" and "continues T AT"
+// likewise with process.hung and process.continued, "crash T AT" (T's
+// host.crashed), "down T FROM
 // UNTIL" (T's crash at FROM, its restart at UNTIL or the run's end, none
 // between), "restarts T AT" (T's restart).
 func faultRowClaim(res *runner.Result, words []string, evs string, named map[int]bool) error {
@@ -165,6 +167,10 @@ func faultRowClaim(res *runner.Result, words []string, evs string, named map[int
 		starts, ends = claimFaultStarts["pause"], claimFaultEnds["pause"]
 	case "wakes":
 		ends = claimFaultEnds["pause"]
+	case "hung":
+		starts, ends = claimFaultStarts["hang"], claimFaultEnds["hang"]
+	case "continues":
+		ends = claimFaultEnds["hang"]
 	case "crash":
 		starts = claimFaultStarts["crash"]
 	case "down":
@@ -197,15 +203,15 @@ func faultRowClaim(res *runner.Result, words []string, evs string, named map[int
 	if !began {
 		return fmt.Errorf("names no start of it at %s", from)
 	}
-	if (words[0] == "wakes" || words[0] == "restarts") && !ended {
+	if (words[0] == "wakes" || words[0] == "continues" || words[0] == "restarts") && !ended {
 		return fmt.Errorf("names no end of it at %s", until)
 	}
-	if (words[0] == "paused" || words[0] == "down") && !ended {
+	if (words[0] == "paused" || words[0] == "hung" || words[0] == "down") && !ended {
 		if d, err := time.ParseDuration(until); err != nil || d < res.End.Truncate(time.Millisecond) {
 			return fmt.Errorf("no event ends it at %s, before the end of the run", until)
 		}
 	}
-	if words[0] == "paused" || words[0] == "down" {
+	if words[0] == "paused" || words[0] == "hung" || words[0] == "down" {
 		f, _ := time.ParseDuration(from)
 		u, _ := time.ParseDuration(until)
 		for _, e := range res.Events {
@@ -257,6 +263,7 @@ func livenessClaims(res *runner.Result, tl *timeline) (int, []string) {
 		case "unavailable":
 			n++
 			errs = append(errs, unavailableClaim(res, words, kv, s.Events)...)
+			errs = append(errs, waitingClaim(res, tl, words, kv, s.Clients)...)
 		}
 	}
 	for i, e := range res.Events {
@@ -390,4 +397,66 @@ func pausedWords(words []string, text string) error {
 		return fmt.Errorf("its text %q does not say the %v from %s to %s", text, u-f, words[2], words[3])
 	}
 	return nil
+}
+
+// waitingClaim: the clients an unavailable stretch [FROM, TO) names as
+// waiting (its data-clients, and one hatched "waiting" mark per client)
+// are the clients with an acquire attempt outstanding in it, re-derived
+// from the events and the scenario's plan: a client's attempt ends at its
+// hold.began, hold.gave_up or host.crashed (runner/workload.go) and a
+// hold.refused leaves it open; so a client waited if an attempt of it
+// ended, or was refused, inside (FROM, TO], or if it had begun (written
+// an event) before TO and at FROM had cycles left (hold.began and
+// hold.gave_up each use one up) and had not crashed; the stuck holder
+// does not wait.
+func waitingClaim(res *runner.Result, tl *timeline, words []string, kv map[string]string, drawn string) []string {
+	from, _ := time.ParseDuration(words[1])
+	to, _ := time.ParseDuration(words[2])
+	// The label's times are rounded to the ms: the events' own instants
+	// are compared at that grain.
+	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
+	stuck := strings.Split(kv["stuck"], ",")
+	var want []string
+	for _, c := range res.Scenario.ClientNames() {
+		if slices.Contains(stuck, c) {
+			continue
+		}
+		started, crashed, used, inside := false, false, 0, false
+		for _, e := range res.Events {
+			if e.Actor != c {
+				continue
+			}
+			at := ms(e.At)
+			started = started || at < to
+			isEnd := e.Kind == event.HoldBegan || e.Kind == event.AcquireGaveUp
+			switch {
+			case at > from && at <= to && (isEnd || e.Kind == event.AcquireFailed):
+				inside = true
+			case at <= from:
+				crashed = crashed || e.Kind == event.HostCrashed
+				if isEnd {
+					used++
+				}
+			}
+		}
+		open := started && !crashed && used < res.Scenario.Plan(c).Cycles
+		if inside || open {
+			want = append(want, c)
+		}
+	}
+	var errs []string
+	if got := strings.Fields(drawn); !slices.Equal(got, want) {
+		errs = append(errs, fmt.Sprintf("unavailable %s–%s: drawn waiting %v; the events say %v had an attempt outstanding", words[1], words[2], got, want))
+	}
+	var hatched []string
+	for _, s := range allShapes(tl) {
+		if w, _ := labelFields(s.Label); len(w) == 4 && w[0] == "waiting" && w[2] == words[1] && w[3] == words[2] {
+			hatched = append(hatched, w[1])
+		}
+	}
+	slices.Sort(hatched)
+	if !slices.Equal(hatched, want) {
+		errs = append(errs, fmt.Sprintf("unavailable %s–%s: rows hatched waiting %v; the events say %v", words[1], words[2], hatched, want))
+	}
+	return errs
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/algorithms"
-	"github.com/locklab/locklab/checker"
 	"github.com/locklab/locklab/runner"
 	"github.com/locklab/locklab/scenarios"
 	"github.com/locklab/locklab/sim/event"
@@ -77,7 +76,7 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 	}
 	// Every kind of claim is drawn somewhere in the catalogue, so none of
 	// the checks above passes for want of elements.
-	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "poolmap", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "crash", "down", "restarts", "expiry", "unavailable"} {
+	for _, k := range []string{"attempts", "subtitle", "nokey", "lockdata", "backendhold", "poolmap", "permit", "repl", "repllost", "rwhold", "access", "fence", "witness", "zk", "roles", "renewals", "faults", "liveness", "faultlane", "faultstart", "faultrow", "paused", "wakes", "hung", "crash", "down", "restarts", "expiry", "unavailable", "waiting"} {
 		if seen[k] == 0 {
 			t.Errorf("no %s element drawn in the whole catalogue", k)
 		}
@@ -151,7 +150,7 @@ func claimMismatches(res *runner.Result, tl *timeline) []string {
 			}
 			continue
 		case strings.HasPrefix(s.Label, "backendhold "):
-			backendGrants += backendHoldClaim(res, s.Label, &errs)
+			backendGrants += backendHoldClaim(res, s, &errs)
 			continue
 		case strings.HasPrefix(s.Label, "permit "):
 			ids, _ := parseIDs(s.Events)
@@ -569,109 +568,6 @@ func sessionClaims(res *runner.Result, labels []string) []string {
 		}
 	}
 	return errs
-}
-
-// backendHoldClaim re-derives one backend's hold of a database lock: it
-// begins at a grant to that connection, counts the grants and releases
-// between its ends, ends as its end says (the release that balances the
-// grants, the transaction's end, the session's end, or never), and says
-// for how long no client held the lock. It returns the grants counted.
-func backendHoldClaim(res *runner.Result, label string, errs *[]string) int {
-	errf := func(format string, args ...any) {
-		*errs = append(*errs, fmt.Sprintf("%q: ", label)+fmt.Sprintf(format, args...))
-	}
-	words, kv := labelFields(label)
-	conn, key := words[1], words[2]
-	from, _ := strconv.ParseInt(kv["from"], 10, 64)
-	to, _ := strconv.ParseInt(kv["to"], 10, 64)
-	end := time.Duration(to)
-	if to < 0 {
-		end = res.End
-	}
-	grants, releases := 0, 0
-	forWho := strings.Split(kv["for"], ",")
-	at := func(e event.Event, kind event.Kind, t time.Duration) bool {
-		return e.Kind == kind && e.Conn == conn && e.At == t
-	}
-	began, ended := false, to < 0
-	for _, e := range res.Events {
-		if e.Conn != conn || e.At < time.Duration(from) || e.At > end {
-			continue
-		}
-		// At one instant a server releases before it grants again (a
-		// request's connection reset runs before its statement): a grant
-		// at the instant a released hold ends is the next hold's, a
-		// release at the instant a hold begins the previous one's.
-		switch {
-		case e.Kind == event.DBLockGranted && e.At == end && end != time.Duration(from) && kv["end"] == "released":
-			continue
-		case e.Kind == event.DBLockReleased && e.At == time.Duration(from) && end != time.Duration(from):
-			continue
-		}
-		switch {
-		case e.Kind == event.DBLockGranted && e.Key == key:
-			// The client it is drawn granted for is the one the pooler
-			// said it was serving with this backend then (its last
-			// db.pool.mapped on the backend before the grant assigned
-			// it); a backend no pooler maps is drawn for nobody else.
-			if grants < len(forWho) {
-				if who := pooledClientAt(res, conn, e.At); forWho[grants] != who {
-					errf("grant %d at %v drawn for %q; the pooler was serving %q with %s", grants+1, e.At, forWho[grants], who, conn)
-				}
-			}
-			grants++
-			began = began || e.At == time.Duration(from)
-		case e.Kind == event.DBLockReleased && e.Key == key:
-			releases++
-		}
-		switch why, _ := url.QueryUnescape(kv["end"]); {
-		case why == "released":
-			ended = ended || at(e, event.DBLockReleased, end)
-		case strings.HasPrefix(why, "session ended: "):
-			ended = ended || at(e, event.DBSessionEnded, end) && why == "session ended: "+e.Reason
-		case why == "commit" || why == "rollback":
-			ended = ended || at(e, event.DBSegmentReceived, end) && strings.EqualFold(e.Op, why)
-		}
-	}
-	for _, e := range res.Events {
-		if e.Kind == event.DBServerCrashed && e.At == end && kv["end"] == "server+crashed" {
-			ended = true
-		}
-	}
-	if !began {
-		errf("no grant of %s to %s at %d ns", key, conn, from)
-	}
-	if !ended {
-		errf("no event ends it as %q at %v", kv["end"], end)
-	}
-	if strconv.Itoa(grants) != kv["grants"] || strconv.Itoa(releases) != kv["releases"] {
-		errf("the server granted %d× and released %d× in it", grants, releases)
-	}
-	if kv["end"] == "released" && grants != releases {
-		errf("ends released with %d grants and %d releases", grants, releases)
-	}
-	// Unheld: the instants of [from, end] that no client hold covers,
-	// summed over the pieces between every hold's ends.
-	cuts := []time.Duration{time.Duration(from), end}
-	for _, iv := range res.History.Intervals {
-		cuts = append(cuts, iv.Start, iv.End)
-	}
-	slices.Sort(cuts)
-	gap := time.Duration(0)
-	for i := 0; i+1 < len(cuts); i++ {
-		a, b := max(cuts[i], time.Duration(from)), min(cuts[i+1], end)
-		if a >= b {
-			continue
-		}
-		covered := slices.ContainsFunc(res.History.Intervals, func(iv checker.Interval) bool { return iv.Start <= a && b <= iv.End })
-		if !covered {
-			gap += b - a
-		}
-	}
-	if strconv.FormatInt(int64(gap), 10) != kv["unheld"] {
-		errf("no client holds the lock for %d ns of it", gap)
-	}
-	return grants
 }
 
 // permitClaim re-derives one entry of a semaphore's set: a ZADD of its

@@ -69,7 +69,9 @@ func faultTitle(a faults.Applied) string {
 // faultOnRow draws what a fault does to its target's own row; the band
 // names the fault's events and says which fault it is (data-label
 // "faultrow KIND TARGET FROM UNTIL"), and each text names the events it states:
-// "paused (d)" the pause and its end, "wakes up" the host.resumed, the
+// "paused (d)" the pause and its end, "wakes up" the host.resumed, a
+// hang's "hangs (d)" and "continues" likewise (process.hung,
+// process.continued), the
 // crash's cross and words its host.crashed, "down" the node's crash,
 // "restarts" its restart.
 func (b *tlBuilder) faultOnRow(a faults.Applied) {
@@ -99,6 +101,8 @@ func (b *tlBuilder) faultOnRow(a faults.Applied) {
 					Events: eventIDs([]int{sp.End}), Label: fmt.Sprintf("wakes %s %s", f.Target, checker.Sec(sp.Until))})
 			}
 		}
+	case faults.Hang:
+		b.hangOnRow(a, sp, ids, label)
 	case faults.Crash:
 		r, ok := b.rowOf[f.Target]
 		if !ok {
@@ -129,6 +133,34 @@ func (b *tlBuilder) faultOnRow(a faults.Applied) {
 			t.Plot = append(t.Plot, shape{Kind: "text", X: b.x(until) + 4, Y: r.y + r.h/2 + 4, Text: "restarts (persistence " + orNone(f.Persistence) + ")", Size: 10.5, Fill: "#334155", Weight: "700",
 				Events: eventIDs([]int{sp.End}), Label: fmt.Sprintf("restarts %s %s", f.Target, checker.Sec(until))})
 		}
+	}
+}
+
+// hangOnRow draws a hang on the hung client's row as a pause is drawn:
+// the band from its process.hung to its process.continued (or the run's
+// end), "c1 hangs (d)" naming both, and "continues" at the
+// process.continued. Its host and its watchdog go on meanwhile
+// (faults/faults.go), so the band is the worker's, not the host's.
+func (b *tlBuilder) hangOnRow(a faults.Applied, sp faultSpan, ids, label string) {
+	t, target := b.t, a.Fault.Target
+	r, ok := b.rowOf[target]
+	if !ok {
+		return
+	}
+	t.Plot = append(t.Plot, shape{Kind: "rect", X: b.x(a.At), Y: r.y + 2, W: b.x(sp.Until) - b.x(a.At), H: r.h - 4, Class: "paused hung", Fill: "url(#" + t.P + "hatch-pause)", Title: faultTitle(a) + " (the worker hangs; the process and its watchdog go on)",
+		Events: ids, Label: label + " " + checker.Sec(sp.Until)})
+	if b.dense {
+		return
+	}
+	t.Plot = append(t.Plot, shape{Kind: "text", X: b.xc(a.At) + 4, Y: r.y + 12, Text: fmt.Sprintf("%s hangs (%s)", target, dur(sp.Until-a.At)), Size: 10.5, Fill: faultAmber, Weight: "700",
+		Events: ids, Label: fmt.Sprintf("hung %s %s %s", target, checker.Sec(a.At), checker.Sec(sp.Until))})
+	if sp.End >= 0 && sp.Until <= b.to {
+		wx, anchor := b.x(sp.Until)+3, "start"
+		if wx+boldWidth("continues", 10.5) > t.X1 {
+			wx, anchor = b.x(sp.Until)-3, "end"
+		}
+		t.Plot = append(t.Plot, shape{Kind: "text", X: wx, Y: r.y + 12, Text: "continues", Size: 10.5, Fill: faultAmber, Weight: "700", Anchor: anchor,
+			Events: eventIDs([]int{sp.End}), Label: fmt.Sprintf("continues %s %s", target, checker.Sec(sp.Until))})
 	}
 }
 

@@ -479,7 +479,8 @@ func (b *tlBuilder) witness(clientRowsEnd float64, laneTops []float64) {
 			Label: fmt.Sprintf("unavailable %s %s stuck=%s", checker.Sec(u.From), checker.Sec(u.To), strings.Join(u.Stuck, ",")), Title: title, Events: ids})
 		for _, c := range u.Waiting {
 			if r, ok := b.rowOf[c]; ok {
-				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 3, W: wd, H: r.h - 6, Fill: "url(#" + t.P + "hatch-witness)", Class: "witness-wait", Title: title, Events: ids})
+				t.Plot = append(t.Plot, shape{Kind: "rect", X: x0, Y: r.y + 3, W: wd, H: r.h - 6, Fill: "url(#" + t.P + "hatch-witness)", Class: "witness-wait", Title: title, Events: ids,
+					Label: fmt.Sprintf("waiting %s %s %s", c, checker.Sec(u.From), checker.Sec(u.To))})
 			}
 		}
 		leader(b.xc(u.From))
