@@ -63,18 +63,12 @@ type bubble struct {
 	waitingFor time.Duration
 	// who names the goroutine inside the kernel ("" for the kernel itself);
 	// events it schedules are keyed by who and a per-who count.
-	who string
-	// The counts are pointers so that counting is a map lookup, and a
-	// map assignment (deeper in the runtime) happens once per name: both
-	// run on a library goroutine's small stack (docs/performance.md,
-	// "Goroutine stacks").
-	counters map[string]*uint64
+	who      string
+	counters map[string]uint64
 	// msgs counts each stream's messages (messageKey); msgKey is the
 	// buffer a message's key is built in.
-	msgs   map[string]*uint64
+	msgs   map[string]uint64
 	msgKey []byte
-	// evKey is the buffer eventKey builds its keys in.
-	evKey []byte
 	// msgRands are the sources of the draws about a message
 	// (messageRand), one per nesting level of Network.Send and Judge.
 	msgRands []*messageSource
@@ -83,7 +77,6 @@ type bubble struct {
 	conns    []*redisConn
 	dials    map[string]int
 	fifo     map[string]time.Duration
-	fifoKey  []byte // the buffer arrival names a stream in
 	hosts    map[*Host]*hostBubble
 	ended    bool
 	running  int // process goroutines not yet returned
@@ -124,8 +117,8 @@ func (w *World) UseBubble() {
 		base:       time.Now(),
 		kick:       make(chan struct{}, 1),
 		waitingFor: -1,
-		counters:   map[string]*uint64{},
-		msgs:       map[string]*uint64{},
+		counters:   map[string]uint64{},
+		msgs:       map[string]uint64{},
 		kernel:     w.rng,
 		dials:      map[string]int{},
 		fifo:       map[string]time.Duration{},
@@ -192,24 +185,9 @@ func (b *bubble) eventKey() string {
 	if b.who == "" {
 		return ""
 	}
-	n := count(b.counters, b.who)
-	// fmt.Sprintf("%s #%08d", b.who, n), appended into a buffer the
-	// bubble keeps: the same key, without fmt's frames on the library
-	// goroutine's small stack (docs/performance.md, "Goroutine stacks").
-	// The digits are written in place rather than by strconv, whose
-	// formatting buffer would be in the frame.
-	digits := 1
-	for d := n; d >= 10; d /= 10 {
-		digits++
-	}
-	k := append(b.evKey[:0], b.who...)
-	k = append(k, " #"...)
-	k = append(k, "00000000000000000000"[:max(digits, 8)]...)
-	for i := len(k) - 1; n > 0; i, n = i-1, n/10 {
-		k[i] = byte('0' + n%10)
-	}
-	b.evKey = k
-	return string(k)
+	n := b.counters[b.who] + 1
+	b.counters[b.who] = n
+	return fmt.Sprintf("%s #%08d", b.who, n)
 }
 
 // queued keys an event At scheduled (eventKey), and wakes the sleeping

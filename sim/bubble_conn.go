@@ -125,17 +125,8 @@ func (c *redisConn) bubbleRead(data []byte) (int, error) {
 	if c.dead() {
 		return 0, errConnClosed
 	}
-	c.recordTimeout()
+	w.Record(c.host.Name, event.Event{Kind: event.ReplyTimeout, Node: c.node.Name, Client: c.host.Name})
 	return 0, timeoutError{}
-}
-
-// recordTimeout records a read that timed out. Out of line, so that its
-// event.Event is not in bubbleRead's frame, on the library goroutine's
-// small stack (recordSent in redis_conn.go says why).
-//
-//go:noinline
-func (c *redisConn) recordTimeout() {
-	c.node.w.Record(c.host.Name, event.Event{Kind: event.ReplyTimeout, Node: c.node.Name, Client: c.host.Name})
 }
 
 func (c *redisConn) bubbleClose() error {

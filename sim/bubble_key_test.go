@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"testing"
@@ -48,28 +47,6 @@ func TestMessageRandDrawsAsContentRand(t *testing.T) {
 		}
 		if w.rng != kernel || b.msgDepth != 0 {
 			t.Fatalf("%s: the world's source was not given back", key)
-		}
-	}
-}
-
-// eventKey appends what fmt.Sprintf("%s #%08d", who, n) printed: the
-// bubble's event order, and with it every bubble digest, was recorded with
-// those keys. Counts of one to eight digits and past eight are checked.
-func TestEventKeyIsSprintf(t *testing.T) {
-	b := &bubble{counters: map[string]*uint64{}}
-	for _, who := range []string{"c n1>n2#1", "p client-3", ""} {
-		b.who = who
-		for _, n := range []uint64{1, 9, 10, 99, 12345, 9999999, 10000000, 12345678, 123456789} {
-			prev := n - 1
-			b.counters[who] = &prev
-			got := b.eventKey()
-			want := fmt.Sprintf("%s #%08d", who, n)
-			if who == "" {
-				want = ""
-			}
-			if got != want {
-				t.Errorf("eventKey(%q, %d) = %q, want %q", who, n, got, want)
-			}
 		}
 	}
 }

@@ -77,7 +77,8 @@ func (b *bubble) messageKey(m *Message) string {
 			stream = "kernel"
 		}
 	}
-	c := count(b.msgs, stream)
+	c := b.msgs[stream] + 1
+	b.msgs[stream] = c
 	k := append(b.msgKey[:0], m.To...)
 	k = append(k, '<')
 	k = append(k, m.From...)
@@ -93,36 +94,12 @@ func (b *bubble) messageKey(m *Message) string {
 	return string(k)
 }
 
-// count adds one to name's count in counts and returns it.
-func count(counts map[string]*uint64, name string) uint64 {
-	p := counts[name]
-	if p == nil {
-		p = new(uint64)
-		counts[name] = p
-	}
-	*p++
-	return *p
-}
-
 // arrival keeps each stream in order, as TCP does per connection.
-// The stream's name, m.order+"|"+m.From+">"+m.To, is appended into a
-// buffer the bubble keeps, and a string made of it only when the map
-// changes: a five-string concatenation's frames were what grew a library
-// goroutine's stack on its first write (docs/performance.md, "Goroutine
-// stacks").
 func (b *bubble) arrival(m *Message, at time.Duration) time.Duration {
-	k := append(b.fifoKey[:0], m.order...)
-	k = append(k, '|')
-	k = append(k, m.From...)
-	k = append(k, '>')
-	k = append(k, m.To...)
-	b.fifoKey = k
-	prev, ok := b.fifo[string(k)]
-	switch {
-	case at < prev:
+	stream := m.order + "|" + m.From + ">" + m.To
+	if prev := b.fifo[stream]; at < prev {
 		at = prev
-	case !ok || at > prev:
-		b.fifo[string(k)] = at
 	}
+	b.fifo[stream] = at
 	return at
 }

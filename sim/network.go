@@ -232,8 +232,12 @@ func (n *Network) Send(m *Message, deliver func()) {
 	if saved != nil {
 		defer w.rt.endMessage(saved)
 	}
-	if n.partitioned(m) {
-		n.lose(m, event.MessageLost, "partition")
+	if !n.talked[[2]string{m.From, m.To}] {
+		n.talked[[2]string{m.From, m.To}] = true
+	}
+	if n.cut[[2]string{m.From, m.To}] {
+		n.Dropped++
+		w.Record(m.From, m.event(event.MessageLost, "partition", 0))
 		return
 	}
 	var extra time.Duration
@@ -241,11 +245,12 @@ func (n *Network) Send(m *Message, deliver func()) {
 	for _, f := range n.filters {
 		drop, delay, reason := f(m)
 		if drop {
-			n.lose(m, event.MessageDropped, reason)
+			n.Dropped++
+			w.Record(m.From, m.event(event.MessageDropped, reason, 0))
 			return
 		}
 		if delay > 0 {
-			n.recordDelay(m, reason, delay)
+			w.Record(m.From, m.event(event.MessageDelayed, reason, delay))
 			extra += delay
 			why = reason
 		}
@@ -256,52 +261,12 @@ func (n *Network) Send(m *Message, deliver func()) {
 	}
 	at := w.rt.arrival(m, w.now+lat)
 	if extra > 0 {
-		n.delayed(m, at, why)
+		n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client, Ends: [2]string{m.From, m.To},
+			Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, why)})
 	}
 	id := n.depart()
 	e := w.atKey(at, key, nil)
 	e.msg, e.msgID, e.deliver = m, id, deliver
-}
-
-// The trace records and the delay's summary of Send's rarer paths are
-// functions of their own, kept out of line: their event.Event and fmt
-// temporaries made Send's frame 2.2 KiB, and in a bubble Send runs on a
-// library goroutine's 4 KiB starting stack under go-redis's frames, which
-// it then had to grow by copying (docs/performance.md, "Goroutine stacks").
-
-// partitioned notes that m's ends talked and reports whether a partition
-// cuts them apart. Out of line: its map keys are temporaries that would
-// otherwise sit in Send's frame.
-//
-//go:noinline
-func (n *Network) partitioned(m *Message) bool {
-	ends := [2]string{m.From, m.To}
-	if !n.talked[ends] {
-		n.talked[ends] = true
-	}
-	return n.cut[ends]
-}
-
-// lose counts m as dropped and records why.
-//
-//go:noinline
-func (n *Network) lose(m *Message, k event.Kind, reason string) {
-	n.Dropped++
-	n.w.Record(m.From, m.event(k, reason, 0))
-}
-
-//go:noinline
-func (n *Network) recordDelay(m *Message, reason string, delay time.Duration) {
-	n.w.Record(m.From, m.event(event.MessageDelayed, reason, delay))
-}
-
-// delayed keeps m's delay for the report.
-//
-//go:noinline
-func (n *Network) delayed(m *Message, at time.Duration, why string) {
-	w := n.w
-	n.Delays = append(n.Delays, Delayed{From: w.now, To: at, Client: m.Client, Ends: [2]string{m.From, m.To},
-		Summary: fmt.Sprintf("%s %s→%s %s (%s)", m.Dir, m.From, m.To, m.Op, why)})
 }
 
 // newMessage hands out the next Message of a slab allocated 64 at a time

@@ -162,15 +162,6 @@ func (c *redisConn) Write(b []byte) (int, error) {
 	if c.bb != nil {
 		return c.bubbleWrite(b)
 	}
-	return c.kernelWrite(b)
-}
-
-// kernelWrite is Write under the coroutine kernel. It is out of line so
-// that its locals are not in Write's frame on the bubble's write path
-// (recordSent says why that path's frames matter).
-//
-//go:noinline
-func (c *redisConn) kernelWrite(b []byte) (int, error) {
 	if c.closed {
 		return 0, errConnClosed
 	}
@@ -201,31 +192,16 @@ func (c *redisConn) send(w *World, args []string) {
 	}
 	op := upperName(args[0])
 	if w.Tracing() {
-		c.recordSent(w, op, summary, args)
+		w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
 	}
-	// Field by field into the slab's zeroed Message: a composite literal
-	// here was a Message-sized temporary in this frame (below).
 	req := w.Net.newMessage()
-	req.Conn, req.From, req.To, req.Client = c.id, c.host.Name, c.node.Name, c.host.Name
-	req.Dir, req.Op, req.Summary = Request, op, summary
+	*req = Message{Conn: c.id, From: c.host.Name, To: c.node.Name, Client: c.host.Name, Dir: Request, Op: op, Summary: summary}
 	if c.bb != nil {
 		req.order = c.bb.id
 	}
 	call := c.newCall()
 	call.args, call.op, call.summary, call.order = args, op, summary, req.order
 	w.Net.Send(req, call.onRequest)
-}
-
-// recordSent records the command's departure. It is a function of its
-// own, kept out of line, so that the event.Event it builds is in its frame
-// and not in send's: in a bubble, send runs on a library goroutine whose
-// stack starts at 4 KiB with go-redis's ~2.5 KiB of frames above it, and
-// every byte of send's frame brings the write path closer to the copy
-// that grows that stack (docs/performance.md, "Goroutine stacks").
-//
-//go:noinline
-func (c *redisConn) recordSent(w *World, op, summary string, args []string) {
-	w.Record(c.host.Name, event.Event{Kind: event.CommandSent, Node: c.node.Name, Client: c.host.Name, Op: op, Command: summary, Args: args})
 }
 
 // switchMaster is go-redis's failover client learning that the master

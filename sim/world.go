@@ -211,12 +211,8 @@ func (w *World) schedule(t time.Duration, key string, auto bool, fn func()) *Eve
 	}
 	w.seq++
 	w.events++
-	// Field by field into the slab's zeroed Event: a composite literal
-	// was an Event-sized temporary in this frame, which in a bubble sits
-	// on a library goroutine's small stack under its read (docs/
-	// performance.md, "Goroutine stacks").
 	e := w.newEvent()
-	e.At, e.key, e.seq, e.fn = t, key, w.seq, fn
+	*e = Event{At: t, key: key, seq: w.seq, fn: fn}
 	w.rt.queued(e, auto)
 	w.queue.push(e)
 	return e
