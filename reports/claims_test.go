@@ -16,6 +16,21 @@ import (
 	"github.com/locklab/locklab/sim/event"
 )
 
+// drawnClaimChecks re-derive, each for one kind of drawn element, every
+// element's claim from the event log; the kind counts how many were checked.
+var drawnClaimChecks = []struct {
+	kind  string
+	check func(*runner.Result, *timeline) (int, []string)
+}{
+	{"access", accessClaims}, // access markers and fence labels, with or without a mechanism
+	{"witness", witnessClaims},
+	{"zk", zkClaims},
+	{"roles", roleClaims},
+	{"renewals", renewalClaims},
+	{"faults", faultClaims},
+	{"liveness", livenessClaims},
+}
+
 // The claims the timeline draws, re-derived from the event log alone: each
 // element's data-label states its claim and data-events the events it is
 // drawn from; the functions here recompute the claim from those events and
@@ -30,26 +45,12 @@ func TestDrawnClaimsAreEvents(t *testing.T) {
 		// Access markers and the store's fence labels are drawn with or
 		// without a mechanism (claims_access_test.go).
 		tl := buildTimelineMech(r.res, r.m, "t-", 0, r.res.End, false)
-		n, errs := accessClaims(r.res, tl)
-		seen["access"] += n
-		n, werrs := witnessClaims(r.res, tl)
-		seen["witness"] += n
-		errs = append(errs, werrs...)
-		n, zerrs := zkClaims(r.res, tl)
-		seen["zk"] += n
-		errs = append(errs, zerrs...)
-		n, rerrs := roleClaims(r.res, tl)
-		seen["roles"] += n
-		errs = append(errs, rerrs...)
-		n, nerrs := renewalClaims(r.res, tl)
-		seen["renewals"] += n
-		errs = append(errs, nerrs...)
-		n, ferrs := faultClaims(r.res, tl)
-		seen["faults"] += n
-		errs = append(errs, ferrs...)
-		n, lerrs := livenessClaims(r.res, tl)
-		seen["liveness"] += n
-		errs = append(errs, lerrs...)
+		var errs []string
+		for _, c := range drawnClaimChecks {
+			n, cerrs := c.check(r.res, tl)
+			seen[c.kind] += n
+			errs = append(errs, cerrs...)
+		}
 		for _, err := range errs {
 			t.Errorf("%s: %s", r.id, err)
 		}
